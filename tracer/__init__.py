@@ -1,0 +1,59 @@
+"""attn-trace: every intermediate value of an attention computation, step by step.
+
+    >>> import tracer
+    >>> t = tracer.trace_self_attention()          # the tutorial's example
+    >>> round(t["omega[2,1]"].value, 4)
+    0.9544
+
+Names are imported lazily, so ``import tracer`` costs no torch import.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "InputError",
+    "Step",
+    "StepNotFound",
+    "Trace",
+    "TraceFormatError",
+    "TracerError",
+    "__version__",
+    "load",
+    "trace_lesson",
+    "trace_self_attention",
+]
+
+_LAZY = {
+    "Step": "tracer.trace",
+    "Trace": "tracer.trace",
+    "TracerError": "tracer.errors",
+    "InputError": "tracer.errors",
+    "TraceFormatError": "tracer.errors",
+    "StepNotFound": "tracer.errors",
+    "load": "tracer.api",
+    "trace_lesson": "tracer.api",
+    "trace_self_attention": "tracer.api",
+}
+
+if TYPE_CHECKING:
+    from .api import load, trace_lesson, trace_self_attention
+    from .errors import InputError, StepNotFound, TraceFormatError, TracerError
+    from .trace import Step, Trace
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        import importlib
+
+        value = getattr(importlib.import_module(_LAZY[name]), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'tracer' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

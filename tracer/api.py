@@ -1,0 +1,75 @@
+"""The Python API: trace a lesson, load a saved trace.
+
+This is the one module that ties inputs, pipelines and files together; the
+CLI is a thin layer over it.
+"""
+
+from __future__ import annotations
+
+import importlib
+from pathlib import Path
+from typing import Any
+
+from .errors import InputError
+from .inputs import Example, tutorial, validate
+from .pipelines import LESSONS
+from .trace import Trace
+
+
+def trace_self_attention(
+    inputs: Any = None,
+    tokens: Any = None,
+    query: int = 2,
+    dtype: Any = "float32",
+) -> Trace:
+    """Trace simple self-attention (no trainable weights), the tutorial's lesson.
+
+    ``inputs`` is a T x d array-like (nested lists, numpy, torch); ``None``
+    means the tutorial's six tokens.  ``tokens`` labels the rows (default:
+    the tutorial's words, or ``t1..tT``).  ``query`` is the 1-based focus row
+    the reports dwell on; ``dtype`` is ``torch.float32`` (default, as in the
+    tutorial) or ``torch.float64``, or their names.
+    """
+    return trace_lesson("simple", inputs=inputs, tokens=tokens, query=query, dtype=dtype)
+
+
+def trace_lesson(name: str, **options: Any) -> Trace:
+    """Trace lesson ``name`` (see ``attn-trace lessons``) with the same options as :func:`trace_self_attention`."""
+    return run(name, example(**options))
+
+
+def example(
+    inputs: Any = None,
+    tokens: Any = None,
+    query: int = 2,
+    dtype: Any = "float32",
+    source: dict[str, Any] | None = None,
+) -> Example:
+    """Validate options into an :class:`~tracer.inputs.Example` (``None`` inputs: the tutorial's)."""
+    if inputs is None:
+        inputs, default_tokens = tutorial()
+        tokens = default_tokens if tokens is None else tokens
+        source = source or {"kind": "tutorial"}
+    return validate(inputs, tokens, query, dtype, source)
+
+
+def run(lesson: str, ex: Example) -> Trace:
+    """Run a lesson's pipeline on a validated example."""
+    import torch
+
+    if lesson not in LESSONS:
+        raise InputError(f"unknown lesson {lesson!r}: choose from {', '.join(LESSONS)}")
+    module = importlib.import_module(LESSONS[lesson][0])
+    dt = {"float32": torch.float32, "float64": torch.float64}[ex.dtype]
+    values = torch.tensor(ex.values, dtype=torch.float64).to(dt)
+    t, d = ex.values.shape
+    meta = {"dtype": ex.dtype, "n_tokens": t, "dim": d, "source": ex.source}
+    trace: Trace = module.build(values, ex.tokens, ex.query, dt, meta)
+    return trace
+
+
+def load(path: str | Path) -> Trace:
+    """Read a trace file written by :meth:`Trace.save` or ``attn-trace trace``."""
+    from .serialize import load as _load
+
+    return _load(path)

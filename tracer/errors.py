@@ -1,0 +1,26 @@
+"""Errors the tracer raises on bad input or bad files.
+
+Every error here is the user's to fix, so its message is one line that names
+the problem; the CLI prints it and exits with code 2.
+"""
+
+from __future__ import annotations
+
+
+class TracerError(Exception):
+    """Base class: a problem with what the user gave us, not a bug."""
+
+
+class InputError(TracerError, ValueError):
+    """Embeddings, tokens or options that cannot be traced."""
+
+
+class TraceFormatError(TracerError, ValueError):
+    """A trace file that is missing, malformed, truncated, tampered or of an unknown version."""
+
+
+class StepNotFound(TracerError, KeyError):
+    """An id that names no step of this trace."""
+
+    def __str__(self) -> str:  # KeyError would quote the message
+        return str(self.args[0]) if self.args else "step not found"

@@ -1,0 +1,46 @@
+"""Number formatting, in exactly one place.
+
+Every number a report, an explanation or a listing shows goes through
+:func:`num`.  The tutorial prints 4 decimals, so that is the default.
+"""
+
+from __future__ import annotations
+
+import math
+
+DECIMALS = 4
+
+
+def num(value: float, decimals: int = DECIMALS, trim: bool = False) -> str:
+    """A value with a fixed number of decimals (``0.9544``); ``trim`` drops trailing zeros (``0.55``).
+
+    Non-finite values read ``inf``, ``-inf`` and ``nan``; negative zero reads
+    as zero.  Minus signs are ASCII hyphens so the text can be parsed back.
+    """
+    v = float(value)
+    if math.isnan(v):
+        return "nan"
+    if math.isinf(v):
+        return "inf" if v > 0 else "-inf"
+    text = f"{v:.{decimals}f}"
+    if trim and "." in text:
+        text = text.rstrip("0").rstrip(".")
+    if text.lstrip("-").strip("0.") == "" and text.startswith("-") and v == 0:
+        text = text[1:]
+    return text
+
+
+def sci(value: float, digits: int = 2) -> str:
+    """A small difference in scientific notation (``1.49e-08``); exact zero reads ``0``."""
+    v = float(value)
+    if v == 0:
+        return "0"
+    if not math.isfinite(v):
+        return num(v)
+    return f"{v:.{digits}e}"
+
+
+def rounding_note(terms: list[float], total: float, decimals: int = DECIMALS) -> bool:
+    """True when the displayed terms do not add up to the displayed total (rounding shows)."""
+    shown = sum(round(t, decimals) for t in terms)
+    return num(shown, decimals) != num(total, decimals)

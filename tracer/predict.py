@@ -1,0 +1,127 @@
+"""Recompute a node's values from its operands, for the ops IEEE arithmetic fixes exactly.
+
+Multiplication, addition, subtraction and division of two floats are
+correctly rounded, so numpy here gives the very bits torch gave in the
+pipeline; a running sum accumulated left to right is a chain of such
+additions; a max or a total picked from the last running sum is a copy.  The
+trace file uses this to store large tensors as *derived*: only the positions
+where the stored value differs from the recomputation are written (see
+``serialize``), so a file keeps every value bit for bit, including one that
+was altered after recording.
+
+``exp``, ``softmax`` and matrix products depend on the library's kernels and
+are never derived.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+
+PREDICTABLE = {"mul", "add", "sub", "div", "acc", "sum", "max"}
+
+_BINARY = {"mul": np.multiply, "add": np.add, "sub": np.subtract, "div": np.divide}
+
+
+def aligned(value: np.ndarray, index: tuple[str, ...], axes: tuple[str, ...]) -> np.ndarray | None:
+    """``value`` read with axis names ``index``, broadcastable against ``axes`` (None if not plain)."""
+    if any(a not in axes for a in index) or len(set(index)) != len(index):
+        return None
+    order = sorted(range(len(index)), key=lambda d: axes.index(index[d]))
+    v = value.transpose(order)
+    named = [index[d] for d in order]
+    shape = [v.shape[named.index(a)] if a in named else 1 for a in axes]
+    return v.reshape(shape)
+
+
+def predict(
+    op: str,
+    axes: tuple[str, ...],
+    shape: tuple[int, ...],
+    args: list[dict[str, Any]],
+    attrs: Mapping[str, Any],
+    done: Mapping[str, np.ndarray],
+    dtype: np.dtype,
+    fix: Any = None,
+    like: np.ndarray | None = None,
+) -> np.ndarray | None:
+    """The recomputed value of a node, or None when its op or layout is not derivable.
+
+    ``done`` maps already-decoded node names to values.  For ``acc``,
+    ``fix(slice_index, predicted_slice)`` may correct each slice before the
+    next one is computed from it, so a stored difference propagates exactly as
+    it did when the trace was recorded.  ``like`` (the recorded value, when
+    saving) lets the result share its memory layout, which makes comparing
+    the two a straight pass over memory.
+    """
+    if op not in PREDICTABLE:
+        return None
+    ops: list[tuple[np.ndarray, tuple[str, ...]]] = []
+    if op == "acc":  # args: the running sum itself at the previous position, then the terms
+        ops.append((np.empty(0, dtype=dtype), ()))
+        args = args[1:]
+    for a in args:
+        src = done.get(a["node"])
+        if src is None or "index" not in a or src.dtype != dtype:
+            return None
+        ops.append((src, tuple(a["index"])))
+    if op in _BINARY and len(ops) == 2:
+        x = aligned(ops[0][0], ops[0][1], axes)
+        y = aligned(ops[1][0], ops[1][1], axes)
+        if x is None or y is None:
+            return None
+        out = np.empty(shape, dtype=dtype) if like is None else np.empty_like(like, dtype=dtype)
+        with np.errstate(all="ignore"):
+            _BINARY[op](x, y, out=out, dtype=dtype)
+        return out
+    over = attrs.get("over")
+    if op == "acc" and len(ops) == 2 and over in axes:
+        terms = aligned(ops[1][0], ops[1][1], axes)
+        if terms is None:
+            return None
+        ax = axes.index(over)
+        full = np.broadcast_to(terms, shape)
+        if fix is None and like is not None and like.strides[ax] == max(like.strides):
+            # the recorded sums are stored plane by plane: add whole planes, in that layout
+            res = np.empty_like(like, dtype=dtype)
+            o, w = np.moveaxis(res, ax, 0), np.moveaxis(full, ax, 0)
+            o[0] = w[0]
+            with np.errstate(all="ignore"):
+                for n in range(1, w.shape[0]):
+                    np.add(o[n - 1], w[n], out=o[n], dtype=dtype)
+            return res
+        if fix is None:
+            with np.errstate(all="ignore"):
+                return np.add.accumulate(full, axis=ax, dtype=dtype)
+        work = np.moveaxis(full, ax, 0)
+        out = np.empty(work.shape, dtype=dtype)
+        with np.errstate(all="ignore"):
+            out[0] = fix(0, work[0].copy())
+            for n in range(1, work.shape[0]):
+                out[n] = fix(n, np.add(out[n - 1], work[n], dtype=dtype))
+        return np.moveaxis(out, 0, ax)
+    if op == "sum" and over is not None:
+        part = done.get(str(attrs.get("partials")))
+        src_index = tuple(a.replace("*", over) for a in ops[0][1])
+        if part is None or src_index.count(over) != 1:
+            return None
+        # the partials node has the terms' axes; the total is its last entry along `over`
+        part_axes = src_index
+        taken = part[(slice(None),) * part_axes.index(over) + (-1,)]
+        rest = tuple(a for a in part_axes if a != over)
+        return aligned(taken, rest, axes) if rest == axes else None
+    if op == "max" and len(ops) == 1 and over is not None:
+        src, index = ops[0]
+        if index.count("*") != 1:
+            return None
+        ax = index.index("*")
+        with np.errstate(all="ignore"):
+            m = np.max(src, axis=ax) if src.shape[ax] else None
+        if m is None:
+            return None
+        rest = tuple(a for a in index if a != "*")
+        got = aligned(m, rest, axes)
+        return None if got is None else np.ascontiguousarray(np.broadcast_to(got, shape))
+    return None
