@@ -77,7 +77,8 @@ def validate(
             f"inputs of {t} tokens x {d} dims are too large: the limits are {MAX_TOKENS} tokens, "
             f"{MAX_DIM} dims and T*T*d <= {MAX_CELLS:,} (here {t * t * d:,})"
         )
-    cast = arr.astype(dt)
+    with np.errstate(over="ignore"):
+        cast = arr.astype(dt)
     if not np.isfinite(cast).all():
         r, c = np.argwhere(~np.isfinite(cast))[0]
         raise InputError(f"value at row {r + 1}, column {c + 1} ({arr[r, c]:g}) does not fit in {dt}")
@@ -210,10 +211,14 @@ def read_csv(p: Path) -> tuple[Any, list[str] | None]:
 
 def read_npy(p: Path) -> tuple[Any, list[str] | None]:
     """A 2-d numeric ``.npy`` array (pickled objects are refused)."""
+    with p.open("rb") as f:
+        if f.read(6) != b"\x93NUMPY":
+            raise InputError(f"{p.name} is not a .npy file (it has no NumPy header)")
     try:
         arr = np.load(p, allow_pickle=False)
     except ValueError as e:
-        raise InputError(f"{p.name} is not a numeric .npy array: {e}") from None
+        why = "it holds Python objects" if "pickle" in str(e) else str(e).splitlines()[0]
+        raise InputError(f"{p.name} is not a numeric .npy array: {why}") from None
     except (OSError, EOFError) as e:
         raise InputError(f"{p.name} is not a .npy file: {e}") from None
     return np.asarray(arr), None
@@ -221,14 +226,15 @@ def read_npy(p: Path) -> tuple[Any, list[str] | None]:
 
 def read_pt(p: Path) -> tuple[Any, list[str] | None]:
     """A tensor, or a dict with ``inputs`` and optional ``tokens``, saved by ``torch.save``."""
-    import pickle
-    import zipfile
-
     import torch
 
+    with p.open("rb") as f:
+        magic = f.read(4)
+    if magic != b"PK\x03\x04" and magic[:1] != b"\x80":  # torch.save writes a zip (or, long ago, a pickle)
+        raise InputError(f"{p.name} is not a readable PyTorch file (not written by torch.save)")
     try:
         obj = torch.load(p, map_location="cpu", weights_only=True)
-    except (pickle.UnpicklingError, RuntimeError, zipfile.BadZipFile, EOFError, OSError, ValueError) as e:
+    except Exception as e:  # an untrusted file can fail inside torch in many ways; all mean "unreadable"
         first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
         raise InputError(f"{p.name} is not a readable PyTorch file: {first}"[:300]) from None
     if isinstance(obj, dict):

@@ -52,9 +52,10 @@ def predict(
     ``done`` maps already-decoded node names to values.  For ``acc``,
     ``fix(slice_index, predicted_slice)`` may correct each slice before the
     next one is computed from it, so a stored difference propagates exactly as
-    it did when the trace was recorded.  ``like`` (the recorded value, when
-    saving) lets the result share its memory layout, which makes comparing
-    the two a straight pass over memory.
+    it did when the trace was recorded.  ``like`` is the recorded value, when
+    saving: the result shares its memory layout (so comparing the two is a
+    straight pass over memory), and each running sum is predicted from the
+    stored previous one, exactly as loading will predict it.
     """
     if op not in PREDICTABLE:
         return None
@@ -83,14 +84,13 @@ def predict(
             return None
         ax = axes.index(over)
         full = np.broadcast_to(terms, shape)
-        if fix is None and like is not None and like.strides[ax] == max(like.strides):
-            # the recorded sums are stored plane by plane: add whole planes, in that layout
+        if like is not None:
+            # saving: predict each running sum from the *stored* previous one, as loading will
             res = np.empty_like(like, dtype=dtype)
-            o, w = np.moveaxis(res, ax, 0), np.moveaxis(full, ax, 0)
+            o, w, prev = np.moveaxis(res, ax, 0), np.moveaxis(full, ax, 0), np.moveaxis(like, ax, 0)
             o[0] = w[0]
             with np.errstate(all="ignore"):
-                for n in range(1, w.shape[0]):
-                    np.add(o[n - 1], w[n], out=o[n], dtype=dtype)
+                np.add(prev[:-1], w[1:], out=o[1:], dtype=dtype)
             return res
         if fix is None:
             with np.errstate(all="ignore"):

@@ -51,7 +51,7 @@ FORMAT = "attn-trace"
 FORMAT_VERSION = 1
 SUPPORTED_VERSIONS = (1,)
 
-LIST_LIMIT = 4096
+LIST_LIMIT = 1024
 """Largest all-finite tensor written as a list of numbers."""
 
 _DTYPES: dict[str, np.dtype[Any]] = {"float32": np.dtype("<f4"), "float64": np.dtype("<f8")}
@@ -174,7 +174,8 @@ def loads(raw: bytes | str, name: str = "trace") -> Trace:
     except UnicodeDecodeError:
         raise TraceFormatError(f"{name} is not a trace file (not UTF-8 text)") from None
     except json.JSONDecodeError as e:
-        why = "truncated" if e.pos >= len(text.rstrip()) else "not valid JSON"
+        body = text.strip()
+        why = "truncated" if (body.startswith("{") and not body.endswith("}")) or not body else "not valid JSON"
         raise TraceFormatError(f"{name} is not a readable trace file ({why}: {e.msg} at line {e.lineno})") from None
     except ValueError as e:
         raise TraceFormatError(f"{name} is not a readable trace file ({e})") from None

@@ -248,9 +248,10 @@ class Trace:
     def steps(self, stage: str | None = None, pattern: str | None = None) -> Iterator[Step]:
         """Steps in recording order, lazily; optionally one stage's, or ids matching a glob.
 
-        In ``pattern`` only ``*`` (any run of characters) and ``?`` (one
-        character) are wildcards; brackets and dots are literal, so
-        ``omega[2,*]`` lists the scores of query 2.
+        In ``pattern`` only ``*`` (any run of characters within a segment),
+        ``**`` (anything) and ``?`` (one character) are wildcards; brackets
+        and dots are literal, so ``omega[2,*]`` lists the scores of query 2
+        and ``omega[2,*].p[*]`` their products.
         """
         matcher = glob_matcher(pattern) if pattern is not None else None
         for node in self._nodes.values():
@@ -333,8 +334,14 @@ class Trace:
 
 
 def glob_matcher(pattern: str) -> Any:
-    """A predicate for ids matching ``pattern`` (``*`` and ``?`` wild, all else literal)."""
-    rx = "".join(".*" if c == "*" else "." if c == "?" else re.escape(c) for c in pattern)
+    """A predicate for ids matching ``pattern``.
+
+    ``*`` matches any run of characters within one segment (it never crosses a
+    dot), ``**`` matches anything, ``?`` one character; all else is literal.
+    """
+    parts = re.split(r"(\*\*|\*|\?)", pattern)
+    wild = {"**": ".*", "*": "[^.]*", "?": "[^.]"}
+    rx = "".join(wild.get(p, re.escape(p)) for p in parts)
     return re.compile(rx).fullmatch
 
 

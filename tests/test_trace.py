@@ -1,0 +1,125 @@
+"""The trace model: ids, look-ups, slices, iteration and provenance."""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+
+import tracer
+from tracer import ids
+from tracer.errors import StepNotFound
+
+
+def test_headline_ids(tutorial: tracer.Trace) -> None:
+    s = tutorial["omega[2,1]"]
+    assert (s.id, s.op, s.stage) == ("omega[2,1]", "sum", "scores")
+    assert s.inputs == ("omega[2,1].p[1]", "omega[2,1].p[2]", "omega[2,1].p[3]")
+    assert s.latex.startswith(r"\omega_{21} = x^{(2)} \cdot x^{(1)}")
+    a = tutorial["alpha[2,1]"]
+    assert a.inputs == ("stable.exp[2,1]", "stable.sum[2]")
+    z = tutorial["z[2]"]
+    assert not z.is_element and z.value.shape == (3,)
+    assert tutorial["z[2].t[1,3]"].inputs == ("alpha[2,1]", "x[1,3]")
+
+
+def test_every_step_explains_back_to_the_inputs(tutorial: tracer.Trace) -> None:
+    """Recording order is a topological order: every input of a step was recorded before it."""
+    seen: set[str] = set()
+    count = 0
+    for step in tutorial:
+        for dep in step.inputs:
+            d = tutorial[dep]
+            dep_steps = {d.id} if d.node.granularity == "tensor" else {s.id for s in tutorial.expand(d)}
+            assert dep_steps <= seen | {step.id}, (step.id, dep)
+        seen.add(step.id)
+        count += 1
+    assert count == len(tutorial) == len(seen)
+    assert all(tutorial[i].op == "input" for i in seen if i.startswith("x["))
+
+
+def test_step_count_of_the_tutorial(tutorial: tracer.Trace) -> None:
+    t, d = 6, 3
+    pairs, rows = t * t, t
+    counts = {node.name: node.nsteps for node in tutorial.nodes}
+    assert counts["x"] == t * d
+    assert counts["omega.p"] == counts["omega.s"] == counts["z.t"] == counts["z.s"] == pairs * d
+    assert counts["omega"] == counts["alpha"] == counts["naive.exp"] == counts["torch.alpha"] == pairs
+    assert counts["stable.max"] == counts["div.sum"] == counts["alpha_sum"] == rows
+    assert counts["z"] == t * d
+    tensor_steps = [n for n in tutorial.nodes if n.granularity == "tensor"]
+    assert {n.name for n in tensor_steps} == {
+        "mat.omega",
+        "mat.alpha",
+        "mat.z",
+        "check.naive",
+        "check.torch",
+        "check.omega",
+        "check.alpha",
+        "check.z",
+    }
+    assert all(counts[n.name] == 1 for n in tensor_steps)
+    assert len(tutorial) == sum(counts.values()) == sum(1 for _ in tutorial)
+    assert len(tutorial.nodes) == 37
+
+
+def test_lazy_iteration_and_filters(tutorial: tracer.Trace) -> None:
+    first = list(itertools.islice(tutorial, 3))
+    assert [s.id for s in first] == ["x[1,1]", "x[1,2]", "x[1,3]"]
+    scores = [s.id for s in tutorial.steps(stage="scores", pattern="omega[2,*]")]
+    assert scores == [f"omega[2,{j}]" for j in range(1, 7)]
+    products = [s.id for s in tutorial.steps(pattern="omega[2,1].p[?]")]
+    assert len(list(tutorial.steps(pattern="omega[2,*].p[*]"))) == 18
+    assert len(list(tutorial.steps(pattern="omega**"))) == 36 + 2 * 108
+    assert products == ["omega[2,1].p[1]", "omega[2,1].p[2]", "omega[2,1].p[3]"]
+    assert [s.id for s in tutorial.steps(pattern="check.*")] == [
+        "check.naive",
+        "check.torch",
+        "check.omega",
+        "check.alpha",
+        "check.z",
+    ]
+
+
+def test_slices(tutorial: tracer.Trace) -> None:
+    row = tutorial["alpha[2]"]
+    assert row.latex.startswith(r"\alpha_{2j}")
+    np.testing.assert_array_equal(row.value, tutorial.tensor("alpha")[1])
+    assert [s.id for s in tutorial.expand(tutorial["omega[2].p"])][:2] == ["omega[2,1].p[1]", "omega[2,1].p[2]"]
+    assert tutorial["omega[2,1].p"].value.shape == (3,)
+    assert tutorial["omega.p"].value.shape == (6, 6, 3)
+
+
+@pytest.mark.parametrize(
+    ("bad", "message"),
+    [
+        ("omega[7,1]", r"index i=7 is out of range 1..6"),
+        ("omega[0,1]", r"out of range"),
+        ("omegaa[1,1]", r"did you mean omega\[i,j\]"),
+        ("omega[1,1,1]", r"does not fit omega\[i,j\]"),
+        ("omega[1].p[1]", r"does not fit omega\[i,j\].p\[k\]"),
+        ("omega[a]", r"malformed"),
+        ("", r"empty"),
+        ("omega[2,1]x", r"malformed"),
+    ],
+)
+def test_bad_ids(tutorial: tracer.Trace, bad: str, message: str) -> None:
+    with pytest.raises(StepNotFound, match=message):
+        tutorial[bad]
+    assert bad not in tutorial
+
+
+def test_multi_digit_indices_use_commas() -> None:
+    assert ids.fill(r"\omega_{<i,j>}", {"i": 2, "j": 1}, {"i": 6, "j": 6}) == r"\omega_{21}"
+    assert ids.fill(r"\omega_{<i,j>}", {"i": 2, "j": 1}, {"i": 12, "j": 12}) == r"\omega_{2,1}"
+    assert ids.fill(r"s_{<k-1>}", {"k": 3}, {"k": 5}) == "s_{2}"
+    trace = tracer.trace_self_attention(np.ones((12, 2)), query=1)
+    assert trace["omega[12,3]"].latex.startswith(r"\omega_{12,3}")
+
+
+def test_render_parse_roundtrip() -> None:
+    for node, split, index in [("omega.p", (2, 1), (2, 1, 3)), ("div.sum.s", (0, 1, 1), (2, 4)), ("x", (2,), (1,))]:
+        text = ids.render(node, split, index)
+        name, _, back = ids.parse(text)
+        assert (name, back) == (node, index)
