@@ -1,0 +1,32 @@
+# attn-trace: `make help` lists the targets.
+PYTHON ?= python3
+PIP_INSTALL = $(PYTHON) -m pip install --quiet --disable-pip-version-check -c constraints.txt
+
+.PHONY: help install report test lint pytest bench gold clean
+
+help:  ## list the targets
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-8s %s\n", $$1, $$2}'
+
+install:  ## install attn-trace (editable) with its tested pins and test tools
+	$(PIP_INSTALL) -e ".[test]"
+
+report: install  ## render the worked-example reports into reports/ (the main job)
+	attn-trace report --lang en --force
+	attn-trace report --lang zh --force
+
+test: install lint pytest  ## install, lint, type-check and run the whole test suite
+
+lint:  ## ruff and mypy
+	ruff check .
+	ruff format --check .
+	mypy
+
+pytest:  ## the test suite (fails if no test ran)
+	@$(PYTHON) -m pytest; rc=$$?; \
+	if [ $$rc -eq 5 ]; then echo "pytest collected no tests: failing" >&2; exit 1; fi; exit $$rc
+
+bench: install  ## benchmarks: ratios measured side by side in one run
+	$(PYTHON) bench/bench_trace.py
+
+clean:  ## remove caches and test artifacts
+	rm -rf .pytest_cache .mypy_cache .ruff_cache artifacts build *.egg-info
