@@ -11,15 +11,15 @@ install:  ## install attn-trace (editable) with its tested pins and test tools
 	$(PIP_INSTALL) -e ".[test]"
 
 report: install  ## render the worked-example reports into reports/ (the main job)
-	attn-trace report --lang en --force
-	attn-trace report --lang zh --force
+	$(PYTHON) -m tracer report --lang en --force
+	$(PYTHON) -m tracer report --lang zh --force
 
 test: install lint pytest  ## install, lint, type-check and run the whole test suite
 
 lint:  ## ruff and mypy
-	ruff check .
-	ruff format --check .
-	mypy
+	$(PYTHON) -m ruff check .
+	$(PYTHON) -m ruff format --check .
+	$(PYTHON) -m mypy
 
 pytest:  ## the test suite (fails if no test ran)
 	@$(PYTHON) -m pytest; rc=$$?; \
