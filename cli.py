@@ -72,6 +72,8 @@ def input_options(func: F) -> F:
             show_default=True,
             help="Precision the values are computed in.",
         ),
+        click.option("--weights", help="Lesson trainable: rand (default, seed 123), linear (seed 789) or a file."),
+        click.option("--d-out", "d_out", type=int, help="Lessons with projections: output size (default 2)."),
     ]
     for opt in reversed(opts):
         func = opt(func)
@@ -87,6 +89,8 @@ def build_trace(
     seed: int | None,
     query: int | None,
     dtype: str,
+    weights: str | None = None,
+    d_out: int | None = None,
 ) -> tracer.Trace:
     """Validate the input options and run the lesson."""
     from tracer import api, inputs
@@ -112,7 +116,12 @@ def build_trace(
         rows = len(data) if isinstance(data, list) else (data.shape[0] if data is not None else 6)
         query = 2 if rows >= 2 else 1
     ex = api.example(data, labels, query, dtype, source)
-    return api.run(lesson, ex)
+    extra: dict[str, Any] = {}
+    if weights is not None:
+        extra["weights"] = weights
+    if d_out is not None:
+        extra["d_out"] = d_out
+    return api.run(lesson, ex, **extra)
 
 
 def trace_source(from_file: Path | None, options: dict[str, Any]) -> tracer.Trace:

@@ -33,9 +33,18 @@ def trace_self_attention(
     return trace_lesson("simple", inputs=inputs, tokens=tokens, query=query, dtype=dtype)
 
 
+INPUT_OPTIONS = ("inputs", "tokens", "query", "dtype")
+
+
 def trace_lesson(name: str, **options: Any) -> Trace:
-    """Trace lesson ``name`` (see ``attn-trace lessons``) with the same options as :func:`trace_self_attention`."""
-    return run(name, example(**options))
+    """Trace lesson ``name`` (see ``attn-trace lessons``).
+
+    Takes the options of :func:`trace_self_attention` plus the lesson's own:
+    ``weights`` (``"rand"``, ``"linear"`` or a file) and ``d_out`` for the
+    lessons with trainable weights.
+    """
+    given = {k: options.pop(k) for k in INPUT_OPTIONS if k in options}
+    return run(name, example(**given), **options)
 
 
 def example(
@@ -53,8 +62,8 @@ def example(
     return validate(inputs, tokens, query, dtype, source)
 
 
-def run(lesson: str, ex: Example) -> Trace:
-    """Run a lesson's pipeline on a validated example."""
+def run(lesson: str, ex: Example, **lesson_options: Any) -> Trace:
+    """Run a lesson's pipeline on a validated example (``lesson_options`` go to the lesson's ``prepare``)."""
     import torch
 
     if lesson not in LESSONS:
@@ -64,7 +73,10 @@ def run(lesson: str, ex: Example) -> Trace:
     values = torch.tensor(ex.values, dtype=torch.float64).to(dt)
     t, d = ex.values.shape
     meta = {"dtype": ex.dtype, "n_tokens": t, "dim": d, "source": ex.source}
-    trace: Trace = module.build(values, ex.tokens, ex.query, dt, meta)
+    extra = module.prepare(values, **lesson_options) if hasattr(module, "prepare") else {}
+    if not hasattr(module, "prepare") and lesson_options:
+        raise InputError(f"lesson {lesson!r} takes no option {', '.join(sorted(lesson_options))}")
+    trace: Trace = module.build(values, ex.tokens, ex.query, dt, meta, **extra)
     return trace
 
 

@@ -26,6 +26,24 @@ def value_text(trace: Trace, step_id: str, decimals: int = DECIMALS) -> str:
     return num(s.value, decimals, trim=s.op == "input")
 
 
+def signed_sum(items: list[str]) -> str:
+    """Join terms with + and −, so a negative term reads ``a − 0.3690`` rather than ``a + -0.3690``."""
+    out = ""
+    for n, item in enumerate(items):
+        if n == 0:
+            out = item
+        elif item.startswith("-"):
+            out += f" − {item[1:]}"
+        else:
+            out += f" + {item}"
+    return out
+
+
+def factor(text: str) -> str:
+    """A factor in a product: negative numbers in parentheses (``0.48×(-0.45)``)."""
+    return f"({text})" if text.startswith("-") else text
+
+
 def _elide(items: list[str]) -> list[str]:
     if len(items) <= MAX_TERMS:
         return items
@@ -46,7 +64,11 @@ def equation(trace: Trace, step: Step, decimals: int = DECIMALS) -> str:
         return f"{step.id} = {num(step.value, decimals, trim=True)}"
     if op in ("mul", "div", "sub", "add") and len(vals) == 2:
         sign = {"mul": "×", "div": "/", "sub": "−", "add": "+"}[op]
-        return f"{head} = {vals[0]} {sign} {vals[1]} = {v}"
+        return f"{head} = {vals[0]} {sign} {factor(vals[1])} = {v}"
+    if op == "masked_fill" and len(vals) == 2:
+        masked = step.node.value.dtype.type(step.value) != trace[ins[0]].node.value.dtype.type(trace[ins[0]].value)
+        why = "masked" if masked else "kept"
+        return f"{head} = {v} ({why}: mask {vals[1]}, score {vals[0]})"
     if op == "acc":
         if len(vals) == 1:
             return f"{head} = {v}"
@@ -61,9 +83,9 @@ def equation(trace: Trace, step: Step, decimals: int = DECIMALS) -> str:
         parts = [f"{head}"]
         terms = [trace[i] for i in ins]
         if terms and all(t.op == "mul" for t in terms):
-            factors = [" × ".join(value_text(trace, f, decimals) for f in t.inputs).replace(" × ", "×") for t in terms]
+            factors = ["×".join(factor(value_text(trace, f, decimals)) for f in t.inputs) for t in terms]
             parts.append(" + ".join(_elide(factors)))
-        parts.append(" + ".join(_elide(vals)))
+        parts.append(signed_sum(_elide(vals)))
         parts.append(v)
         return " = ".join(parts)
     return f"{head} = {v}"
@@ -107,6 +129,8 @@ def _input_note(trace: Trace, step: Step) -> str:
 
 def _nonfinite_note(trace: Trace, step: Step) -> str:
     v = step.value
+    if step.op == "masked_fill" or (np.isinf(v) and v < 0 and step.stage == "mask"):
+        return "-inf on purpose: a masked score, so its exp is 0 and the softmax gives it no weight"
     if step.op == "exp" and np.isinf(v):
         return (
             f"exp overflowed: the result is too large for {trace.dtype}; the stable softmax subtracts the row max first"

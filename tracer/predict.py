@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-PREDICTABLE = {"mul", "add", "sub", "div", "acc", "sum", "max"}
+PREDICTABLE = {"mul", "add", "sub", "div", "acc", "sum", "max", "masked_fill"}
 
 _BINARY = {"mul": np.multiply, "add": np.add, "sub": np.subtract, "div": np.divide}
 
@@ -77,6 +77,13 @@ def predict(
         with np.errstate(all="ignore"):
             _BINARY[op](x, y, out=out, dtype=dtype)
         return out
+    if op == "masked_fill" and len(ops) == 2:
+        x = aligned(ops[0][0], ops[0][1], axes)
+        m = aligned(ops[1][0], ops[1][1], axes)
+        if x is None or m is None:
+            return None
+        fill = np.asarray(float(attrs.get("fill", "-inf")), dtype=dtype)
+        return np.ascontiguousarray(np.broadcast_to(np.where(m != 0, fill, x), shape), dtype=dtype)
     over = attrs.get("over")
     if op == "acc" and len(ops) == 2 and over in axes:
         terms = aligned(ops[1][0], ops[1][1], axes)

@@ -76,7 +76,7 @@ class Arg:
         if missing:
             raise ValueError(f"{self.var.name}: axes {missing} are not among {tuple(axes)}")
         order = sorted(range(len(self.index)), key=lambda d: axes.index(self.index[d]))
-        t = self.var.data.permute(*order)
+        t = self.var.data.permute(order)
         shape = [t.shape[[self.index[d] for d in order].index(a)] if a in self.index else 1 for a in axes]
         return t.reshape(shape)
 
@@ -156,24 +156,44 @@ class Recorder:
         latex: str,
         text: str,
         split: Sequence[int] | None = None,
+        fill: float = float("-inf"),
     ) -> Var:
-        """One of ``mul``, ``add``, ``sub``, ``div`` (two operands) or ``exp`` (one), broadcast over ``axes``."""
+        """One of ``mul``, ``add``, ``sub``, ``div`` (two operands), ``exp`` (one) or
+        ``masked_fill`` (value, mask: entries where the mask is non-zero become
+        ``fill``), broadcast over ``axes``.
+
+        Operands are expanded to the full shape first, so torch never takes
+        its scalar fast path (a division by a one-element tensor becomes a
+        multiplication by its reciprocal there): every entry is one correctly
+        rounded IEEE operation, which is what the trace file relies on.
+        """
         out = _axes(axes)
         ts = [a.aligned(out) for a in args]
+        shape = torch.broadcast_shapes(*(tuple(t.shape) for t in ts))  # type: ignore[no-untyped-call]
+        ts = [t.expand(shape) for t in ts]
         fns: dict[str, Callable[..., torch.Tensor]] = {
             "mul": torch.mul,
             "add": torch.add,
             "sub": torch.sub,
             "div": torch.div,
         }
-        if op == "exp":
+        attrs: dict[str, Any] = {}
+        if op == "exp" and len(ts) == 1:
             value = torch.exp(ts[0])
         elif op in fns and len(ts) == 2:
             value = fns[op](ts[0], ts[1])
+        elif op == "masked_fill" and len(ts) == 2:
+            attrs["fill"] = str(fill)
+            value = ts[0].masked_fill(ts[1] != 0, fill)
         else:
             raise ValueError(f"unknown elementwise op {op!r} with {len(ts)} operands")
         refs = [a.ref for a in args]
-        return self._record(name, op, out, value, refs, split=split, symbol=symbol, latex=latex, text=text)
+        return self._record(name, op, out, value, refs, split=split, symbol=symbol, latex=latex, text=text, attrs=attrs)
+
+    def constant(self, name: str, value: float, *, symbol: str, text: str) -> Var:
+        """Record a scalar the lesson fixes (such as sqrt(d_k)), rounded to the dtype once."""
+        data = torch.tensor(value, dtype=self.dtype)
+        return self._record(name, "const", (), data, (), symbol=symbol, latex=symbol, text=text)
 
     def max(self, name: str, arg: Arg, over: str, *, symbol: str, latex: str, text: str) -> Var:
         """The largest entry along axis ``over`` (``torch.amax``)."""

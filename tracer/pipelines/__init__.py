@@ -11,4 +11,16 @@ LESSONS: dict[str, tuple[str, str]] = {
         "tracer.pipelines.simple",
         "Self-attention without trainable weights: dot-product scores, four normalizations, context vectors.",
     ),
+    "trainable": (
+        "tracer.pipelines.trainable",
+        "Self-attention with trainable weights: query, key and value projections, scores scaled by sqrt(d_k).",
+    ),
+    "causal": (
+        "tracer.pipelines.causal",
+        "Causal masks both ways (renormalized and -inf), dropout, and the compact module on a batch.",
+    ),
+    "multihead": (
+        "tracer.pipelines.multihead",
+        "Multi-head attention two ways: a wrapper of causal heads, and projections split into heads.",
+    ),
 }

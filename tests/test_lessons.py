@@ -1,0 +1,176 @@
+"""The chapter's other lessons: the book's printed numbers, a float64 reference, round trips."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+import tracer
+from tracer.fmt import num
+
+# Printed in the book for the tutorial's six inputs.
+BOOK = {
+    ("trainable", "q[2]"): ["0.4306", "1.4551"],
+    ("trainable", "omega[2]"): ["1.2705", "1.8524", "1.8111", "1.0795", "0.5577", "1.5440"],
+    ("trainable", "alpha[2]"): ["0.1500", "0.2264", "0.2199", "0.1311", "0.0906", "0.1820"],
+    ("trainable", "z[2]"): ["0.3061", "0.8210"],
+    ("trainable", "z[6]"): ["0.2990", "0.8040"],
+    ("causal", "masked.alpha[3]"): ["0.3800", "0.3097", "0.3103", "0.0000", "0.0000", "0.0000"],
+    ("causal", "causal.alpha[5]"): ["0.2175", "0.1983", "0.1984", "0.1888", "0.1971", "0.0000"],
+    ("causal", "alpha[1]"): ["0.1921", "0.1646", "0.1652", "0.1550", "0.1721", "0.1510"],
+    ("causal", "batch.z[2,1]"): ["-0.4519", "0.2216"],
+    ("causal", "batch.z[1,6]"): ["-0.5299", "-0.1081"],
+    ("multihead", "wrap.concat[1,1]"): ["-0.4519", "0.2216", "0.4772", "0.1063"],
+    ("multihead", "wrap.concat[2,6]"): ["-0.5299", "-0.1081", "0.5077", "0.3493"],
+    ("multihead", "split.out[1,1]"): ["0.3190", "0.4858"],
+    ("multihead", "split.out[2,6]"): ["0.2575", "0.4028"],
+}
+
+
+@pytest.fixture(scope="module")
+def lessons() -> dict[str, tracer.Trace]:
+    return {name: tracer.trace_lesson(name) for name in ("trainable", "causal", "multihead")}
+
+
+@pytest.mark.parametrize(("lesson", "step"), list(BOOK))
+def test_book_values(lessons: dict[str, tracer.Trace], lesson: str, step: str) -> None:
+    assert [num(v) for v in lessons[lesson][step].value] == BOOK[(lesson, step)]
+
+
+def test_linear_variant_matches_the_book() -> None:
+    t = tracer.trace_lesson("trainable", weights="linear")
+    assert [num(v) for v in t["z[1]"].value] == ["-0.0739", "0.0713"]
+    assert [num(v) for v in t["z[6]"].value] == ["-0.0754", "0.0693"]
+
+
+def test_dropout_effect_is_torch_dropout(lessons: dict[str, tracer.Trace]) -> None:
+    """The mask torch draws may differ between platforms; what it does to the weights may not."""
+    t = lessons["causal"]
+    weights = torch.from_numpy(t.tensor("causal.alpha").copy())
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(123)
+        dropout = torch.nn.Dropout(0.5)
+        expected = dropout(weights).numpy()
+    assert np.array_equal(t.tensor("dropout.alpha"), expected)
+    keep = t.tensor("dropout.keep")
+    assert set(np.unique(keep)) <= {0.0, 1.0}
+    np.testing.assert_array_equal(t.tensor("dropout.alpha"), t.tensor("causal.alpha") * keep * 2)
+    assert t["dropout.scale"].value == 2.0
+
+
+def test_two_masks_agree(lessons: dict[str, tracer.Trace]) -> None:
+    t = lessons["causal"]
+    assert t["check.mask"].value < 1e-6
+    assert np.isneginf(t.tensor("neg.omega")[0, 1:]).all()
+    assert (np.triu(t.tensor("causal.alpha"), 1) == 0).all()
+
+
+def test_lessons_do_not_touch_the_global_rng() -> None:
+    torch.manual_seed(42)
+    before = torch.rand(3)
+    torch.manual_seed(42)
+    tracer.trace_lesson("causal")
+    assert torch.equal(torch.rand(3), before)
+
+
+# -- float64 reference -----------------------------------------------------------------
+def _softmax(s: np.ndarray) -> np.ndarray:
+    e = np.exp(s - s.max(axis=-1, keepdims=True))
+    return e / e.sum(axis=-1, keepdims=True)
+
+
+def _causal(q: np.ndarray, k: np.ndarray, v: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    t = q.shape[-2]
+    s = q @ np.swapaxes(k, -1, -2)
+    s = np.where(np.triu(np.ones((t, t)), 1) > 0, -np.inf, s)
+    a = _softmax(s / np.sqrt(k.shape[-1]))
+    return a, a @ v
+
+
+def reference(t: tracer.Trace) -> dict[str, np.ndarray]:
+    """The lesson recomputed in float64 with plain numpy from the trace's inputs and weights."""
+    g = {n.name: n.value.astype(np.float64) for n in t.nodes if n.op == "input"}
+    lesson = t.meta["lesson"]
+    out: dict[str, np.ndarray] = {}
+    if lesson in ("trainable", "causal"):
+        x = g["x"]
+        q, k, v = x @ g["W_query"], x @ g["W_key"], x @ g["W_value"]
+        omega = q @ k.T
+        alpha = _softmax(omega / np.sqrt(k.shape[-1]))
+        out |= {"q": q, "k": k, "v": v, "omega": omega, "alpha": alpha}
+        if lesson == "trainable":
+            out["z"] = alpha @ v
+        else:
+            m = alpha * np.tril(np.ones_like(alpha))
+            out["masked.alpha"] = m / m.sum(axis=1, keepdims=True)
+            out["causal.alpha"], _ = _causal(q, k, v)
+            out["dropout.alpha"] = out["causal.alpha"] * g["dropout.keep"] * 2
+            bx = g["batch.x"]
+            bq, bk, bv = bx @ g["batch.W_query"], bx @ g["batch.W_key"], bx @ g["batch.W_value"]
+            out["batch.causal.alpha"], out["batch.z"] = _causal(bq, bk, bv)
+    else:
+        x = g["x"]
+        wq, wk, wv = g["wrap.W_query"], g["wrap.W_key"], g["wrap.W_value"]
+        heads = [_causal(x @ wq[h], x @ wk[h], x @ wv[h])[1] for h in range(wq.shape[0])]
+        out["wrap.concat"] = np.concatenate(heads, axis=-1)
+        q, k, v = x @ g["split.W_query"], x @ g["split.W_key"], x @ g["split.W_value"]
+        n = 2
+        split = [
+            _causal(*(m[..., h * (m.shape[-1] // n) : (h + 1) * (m.shape[-1] // n)] for m in (q, k, v)))[1]
+            for h in range(n)
+        ]
+        out["split.out"] = np.concatenate(split, axis=-1) @ g["split.W_out"] + g["split.b_out"]
+    return out
+
+
+@pytest.mark.parametrize("lesson", ["trainable", "causal", "multihead"])
+@pytest.mark.parametrize(("t", "d", "d_out"), [(6, 3, 2), (1, 1, 2), (9, 5, 4)])
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_against_float64_reference(lesson: str, t: int, d: int, d_out: int, dtype: str) -> None:
+    x = np.random.default_rng(t * 10 + d).uniform(-1, 1, (t, d))
+    trace = tracer.trace_lesson(lesson, inputs=x, query=1, dtype=dtype, d_out=d_out)
+    tol = 1e-5 if dtype == "float32" else 1e-12
+    for name, want in reference(trace).items():
+        got = trace.tensor(name).astype(np.float64)
+        np.testing.assert_allclose(got, want, rtol=tol, atol=tol, err_msg=f"{lesson}:{name}")
+
+
+@pytest.mark.parametrize("lesson", ["trainable", "causal", "multihead"])
+def test_roundtrip(lessons: dict[str, tracer.Trace], lesson: str, tmp_path: Path) -> None:
+    t = lessons[lesson]
+    t.save(tmp_path / "t.json")
+    back = tracer.load(tmp_path / "t.json")
+    for a, b in zip(t.nodes, back.nodes, strict=True):
+        assert np.ascontiguousarray(a.value).tobytes() == np.ascontiguousarray(b.value).tobytes(), a.name
+
+
+def test_weights_from_file(tmp_path: Path) -> None:
+    import json
+
+    w = {"W_query": [[1, 0], [0, 1], [1, 1]], "W_key": [[1, 0], [0, 1], [0, 0]], "W_value": [[2, 0], [0, 2], [0, 0]]}
+    (tmp_path / "w.json").write_text(json.dumps(w))
+    t = tracer.trace_lesson("trainable", weights=str(tmp_path / "w.json"))
+    np.testing.assert_array_equal(t.tensor("W_query"), np.array(w["W_query"], dtype=np.float32))
+    assert t.meta["weights"] == {"kind": "file", "name": "w.json", "d_out": 2}
+    (tmp_path / "bad.json").write_text(json.dumps({**w, "W_key": [[1, 0]]}))
+    with pytest.raises(tracer.InputError, match=r"W_key must be 3 x d_out"):
+        tracer.trace_lesson("trainable", weights=str(tmp_path / "bad.json"))
+
+
+@pytest.mark.parametrize(
+    ("lesson", "options", "message"),
+    [
+        ("simple", {"weights": "rand"}, "takes no option weights"),
+        ("trainable", {"weights": "nope.json"}, "no such weights file"),
+        ("trainable", {"d_out": 0}, "d_out must be from 1"),
+        ("multihead", {"d_out": 3}, "divisible by the 2 heads"),
+        ("causal", {"weights": "rand"}, "takes no option weights"),
+        ("nope", {}, "unknown lesson"),
+    ],
+)
+def test_bad_lesson_options(lesson: str, options: dict[str, object], message: str) -> None:
+    with pytest.raises(tracer.InputError, match=message):
+        tracer.trace_lesson(lesson, **options)
