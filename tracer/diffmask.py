@@ -133,6 +133,8 @@ def first(mask: np.ndarray, k: int) -> list[tuple[int, ...]]:
     """The 0-based positions of the first ``k`` True entries, in C (id) order, reading only as far as needed."""
     if mask.ndim == 0:
         return [()] if k > 0 and bool(mask) else []
+    if mask.ndim == 1:
+        return [(int(i),) for i in np.flatnonzero(mask)[:k]]
     out: list[tuple[int, ...]] = []
     for i in range(mask.shape[0]):
         if len(out) >= k:
