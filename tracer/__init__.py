@@ -5,6 +5,9 @@
     >>> round(t["omega[2,1]"].value, 4)
     0.9544
 
+    >>> tracer.diff(t, t).equal                    # compare two traces (or trace files)
+    True
+
 Names are imported lazily, so ``import tracer`` costs no torch import.
 """
 
@@ -22,6 +25,7 @@ __all__ = [
     "TraceFormatError",
     "TracerError",
     "__version__",
+    "diff",
     "load",
     "trace_lesson",
     "trace_self_attention",
@@ -34,6 +38,7 @@ _LAZY = {
     "InputError": "tracer.errors",
     "TraceFormatError": "tracer.errors",
     "StepNotFound": "tracer.errors",
+    "diff": "tracer.differ",  # the function; the module is `differ`, so `tracer.diff` names one thing
     "load": "tracer.api",
     "trace_lesson": "tracer.api",
     "trace_self_attention": "tracer.api",
@@ -41,6 +46,7 @@ _LAZY = {
 
 if TYPE_CHECKING:
     from .api import load, trace_lesson, trace_self_attention
+    from .differ import diff
     from .errors import InputError, StepNotFound, TraceFormatError, TracerError
     from .trace import Step, Trace
 

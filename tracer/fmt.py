@@ -44,3 +44,15 @@ def rounding_note(terms: list[float], total: float, decimals: int = DECIMALS) ->
     """True when the displayed terms do not add up to the displayed total (rounding shows)."""
     shown = sum(round(t, decimals) for t in terms)
     return num(shown, decimals) != num(total, decimals)
+
+
+def full(value: float, digits: int = 9) -> str:
+    """A value with enough significant digits to tell neighbouring float32s apart (``0.954400003``).
+
+    ``diff`` shows A and B this way: at 4 decimals two values that differ
+    beyond a float32 tolerance would often print the same.
+    """
+    v = float(value)
+    if not math.isfinite(v):
+        return num(v)
+    return f"{v:.{digits}g}"

@@ -154,6 +154,16 @@ def _digest(doc: dict[str, Any]) -> str:
 # -- reading -----------------------------------------------------------------
 def load(path: str | os.PathLike[str]) -> Trace:
     """Read a trace file; any problem raises :class:`TraceFormatError` with one line."""
+    doc, name = read_document(path)
+    return from_dict(doc, name)
+
+
+def read_document(path: str | os.PathLike[str]) -> tuple[Any, str]:
+    """Read and parse a trace file's JSON without building the trace: (document, file name).
+
+    :func:`from_dict` checks and builds it; a caller that also wants the
+    file's ``version`` (``diff`` reports it) reads it here, parsing once.
+    """
     p = Path(path)
     try:
         raw = p.read_bytes()
@@ -163,14 +173,19 @@ def load(path: str | os.PathLike[str]) -> Trace:
         raise TraceFormatError(f"{p} is a directory, not a trace file") from None
     except OSError as e:
         raise TraceFormatError(f"cannot read {p}: {e.strerror}") from None
-    return loads(raw, name=p.name)
+    return parse(raw, p.name), p.name
 
 
 def loads(raw: bytes | str, name: str = "trace") -> Trace:
     """Parse a trace file's content (see :func:`load`)."""
+    return from_dict(parse(raw, name), name)
+
+
+def parse(raw: bytes | str, name: str = "trace") -> Any:
+    """The JSON document of a trace file's content, unchecked (``TraceFormatError`` if unreadable)."""
     try:
         text = raw.decode("utf-8") if isinstance(raw, bytes) else raw
-        doc = json.loads(text, parse_constant=_reject_constant)
+        return json.loads(text, parse_constant=_reject_constant)
     except UnicodeDecodeError:
         raise TraceFormatError(f"{name} is not a trace file (not UTF-8 text)") from None
     except json.JSONDecodeError as e:
@@ -179,7 +194,6 @@ def loads(raw: bytes | str, name: str = "trace") -> Trace:
         raise TraceFormatError(f"{name} is not a readable trace file ({why}: {e.msg} at line {e.lineno})") from None
     except ValueError as e:
         raise TraceFormatError(f"{name} is not a readable trace file ({e})") from None
-    return from_dict(doc, name)
 
 
 def _reject_constant(c: str) -> Any:

@@ -1,0 +1,198 @@
+"""tracer.diff: values, tolerances, structure, metadata and root causes."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+
+import numpy as np
+import pytest
+
+import tracer
+from tracer import differ
+from tracer.diffmask import carry, compare, scan, shift
+from tracer.trace import Ref
+
+
+def edit(trace: tracer.Trace, name: str, index: tuple[int, ...], value: float) -> tracer.Trace:
+    """A copy of ``trace`` with one stored value replaced (as if a kernel had computed it differently)."""
+    nodes = []
+    for n in trace.nodes:
+        if n.name == name:
+            v = n.value.copy()
+            v[index] = value
+            n = dataclasses.replace(n, value=v)
+        nodes.append(n)
+    return tracer.Trace(nodes, trace.meta)
+
+
+def test_facade_diff_is_the_function() -> None:
+    assert tracer.diff is differ.diff
+
+
+def test_equal_traces(tutorial: tracer.Trace) -> None:
+    d = tracer.diff(tutorial, tutorial)
+    assert d.equal
+    assert d.totals.compared == len(tutorial)
+    assert not d.roots and not d.steps and not d.meta and not d.nodes
+
+
+def test_changed_input_has_one_root_cause(tutorial: tracer.Trace, nudged: tracer.Trace) -> None:
+    d = tracer.diff(tutorial, nudged)
+    assert not d.equal
+    assert [r.id for r in d.roots] == ["x[1,1]"]
+    assert d.totals.roots == 1
+    assert d.totals.differing > 500  # the change flows into every weight and context vector
+    root = d.roots[0]
+    assert (root.a, root.b) == (pytest.approx(0.43), pytest.approx(0.53))
+    assert root.abs_diff == pytest.approx(0.1, rel=1e-5)
+    assert root.tol == pytest.approx(differ.DEFAULT_ATOL + differ.DEFAULT_RTOL * 0.53)
+    assert root.formula == "x^{(1)}_{1}"
+    assert d.steps[0] == root and all(not s.root for s in d.steps[1:])
+    inputs = {c.subject: c for c in d.meta}["inputs.x"]
+    assert inputs.note == "1 of 18 values differ beyond tolerance"
+
+
+def test_a_changed_partial_sum_is_its_own_root(tutorial: tracer.Trace) -> None:
+    changed = edit(tutorial, "omega.s", (1, 0, 1), 0.5)  # omega[2,1].s[2]
+    d = tracer.diff(tutorial, changed)
+    assert [r.id for r in d.roots] == ["omega[2,1].s[2]"]
+    assert d.totals.differing == 1  # an edited value: nothing was recomputed from it
+
+
+def test_several_independent_changes_are_several_roots(tutorial: tracer.Trace) -> None:
+    changed = edit(edit(tutorial, "x", (0, 0), 0.1), "x", (5, 2), 0.9)
+    d = tracer.diff(tutorial, changed, limit=5)
+    assert [r.id for r in d.roots] == ["x[1,1]", "x[6,3]"]
+    assert d.totals.differing == 2  # edited values: nothing was recomputed from them
+
+
+def test_tensor_level_step(tutorial: tracer.Trace) -> None:
+    changed = edit(tutorial, "mat.alpha", (1, 2), 0.25)
+    d = tracer.diff(tutorial, changed)
+    root = d.roots[0]
+    assert (root.id, root.where, root.b) == ("mat.alpha", (2, 3), 0.25)
+    assert [s.id for s in d.steps] == ["mat.alpha"]
+    assert d.totals.roots == 1
+
+
+def test_metadata_changes(tutorial: tracer.Trace) -> None:
+    other = tracer.trace_self_attention(query=3, dtype="float64", tokens=["a", "b", "c", "d", "e", "f"])
+    d = tracer.diff(tutorial, other)
+    changes = {c.subject: (c.a, c.b) for c in d.meta}
+    assert changes["query"] == (2, 3)
+    assert changes["dtype"] == ("float32", "float64")
+    assert changes["tokens"][1] == ["a", "b", "c", "d", "e", "f"]
+    assert d.totals.differing == 0  # float64 values agree with float32 ones within the float32 tolerance
+    assert not d.equal
+
+
+def test_steps_only_in_a_or_b(tutorial: tracer.Trace) -> None:
+    from tracer.inputs import tutorial as tutorial_inputs
+
+    values, tokens = tutorial_inputs()
+    five = tracer.trace_self_attention(values[:5], tokens=tokens[:5])
+    d = tracer.diff(tutorial, five, limit=1000)
+    t = d.totals
+    assert t.only_a > 0 and t.only_b == 0
+    kinds = {s.id: s.kind for s in d.steps}
+    assert kinds["x[6,1]"] == "only_a"
+    assert "x[1,1]" not in kinds  # the shared rows still match
+    assert {c.subject for c in d.meta} >= {"n_tokens", "tokens", "inputs.x"}
+    assert ("x", "shape", [6, 3], [5, 3]) in [(c.subject, c.field, c.a, c.b) for c in d.nodes]
+    back = tracer.diff(five, tutorial)
+    assert back.totals.only_b == t.only_a and back.totals.only_a == 0
+
+
+def test_node_changes(tutorial: tracer.Trace) -> None:
+    nodes = [dataclasses.replace(n, latex="changed") if n.name == "omega" else n for n in tutorial.nodes]
+    d = tracer.diff(tutorial, tracer.Trace(nodes[:-1], tutorial.meta))
+    fields = {(c.subject, c.field) for c in d.nodes}
+    assert ("omega", "latex") in fields and ("check.z", "exists") in fields
+    assert d.totals.only_a == 1  # check.z is one tensor-level step
+
+
+@pytest.mark.parametrize(
+    ("factor", "close"),
+    [(0.0, True), (0.9, True), (1.1, False), (-0.9, True), (-1.1, False)],
+)
+def test_tolerance_boundary(factor: float, close: bool) -> None:
+    rtol, atol = 1e-3, 1e-4
+    b = np.array([2.0, -3.0, 0.0])
+    a = b + factor * (atol + rtol * np.abs(b))
+    bad = compare(a, b, rtol, atol).bad
+    assert (bad is None) == close
+
+
+def test_wide_tolerances(tutorial: tracer.Trace, nudged: tracer.Trace) -> None:
+    d = tracer.diff(tutorial, nudged, rtol=0, atol=100)
+    assert d.totals.differing == 0 and not d.roots
+    assert tracer.diff(tutorial, edit(tutorial, "x", (0, 0), 0.53), rtol=0, atol=0.11).equal
+
+
+def test_bad_tolerances(tutorial: tracer.Trace) -> None:
+    with pytest.raises(ValueError, match="rtol"):
+        tracer.diff(tutorial, tutorial, rtol=-1)
+    with pytest.raises(ValueError, match="atol"):
+        tracer.diff(tutorial, tutorial, atol=math.nan)
+
+
+@pytest.mark.parametrize(
+    ("a", "b", "close"),
+    [
+        (math.nan, math.nan, True),
+        (math.nan, 1.0, False),
+        (1.0, math.nan, False),
+        (math.inf, math.inf, True),
+        (-math.inf, -math.inf, True),
+        (math.inf, -math.inf, False),
+        (1e30, math.inf, False),
+        (math.inf, 1e30, False),
+        (math.nan, math.inf, False),
+    ],
+)
+def test_nonfinite(a: float, b: float, close: bool) -> None:
+    for dtype in (np.float32, np.float64):
+        got = compare(np.array([1.0, a], dtype), np.array([1.0, b], dtype), 1e-5, 1e-6)
+        assert (got.bad is None) == close
+
+
+def test_nonfinite_in_a_trace(tutorial: tracer.Trace) -> None:
+    nan_a = edit(tutorial, "naive.exp", (0, 0), math.inf)
+    assert tracer.diff(nan_a, nan_a).equal
+    d = tracer.diff(tutorial, nan_a)
+    assert d.roots[0].id == "naive.exp[1,1]" and d.roots[0].b == math.inf
+    assert d.to_json()["roots"][0]["b"] == "Infinity"
+
+
+def test_paths_and_format_version(trace_files: dict[str, str]) -> None:
+    d = tracer.diff(trace_files["a"], trace_files["b"])
+    assert d.a_name == trace_files["a"] and [r.id for r in d.roots] == ["x[1,1]"]
+    assert tracer.diff(trace_files["a"], trace_files["same"]).equal
+
+
+def test_loaded_trace_equals_recorded(tutorial: tracer.Trace, trace_files: dict[str, str]) -> None:
+    assert tracer.diff(tutorial, trace_files["a"]).equal  # different memory layouts, same values
+
+
+# -- the mask algebra ----------------------------------------------------------
+def test_carry_follows_index_expressions() -> None:
+    status = np.zeros((3, 4), dtype=bool)
+    status[1, 2] = True
+    axes, shape = ("i", "j", "k"), (3, 3, 4)
+    same = np.broadcast_to(carry(status, Ref("x", ("i", "k")), axes, shape), shape)
+    assert same[1, :, 2].all() and same.sum() == 3
+    star = np.broadcast_to(carry(status, Ref("x", ("i", "*")), axes, shape), shape)
+    assert star[1].all() and star.sum() == 12
+    back = np.broadcast_to(carry(status, Ref("x", ("j", "k-1")), axes, shape), shape)
+    assert back[:, 1, 3].all() and back.sum() == 3
+    assert carry(status, Ref("x"), axes, shape) is True
+
+
+def test_shift_and_scan() -> None:
+    m = np.array([True, False, False, True])
+    assert shift(m, 0, -1, 4).tolist() == [False, True, False, False]
+    assert shift(m, 0, 1, 3).tolist() == [False, False, True]
+    ne = np.array([True, True, False, True])
+    base = np.array([True, False, False, False])
+    assert scan(ne, base, 0, 1).tolist() == [True, True, False, False]
