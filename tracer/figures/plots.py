@@ -155,7 +155,10 @@ def heatmap(
             for i in range(r):
                 for j in range(c):
                     if links[i][j]:
-                        cell = Rectangle((j - 0.5, i - 0.5), 1, 1, fill=True, facecolor="none", edgecolor="none")
+                        # transparent but painted, above the labels, so the whole cell takes the click
+                        cell = Rectangle(
+                            (j - 0.5, i - 0.5), 1, 1, facecolor=(1, 1, 1, 0.001), edgecolor="none", zorder=5
+                        )
                         cell.set_url(links[i][j])
                         ax.add_patch(cell)
         if focus is not None:
