@@ -43,7 +43,10 @@ def test_scaled_cells_are_the_scaled_traces(tutorial: tracer.Trace, tutorial_rep
     cells = re.findall(r'<td data-id="scaled:([^"]+)"[^>]*>([^<]*)</td>', page)
     assert cells
     for sid, text in cells:
-        assert text == fmt.num(ov.trace[sid].value, DEC)
+        assert text == fmt.shown(ov.trace[sid].value, DEC)
+        assert (
+            float(text) == float(fmt.num(ov.trace[sid].value, DEC)) or abs(float(text) / ov.trace[sid].value - 1) < 1e-4
+        )
     assert any(text == "inf" for _, text in cells) and any(text == "nan" for _, text in cells)
 
 
@@ -118,3 +121,12 @@ def test_decimals_option_changes_every_number(tutorial: tracer.Trace) -> None:
     md = report.build(tutorial, "en", ("md",), decimals=6)["index.md"].decode()
     assert fmt.num(tutorial["alpha[2,1]"].value, 6) in md
     assert np.isclose(float(fmt.num(tutorial["alpha[2,1]"].value, 6)), tutorial["alpha[2,1]"].value, atol=1e-6)
+
+
+def test_context_terms_match(tutorial: tracer.Trace, tutorial_report) -> None:  # type: ignore[no-untyped-def]
+    md = tutorial_report("en")["index.md"].decode()
+    lines = [ln for ln in md.splitlines() if ln.startswith("the terms and their sum: $")]
+    assert len(lines) == 3
+    for k, line in enumerate(lines, 1):
+        want = [fmt.num(tutorial[f"z[2].t[{j},{k}]"].value, DEC) for j in range(1, 7)]
+        assert re.findall(r"-?\d+\.\d+", line) == [*want, fmt.num(tutorial[f"z[2,{k}]"].value, DEC)]

@@ -49,7 +49,7 @@ class Ctx:
 
     def num(self, value: float) -> str:
         """A value as displayed (``fmt.num`` with the report's decimals)."""
-        return fmt.num(value, self.decimals)
+        return fmt.shown(value, self.decimals)
 
     def given(self, value: float) -> str:
         """An input value as given (trailing zeros dropped: ``0.55``)."""

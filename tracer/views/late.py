@@ -40,10 +40,11 @@ def _component(ctx: Ctx, k: int, keys: list[int]) -> Equation:
     more = [r"\cdots"] if len(keys) < ctx.t else []
     factors = [rf"{tex(ctx.num(float(a[j])))} \times {tex(ctx.given(float(x[j, k])))}" for j in keys] + more
     parts = [tex(ctx.num(float(terms[j, k]))) for j in keys] + more
-    latex = f"{tr[sid].latex} = {' + '.join(factors)} = {' + '.join(parts)} = {ctx.num(total)}"
+    latex = f"{tr[sid].latex} = {' + '.join(factors)}"
+    terms_line = f"{' + '.join(parts)} = {ctx.num(total)}"
     rounds = not more and ctx.rounds(terms[:, k], total)
     note = ctx.s("context.rounding", cols=str(k + 1), n=ctx.decimals) if rounds else ""
-    return Equation(f"z-{q}-{k + 1}", sid, latex, note=note, focus=True)
+    return Equation(f"z-{q}-{k + 1}", sid, latex, ctx.s("context.terms"), terms_line, note, focus=True)
 
 
 def context(ctx: Ctx) -> Section:
