@@ -79,3 +79,14 @@ def test_other_inputs_get_their_own_folder(tmp_path: Path, monkeypatch) -> None:
     assert re.fullmatch(r"text-[0-9a-f]{10}", folder.name)
     md = (folder / "en" / "index.md").read_text()
     assert "components 1 and 2" not in md and "plane" in md  # d=2: the figure shows the plane itself
+
+
+def test_cli_import_pulls_in_no_heavy_module() -> None:
+    import subprocess
+    import sys
+
+    heavy = ("torch", "matplotlib", "jinja2", "latex2mathml")
+    code = f"import sys, cli; print(sorted(m for m in {heavy!r} if m in sys.modules))"
+    root = Path(__file__).resolve().parent.parent
+    out = subprocess.run([sys.executable, "-c", code], cwd=root, capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"

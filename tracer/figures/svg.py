@@ -62,7 +62,7 @@ def to_svg(fig: Any, name: str) -> str:
     """The figure as an ``<svg>`` element (no XML declaration, DOCTYPE or metadata), ids prefixed."""
     buf = io.StringIO()
     with drawing(name):
-        fig.savefig(buf, format="svg", metadata={"Date": None, "Creator": None}, bbox_inches="tight", pad_inches=0.05)
+        fig.savefig(buf, format="svg", metadata={"Date": None, "Creator": None})
     text = buf.getvalue()
     text = text[text.index("<svg") :]
     text = re.sub(r"\s*<metadata>.*?</metadata>", "", text, flags=re.S)
