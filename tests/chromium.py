@@ -41,6 +41,7 @@ class Browser:
     """One headless Chromium and one page in it."""
 
     def __init__(self, timeout: float = 30.0) -> None:
+        """Start Chromium and attach to a new blank page; commands wait at most ``timeout`` seconds."""
         assert EXE is not None, "chromium is not installed"
         self.timeout = timeout
         self.profile = tempfile.mkdtemp(prefix="attn-trace-chromium-")

@@ -20,6 +20,7 @@ class MissingString(KeyError):
     """A string key that the language's table does not have."""
 
     def __str__(self) -> str:
+        """The message, without KeyError's quotes."""
         return str(self.args[0]) if self.args else "missing string"
 
 
@@ -58,6 +59,7 @@ class Strings:
     """The callable a view or a template uses to fetch a sentence: ``s("scores.why", q=2)``."""
 
     def __init__(self, lang: str, entries: dict[str, str] | None = None) -> None:
+        """Strings of ``lang`` (its table, unless ``entries`` is given)."""
         self.lang = lang
         self.entries = table(lang) if entries is None else entries
 
