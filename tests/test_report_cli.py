@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
 
@@ -24,6 +25,9 @@ def test_default_folder_and_no_overwrite(tmp_path: Path, monkeypatch) -> None:  
     assert sorted(p.name for p in folder.iterdir()) == sorted(
         ["index.md", "fig-inputs.svg", "fig-weights.svg", "fig-context.svg", "fig-omega.svg", "fig-alpha.svg"]
     )
+    mask = os.umask(0o022)
+    os.umask(mask)
+    assert (folder / "index.md").stat().st_mode & 0o777 == 0o666 & ~mask  # as open() would make it
     before = (folder / "index.md").read_bytes()
     (folder / "index.md").write_text("mine")
     code, out = run("report", "--format", "md", "--lang", "zh")

@@ -140,7 +140,8 @@ def pairs(ctx: Ctx) -> Section:
     alpha_svg, _ = _heatmap(ctx, "alpha", links=False)
     if small:
         b = math.ceil(t / HEAT_BLOCKS)
-        blocks.append(Para(s("pairs.downsampled", t=t, b=b), note=True))
+        key = "pairs.downsampled" if b > 1 else "pairs.unannotated"
+        blocks.append(Para(s(key, t=t, b=b), note=True))
     elif t <= FULL_T:
         blocks.append(Para(s("pairs.click")))
     blocks.append(Figure("fig-omega", "fig-omega", omega_svg, s("pairs.omega_alt", t=t), s("pairs.omega_caption")))
