@@ -287,6 +287,66 @@ def diff(a: Path, b: Path, rtol: float, atol: float, limit: int, fmt: str) -> No
         raise SystemExit(1)
 
 
+@app.command()
+@from_option
+@decimals_option
+@input_options
+@click.option("--lang", type=click.Choice(["en", "zh"]), default="en", show_default=True, help="Report language.")
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["html", "md", "all"]),
+    default="all",
+    show_default=True,
+    help="Which files to write.",
+)
+@click.option("--fragment", is_flag=True, help="Write the HTML as one class-scoped <section> (fragment.html).")
+@click.option(
+    "-o", "--output", type=click.Path(path_type=Path), help="Folder to write into (default: reports/<example>/<lang>)."
+)
+@click.option("--force", is_flag=True, help="Overwrite existing report files.")
+def report(
+    from_file: Path | None,
+    decimals: int,
+    lang: str,
+    fmt: str,
+    fragment: bool,
+    output: Path | None,
+    force: bool,
+    **options: Any,
+) -> None:
+    """Write the walk-through report (HTML and Markdown, with figures) of a trace.
+
+    \b
+    attn-trace report                      the tutorial's example, in English
+    attn-trace report --lang zh            the same in Chinese
+    attn-trace report --from trace.json    render a saved trace without recomputing
+    """
+    from tracer import report as reports
+    from tracer.serialize import write_atomic
+
+    if fragment and fmt == "md":
+        raise UserError("--fragment is an HTML form: use it with --format html or all")
+    t = trace_source(from_file, options)
+    if t.meta.get("lesson", "simple") != "simple":
+        raise UserError(f"reports are written for lesson 'simple' only so far, not {t.meta.get('lesson')!r}")
+    folder = output if output is not None else Path("reports") / reports.slug(t) / lang
+    if folder.exists() and not folder.is_dir():
+        raise UserError(f"{folder} exists and is not a folder")
+    formats = ("html", "md") if fmt == "all" else (fmt,)
+    files = reports.build(t, lang, formats, decimals, fragment)
+    clash = [name for name in files if (folder / name).exists()]
+    if clash and not force:
+        raise UserError(f"{folder / clash[0]} already exists; use --force to overwrite the report")
+    try:
+        for name, data in files.items():
+            write_atomic(folder / name, data)
+    except OSError as e:
+        raise UserError(f"cannot write into {folder}: {e.strerror}") from None
+    size = sum(len(d) for d in files.values())
+    status(f"wrote {folder}: {', '.join(files)} ({size:,} bytes)")
+
+
 def main() -> None:
     """Console-script entry point."""
     try:

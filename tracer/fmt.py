@@ -30,6 +30,22 @@ def num(value: float, decimals: int = DECIMALS, trim: bool = False) -> str:
     return text
 
 
+BIG = 1e9
+"""From this size on, :func:`shown` switches to scientific notation."""
+
+
+def shown(value: float, decimals: int = DECIMALS) -> str:
+    """A value for a table: :func:`num`, or :func:`sci` with ``decimals`` digits once it reaches :data:`BIG`.
+
+    An exp that has not quite overflowed (``4.2501e+36``) stays readable
+    instead of printing thirty-seven digits.
+    """
+    v = float(value)
+    if math.isfinite(v) and abs(v) >= BIG:
+        return sci(v, decimals)
+    return num(v, decimals)
+
+
 def sci(value: float, digits: int = 2) -> str:
     """A small difference in scientific notation (``1.49e-08``); exact zero reads ``0``."""
     v = float(value)

@@ -1,0 +1,1 @@
+"""Renderers: one module per format (:mod:`.html`, :mod:`.markdown`), sharing the view model and :mod:`.env`."""

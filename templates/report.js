@@ -1,0 +1,75 @@
+/* attn-trace step navigator: progressive enhancement only.  Without this
+   script every step is on the page; with it, Previous/Next buttons (and the
+   arrow keys) walk through the steps, and a link to a step (a heatmap cell)
+   opens and highlights it. */
+(function () {
+  "use strict";
+  var root = document.querySelector(".attn-trace-report");
+  if (!root) { return; }
+  var steps = Array.prototype.slice.call(root.querySelectorAll(".step"));
+  if (!steps.length) { return; }
+  var group = root.querySelector("details.group");
+  if (group) { group.open = false; }
+  var current = -1;
+  var nav = document.createElement("nav");
+  nav.className = "stepper";
+  nav.setAttribute("aria-label", root.getAttribute("data-nav-label"));
+  var where = document.createElement("span");
+  where.className = "where";
+  where.setAttribute("aria-live", "polite");
+  function button(text, delta, name) {
+    var b = document.createElement("button");
+    b.type = "button";
+    b.className = name;
+    b.textContent = text;
+    b.addEventListener("click", function () { go(current < 0 && delta < 0 ? 0 : current + delta); });
+    return b;
+  }
+  var prev = button("\u2190 " + root.getAttribute("data-prev"), -1, "prev");
+  var next = button(root.getAttribute("data-next") + " \u2192", 1, "next");
+  nav.appendChild(prev);
+  nav.appendChild(where);
+  nav.appendChild(next);
+  root.appendChild(nav);
+  function show(i, scroll) {
+    if (i < 0 || i >= steps.length) { return; }
+    if (current >= 0) { steps[current].classList.remove("current"); }
+    current = i;
+    var el = steps[i];
+    var fold = el.closest("details");
+    if (fold) { fold.open = true; }
+    el.classList.add("current");
+    where.textContent = (i + 1) + " / " + steps.length;
+    prev.disabled = i === 0;
+    next.disabled = i === steps.length - 1;
+    if (scroll) { el.scrollIntoView({ block: "center" }); }
+  }
+  function go(i) {
+    i = Math.max(0, Math.min(steps.length - 1, i));
+    show(i, true);
+    history.replaceState(null, "", "#" + steps[i].id);
+  }
+  function fromHash() {
+    var id = decodeURIComponent(location.hash.slice(1));
+    var el = id ? document.getElementById(id) : null;
+    if (!el) { return; }
+    var i = steps.indexOf(el);
+    if (i < 0) {
+      var inner = el.querySelector(".step");
+      i = inner ? steps.indexOf(inner) : -1;
+    }
+    if (i >= 0) { show(i, true); }
+  }
+  window.addEventListener("hashchange", fromHash);
+  document.addEventListener("keydown", function (e) {
+    if (e.altKey || e.ctrlKey || e.metaKey) { return; }
+    if (e.key === "ArrowRight" || e.key === "j") { go(current + 1); }
+    else if (e.key === "ArrowLeft" || e.key === "k") { go(current - 1); }
+  });
+  window.addEventListener("beforeprint", function () {
+    Array.prototype.forEach.call(root.querySelectorAll("details"), function (d) { d.open = true; });
+  });
+  where.textContent = "\u2013 / " + steps.length;
+  prev.disabled = true;
+  fromHash();
+}());

@@ -1,0 +1,180 @@
+"""A small Chrome DevTools Protocol client over ``--remote-debugging-pipe`` (no extra packages).
+
+Chromium reads JSON commands from fd 3 and writes replies and events to fd 4,
+each message ending in a NUL byte.  :class:`Browser` starts a headless
+Chromium with networking features off, opens one page, and keeps every event
+so a test can look for console errors and network requests afterwards.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import os
+import queue
+import shutil
+import subprocess
+import tempfile
+import threading
+import time
+from typing import Any
+
+EXE = shutil.which("chromium") or shutil.which("chromium-browser")
+FLAGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--disable-default-apps",
+    "--disable-extensions",
+    "--hide-scrollbars",
+    "--remote-debugging-pipe",
+]
+
+
+class Browser:
+    """One headless Chromium and one page in it."""
+
+    def __init__(self, timeout: float = 30.0) -> None:
+        """Start Chromium and attach to a new blank page; commands wait at most ``timeout`` seconds."""
+        assert EXE is not None, "chromium is not installed"
+        self.timeout = timeout
+        self.profile = tempfile.mkdtemp(prefix="attn-trace-chromium-")
+        to_chrome_r, to_chrome_w = os.pipe()
+        from_chrome_r, from_chrome_w = os.pipe()
+        high_r = fcntl.fcntl(to_chrome_r, fcntl.F_DUPFD, 10)
+        high_w = fcntl.fcntl(from_chrome_w, fcntl.F_DUPFD, 10)
+
+        def wire() -> None:  # runs in the child: its fd 3 reads our commands, fd 4 carries replies
+            os.dup2(high_r, 3)
+            os.dup2(high_w, 4)
+
+        self.proc = subprocess.Popen(
+            [EXE, *FLAGS, f"--user-data-dir={self.profile}", "about:blank"],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            close_fds=False,  # Python opens files non-inheritable, so only fds 3 and 4 are passed on
+            preexec_fn=wire,
+        )
+        for fd in (to_chrome_r, from_chrome_w, high_r, high_w):
+            os.close(fd)
+        self.out = to_chrome_w
+        self.inbox: queue.Queue[dict[str, Any]] = queue.Queue()
+        self.events: list[dict[str, Any]] = []
+        self.next_id = 0
+        threading.Thread(target=self._read, args=(from_chrome_r,), daemon=True).start()
+        target = self.call("Target.createTarget", url="about:blank")["targetId"]
+        self.session = self.call("Target.attachToTarget", targetId=target, flatten=True)["sessionId"]
+        for domain in ("Page", "Runtime", "Log", "Network"):
+            self.send(f"{domain}.enable")
+
+    def _read(self, fd: int) -> None:
+        buf = b""
+        while True:
+            chunk = os.read(fd, 1 << 16)
+            if not chunk:
+                return
+            buf += chunk
+            while b"\0" in buf:
+                msg, buf = buf.split(b"\0", 1)
+                self.inbox.put(json.loads(msg))
+
+    def call(self, method: str, session: str | None = None, **params: Any) -> dict[str, Any]:
+        """Send a command (to the browser, or to ``session``) and wait for its result."""
+        self.next_id += 1
+        msg: dict[str, Any] = {"id": self.next_id, "method": method, "params": params}
+        if session:
+            msg["sessionId"] = session
+        os.write(self.out, json.dumps(msg).encode() + b"\0")
+        want = self.next_id
+        deadline = time.monotonic() + self.timeout
+        while True:
+            reply = self.inbox.get(timeout=max(0.01, deadline - time.monotonic()))
+            if reply.get("id") == want:
+                if "error" in reply:
+                    raise RuntimeError(f"{method}: {reply['error']}")
+                result: dict[str, Any] = reply.get("result", {})
+                return result
+            self.events.append(reply)
+
+    def send(self, method: str, **params: Any) -> dict[str, Any]:
+        """A command to the page."""
+        return self.call(method, self.session, **params)
+
+    def wait(self, event: str) -> dict[str, Any]:
+        """Wait for the next ``event`` on the page."""
+        deadline = time.monotonic() + self.timeout
+        while True:
+            msg = self.inbox.get(timeout=max(0.01, deadline - time.monotonic()))
+            self.events.append(msg)
+            if msg.get("method") == event:
+                return msg
+
+    def open(self, url: str, width: int = 1280, height: int = 1800, script: bool = True) -> None:
+        """Load ``url`` in a viewport ``width`` px wide, optionally with JavaScript off."""
+        self.send("Emulation.setScriptExecutionDisabled", value=not script)
+        self.send(
+            "Emulation.setDeviceMetricsOverride", width=width, height=height, deviceScaleFactor=1, mobile=width < 600
+        )
+        if url != "about:blank":  # a fresh document every time, even when only the #fragment differs
+            self.open("about:blank", width, height, script)
+        self.events.clear()
+        self.send("Page.navigate", url=url)
+        self.wait("Page.loadEventFired")
+        if script:
+            self.js("new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)))")
+
+    def js(self, expression: str) -> Any:
+        """Evaluate ``expression`` in the page (promises awaited) and return its value."""
+        res = self.send("Runtime.evaluate", expression=expression, returnByValue=True, awaitPromise=True)
+        if "exceptionDetails" in res:
+            raise RuntimeError(f"{expression}: {res['exceptionDetails']}")
+        return res["result"].get("value")
+
+    def click(self, x: float, y: float) -> None:
+        """A real mouse click at viewport coordinates."""
+        for kind in ("mousePressed", "mouseReleased"):
+            self.send("Input.dispatchMouseEvent", type=kind, x=x, y=y, button="left", clickCount=1)
+
+    def screenshot(self, path: str) -> None:
+        """Save the viewport as a PNG."""
+        import base64
+
+        data = self.send("Page.captureScreenshot", format="png")["data"]
+        with open(path, "wb") as f:
+            f.write(base64.b64decode(data))
+
+    def errors(self) -> list[str]:
+        """Console errors, uncaught exceptions and error log entries seen so far."""
+        out = []
+        for e in self.events:
+            m, p = e.get("method"), e.get("params", {})
+            if m == "Runtime.consoleAPICalled" and p.get("type") in ("error", "assert", "warning"):
+                out.append(json.dumps(p.get("args")))
+            elif m == "Runtime.exceptionThrown":
+                out.append(json.dumps(p.get("exceptionDetails")))
+            elif m == "Log.entryAdded" and p.get("entry", {}).get("level") in ("error", "warning"):
+                out.append(p["entry"].get("text", ""))
+        return out
+
+    def requests(self) -> list[str]:
+        """URLs of every network request the page attempted."""
+        return [e["params"]["request"]["url"] for e in self.events if e.get("method") == "Network.requestWillBeSent"]
+
+    def close(self) -> None:
+        """Stop this browser (only the process this object started) and remove its profile."""
+        with contextlib.suppress(Exception):  # already gone
+            self.call("Browser.close")
+        try:
+            self.proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+        os.close(self.out)
+        shutil.rmtree(self.profile, ignore_errors=True)

@@ -1,0 +1,134 @@
+"""The numbers a report shows are the trace's: parsed back out of the HTML and the Markdown."""
+
+from __future__ import annotations
+
+import html as htmllib
+import re
+
+import numpy as np
+
+import tracer
+from tracer import fmt
+
+DEC = 4
+NUMBER = re.compile(r"-?\d+\.\d+|-?\d+")
+
+
+def shown(value: float, step: tracer.Step) -> str:
+    return fmt.num(value, DEC, trim=step.op == "input")
+
+
+def test_every_html_cell_shows_its_steps_value(tutorial: tracer.Trace, tutorial_report) -> None:  # type: ignore[no-untyped-def]
+    page = tutorial_report("en")["index.html"].decode()
+    cells = re.findall(r'<td data-id="([^"]+)"[^>]*>([^<]*)</td>', page)
+    assert len(cells) > 100
+    ids = set()
+    for sid, text in cells:
+        if sid.startswith("scaled:"):
+            continue
+        step = tutorial[htmllib.unescape(sid)]
+        assert text == shown(step.value, step), sid
+        assert abs(float(text) - step.value) <= 0.5 * 10**-DEC + 1e-12
+        ids.add(sid)
+    for must in ("omega[2,1]", "alpha[2,6]", "z[2,3]", "torch.alpha_sum[2]", "naive.sum[2]", "x[6,2]"):
+        assert must in ids
+
+
+def test_scaled_cells_are_the_scaled_traces(tutorial: tracer.Trace, tutorial_report) -> None:  # type: ignore[no-untyped-def]
+    from tracer import overflow
+
+    ov = overflow.scaled(tutorial)
+    assert ov is not None and ov.factor == 10  # 1.4950 * 10**2 is the first power past 88.72
+    page = tutorial_report("en")["index.html"].decode()
+    cells = re.findall(r'<td data-id="scaled:([^"]+)"[^>]*>([^<]*)</td>', page)
+    assert cells
+    for sid, text in cells:
+        value = ov.trace[sid].value
+        assert text == fmt.shown(value, DEC)
+        if np.isfinite(value):  # rounded to 4 decimals, or to 5 significant digits once huge
+            assert abs(float(text) - value) <= max(0.5 * 10**-DEC, 1e-4 * abs(value))
+        else:
+            assert text == str(value)
+    assert any(text == "inf" for _, text in cells) and any(text == "nan" for _, text in cells)
+
+
+def _expected_dot(t: tracer.Trace, i: int, j: int) -> list[str]:
+    d = t.tensor("x").shape[1]
+    out = []
+    for k in range(1, d + 1):
+        out += [fmt.num(t[f"x[{i},{k}]"].value, DEC, trim=True), fmt.num(t[f"x[{j},{k}]"].value, DEC, trim=True)]
+    out += [fmt.num(t[f"omega[{i},{j}].p[{k}]"].value, DEC) for k in range(1, d + 1)]
+    return [*out, fmt.num(t[f"omega[{i},{j}]"].value, DEC)]
+
+
+def test_html_dot_products_match(tutorial: tracer.Trace, tutorial_report) -> None:  # type: ignore[no-untyped-def]
+    page = tutorial_report("en")["index.html"].decode()
+    for j in range(1, 7):
+        block = re.search(rf'id="omega-2-{j}".*?</math>', page, re.S)
+        assert block is not None
+        numbers = [n for n in re.findall(r"<mn>([^<]+)</mn>", block.group(0)) if "." in n]
+        assert numbers == _expected_dot(tutorial, 2, j)
+
+
+def test_markdown_dot_products_and_tables_match(tutorial: tracer.Trace, tutorial_report) -> None:  # type: ignore[no-untyped-def]
+    md = tutorial_report("en")["index.md"].decode()
+    for j in range(1, 7):
+        line = next(ln for ln in md.splitlines() if ln.startswith(rf"\omega_{{2{j}}} = x^{{(2)}}"))
+        after = line.split(r"x^{(" + str(j) + ")} = ", 1)[1]
+        assert re.findall(r"-?\d+\.\d+", after) == _expected_dot(tutorial, 2, j)
+    # the normalization table: one row per key, columns in a fixed order
+    header = next(ln for ln in md.splitlines() if ln.startswith("| j | Token | $\\omega_{2j}$"))
+    lines = md.splitlines()
+    start = lines.index(header) + 2
+    nodes = ["omega", "div.alpha", "naive.exp", "naive.alpha", "stable.shift", "stable.exp", "alpha", "torch.alpha"]
+    for j in range(1, 7):
+        cells = [c.strip().strip("*") for c in lines[start + j - 1].strip("|").split("|")]
+        assert cells[0] == str(j) and cells[1] == tutorial.tokens[j - 1]
+        assert cells[2:] == [fmt.num(tutorial[f"{n}[2,{j}]"].value, DEC) for n in nodes]
+
+
+def test_the_tutorials_printed_numbers_appear(tutorial_report) -> None:  # type: ignore[no-untyped-def]
+    md = tutorial_report("en")["index.md"].decode()
+    # printed by the tutorial: scores, sum-normalized and softmax weights of query 2, and z(2)
+    for row in (
+        "0.9544 1.4950 1.4754 0.8434 0.7070 1.0865",
+        "0.1455 0.2278 0.2249 0.1285 0.1077 0.1656",
+        "0.1385 0.2379 0.2333 0.1240 0.1082 0.1581",
+    ):
+        for value in row.split():
+            assert value in md
+    z = re.search(r"\| \*\*z\(2\)\*\* \|.*", md)
+    assert z is not None and re.findall(r"\d\.\d{4}", z.group(0)) == ["0.4419", "0.6515", "0.5683"]
+
+
+def test_rounding_is_flagged_exactly_where_it_shows(tutorial: tracer.Trace) -> None:
+    from tracer import views
+    from tracer.views.model import Equation
+
+    page = views.build(tutorial, "en", decimals=1)
+    eqs = [b for s in page.sections for b in s.blocks if isinstance(b, Equation) and b.step.startswith("omega[")]
+    assert eqs
+    for eq in eqs:
+        i, j = map(int, re.findall(r"\d+", eq.step))
+        terms = [tutorial[f"omega[{i},{j}].p[{k}]"].value for k in (1, 2, 3)]
+        shown_sum = sum(float(fmt.num(v, 1)) for v in terms)
+        differs = fmt.num(shown_sum, 1) != fmt.num(tutorial[eq.step].value, 1)
+        assert bool(eq.note) == differs, eq.step
+    assert any(eq.note for eq in eqs)
+
+
+def test_decimals_option_changes_every_number(tutorial: tracer.Trace) -> None:
+    from tracer import report
+
+    md = report.build(tutorial, "en", ("md",), decimals=6)["index.md"].decode()
+    assert fmt.num(tutorial["alpha[2,1]"].value, 6) in md
+    assert np.isclose(float(fmt.num(tutorial["alpha[2,1]"].value, 6)), tutorial["alpha[2,1]"].value, atol=1e-6)
+
+
+def test_context_terms_match(tutorial: tracer.Trace, tutorial_report) -> None:  # type: ignore[no-untyped-def]
+    md = tutorial_report("en")["index.md"].decode()
+    lines = [ln for ln in md.splitlines() if ln.startswith("the terms and their sum: $")]
+    assert len(lines) == 3
+    for k, line in enumerate(lines, 1):
+        want = [fmt.num(tutorial[f"z[2].t[{j},{k}]"].value, DEC) for j in range(1, 7)]
+        assert re.findall(r"-?\d+\.\d+", line) == [*want, fmt.num(tutorial[f"z[2,{k}]"].value, DEC)]

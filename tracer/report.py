@@ -1,0 +1,72 @@
+"""Reports: a trace in, the files of its walk-through out (as bytes, nothing written here).
+
+:func:`build` returns ``{relative path: bytes}`` so the caller can check
+everything (existing files, permissions) before writing anything; the CLI
+writes each file atomically.  The same trace gives byte-identical files.
+
+Folder names (:func:`slug`) are stable: ``tutorial`` for the tutorial's
+example, ``<file stem>`` for an inputs file, ``text-<hash>`` for ``--text``
+and ``inputs-<hash>`` for anything else; ``-q<N>`` is added when the focus
+query is not the default 2 and ``-float64`` for double precision.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+
+import numpy as np
+
+from .trace import Trace
+
+FORMATS = ("html", "md")
+
+
+def slug(trace: Trace) -> str:
+    """The folder name of a trace's reports (see the module docstring)."""
+    src = trace.meta.get("source") or {}
+    kind = src.get("kind")
+    if kind == "tutorial":
+        base = "tutorial"
+    elif kind == "file" and src.get("name"):
+        stem = str(src["name"]).rsplit(".", 1)[0]
+        base = re.sub(r"[^a-z0-9]+", "-", stem.lower()).strip("-") or "inputs"
+    elif kind == "text":
+        key = json.dumps([src.get("text"), src.get("dim"), src.get("seed")], ensure_ascii=False)
+        base = "text-" + hashlib.sha256(key.encode("utf-8")).hexdigest()[:10]
+    else:
+        h = hashlib.sha256(np.ascontiguousarray(trace.tensor("x")).tobytes())
+        h.update(json.dumps(trace.tokens, ensure_ascii=False).encode("utf-8"))
+        base = "inputs-" + h.hexdigest()[:10]
+    default_q = 2 if trace.tensor("x").shape[0] >= 2 else 1
+    if trace.query != default_q:
+        base += f"-q{trace.query}"
+    if trace.dtype != "float32":
+        base += f"-{trace.dtype}"
+    return base
+
+
+def build(
+    trace: Trace,
+    lang: str = "en",
+    formats: tuple[str, ...] = FORMATS,
+    decimals: int = 4,
+    fragment: bool = False,
+) -> dict[str, bytes]:
+    """Every file of the report: ``index.html`` (or ``fragment.html``), ``index.md`` and its figures."""
+    from . import overflow, views
+    from .figures.svg import standalone
+    from .render.html import render_html
+    from .render.markdown import render_markdown
+
+    page = views.build(trace, lang, decimals, overflow.scaled(trace))
+    files: dict[str, bytes] = {}
+    if "html" in formats:
+        name = "fragment.html" if fragment else "index.html"
+        files[name] = render_html(page, fragment).encode("utf-8")
+    if "md" in formats:
+        files["index.md"] = render_markdown(page).encode("utf-8")
+        for fig in page.figures:
+            files[f"{fig.name}.svg"] = standalone(fig.svg).encode("utf-8")
+    return files
