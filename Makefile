@@ -27,6 +27,11 @@ pytest:  ## the test suite (fails if no test ran)
 
 bench: install  ## benchmarks: ratios measured side by side in one run
 	$(PYTHON) bench/bench_trace.py
+	$(PYTHON) bench/bench_diff.py
+	$(PYTHON) bench/bench_report.py
+
+gold:  ## rewrite the golden reports (reports/tutorial) from today's code
+	UPDATE_GOLD=1 $(PYTHON) -m pytest -q tests/test_report_gold.py
 
 clean:  ## remove caches and test artifacts
 	rm -rf .pytest_cache .mypy_cache .ruff_cache artifacts build *.egg-info
