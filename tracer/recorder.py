@@ -169,7 +169,9 @@ class Recorder:
         """
         out = _axes(axes)
         ts = [a.aligned(out) for a in args]
-        shape = torch.broadcast_shapes(*(tuple(t.shape) for t in ts))  # type: ignore[no-untyped-call]
+        # aligned operands all have len(out) dims, each of size 1 or the full size; torch.broadcast_shapes
+        # would do, but it imports torch.fx's symbolic shapes (0.7 s) on first use
+        shape = tuple(max(int(t.shape[d]) for t in ts) for d in range(len(out)))
         ts = [t.expand(shape) for t in ts]
         fns: dict[str, Callable[..., torch.Tensor]] = {
             "mul": torch.mul,
