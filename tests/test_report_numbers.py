@@ -15,7 +15,8 @@ NUMBER = re.compile(r"-?\d+\.\d+|-?\d+")
 
 
 def shown(value: float, step: tracer.Step) -> str:
-    return fmt.num(value, DEC, trim=step.op == "input")
+    """How the report shows a step: inputs with the decimals they were given in, the rest with DEC."""
+    return fmt.num(value, fmt.places(step.node.value, DEC) if step.op == "input" else DEC)
 
 
 def test_every_html_cell_shows_its_steps_value(tutorial: tracer.Trace, tutorial_report) -> None:  # type: ignore[no-untyped-def]
@@ -56,7 +57,7 @@ def _expected_dot(t: tracer.Trace, i: int, j: int) -> list[str]:
     d = t.tensor("x").shape[1]
     out = []
     for k in range(1, d + 1):
-        out += [fmt.num(t[f"x[{i},{k}]"].value, DEC, trim=True), fmt.num(t[f"x[{j},{k}]"].value, DEC, trim=True)]
+        out += [shown(t[f"x[{i},{k}]"].value, t[f"x[{i},{k}]"]), shown(t[f"x[{j},{k}]"].value, t[f"x[{j},{k}]"])]
     out += [fmt.num(t[f"omega[{i},{j}].p[{k}]"].value, DEC) for k in range(1, d + 1)]
     return [*out, fmt.num(t[f"omega[{i},{j}]"].value, DEC)]
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .fmt import DECIMALS, num, rounding_note, sci
+from .fmt import DECIMALS, num, places, rounding_note, sci
 from .trace import Step, Trace
 
 MAX_TERMS = 8  # longer sums show their first and last terms around an ellipsis
@@ -23,7 +23,9 @@ def value_text(trace: Trace, step_id: str, decimals: int = DECIMALS) -> str:
     s = trace[step_id]
     if s.op == "maxabsdiff":
         return sci(s.value)
-    return num(s.value, decimals, trim=s.op == "input")
+    if s.op == "input":
+        return num(s.value, places(s.node.value, decimals))
+    return num(s.value, decimals)
 
 
 def signed_sum(items: list[str]) -> str:
@@ -61,7 +63,7 @@ def equation(trace: Trace, step: Step, decimals: int = DECIMALS) -> str:
     vals = [value_text(trace, i, decimals) for i in ins]
     op = node.op
     if op == "input":
-        return f"{step.id} = {num(step.value, decimals, trim=True)}"
+        return f"{step.id} = {value_text(trace, step.id, decimals)}"
     if op in ("mul", "div", "sub", "add") and len(vals) == 2:
         sign = {"mul": "×", "div": "/", "sub": "−", "add": "+"}[op]
         return f"{head} = {vals[0]} {sign} {factor(vals[1])} = {v}"

@@ -7,12 +7,15 @@ Every number a report, an explanation or a listing shows goes through
 from __future__ import annotations
 
 import math
+from typing import Any
+
+import numpy as np
 
 DECIMALS = 4
 
 
-def num(value: float, decimals: int = DECIMALS, trim: bool = False) -> str:
-    """A value with a fixed number of decimals (``0.9544``); ``trim`` drops trailing zeros (``0.55``).
+def num(value: float, decimals: int = DECIMALS) -> str:
+    """A value with a fixed number of decimals (``0.9544``); see :func:`places` for given inputs.
 
     Non-finite values read ``inf``, ``-inf`` and ``nan``; negative zero reads
     as zero.  Minus signs are ASCII hyphens so the text can be parsed back.
@@ -23,8 +26,6 @@ def num(value: float, decimals: int = DECIMALS, trim: bool = False) -> str:
     if math.isinf(v):
         return "inf" if v > 0 else "-inf"
     text = f"{v:.{decimals}f}"
-    if trim and "." in text:
-        text = text.rstrip("0").rstrip(".")
     if text.lstrip("-").strip("0.") == "" and text.startswith("-") and v == 0:
         text = text[1:]
     return text
@@ -44,6 +45,21 @@ def shown(value: float, decimals: int = DECIMALS) -> str:
     if math.isfinite(v) and abs(v) >= BIG:
         return sci(v, decimals)
     return num(v, decimals)
+
+
+def places(values: Any, decimals: int = DECIMALS) -> int:
+    """The fewest decimals, up to ``decimals``, that show every given value as it was given.
+
+    The tutorial's inputs (0.43, 0.80, 0.10) need 2, so they read ``0.80``
+    rather than ``0.8000`` or ``0.8``; values with more digits get ``decimals``.
+    The test allows a float32's own rounding (0.43 is stored as 0.4300000072).
+    """
+    a = np.asarray(values, dtype=np.float64).ravel()
+    a = a[np.isfinite(a)]
+    for n in range(decimals + 1):
+        if np.all(np.abs(np.round(a, n) - a) <= 1e-6 * np.maximum(1.0, np.abs(a))):
+            return n
+    return decimals
 
 
 def sci(value: float, digits: int = 2) -> str:

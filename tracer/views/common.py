@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 
@@ -51,9 +52,14 @@ class Ctx:
         """A value as displayed (``fmt.num`` with the report's decimals)."""
         return fmt.shown(value, self.decimals)
 
+    @cached_property
+    def places(self) -> int:
+        """Decimals that show every input as given (2 for the tutorial's 0.43 and 0.80)."""
+        return fmt.places(self.trace.tensor("x"), self.decimals)
+
     def given(self, value: float) -> str:
-        """An input value as given (trailing zeros dropped: ``0.55``)."""
-        return fmt.num(value, self.decimals, trim=True)
+        """An input value as given, every input with the same decimals (``0.80``, ``0.55``)."""
+        return fmt.num(value, self.places)
 
     def cell(self, step_id: str, value: float, given: bool = False) -> Num:
         """A table cell showing step ``step_id``."""
