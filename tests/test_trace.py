@@ -123,3 +123,16 @@ def test_render_parse_roundtrip() -> None:
         text = ids.render(node, split, index)
         name, _, back = ids.parse(text)
         assert (name, back) == (node, index)
+
+
+@pytest.mark.parametrize(
+    "pattern",
+    ["omega[2,*]", "omega[*,1].p[?]", "z[2].t[*,3]", "x[*]", "x[1?,*]", "*[2,2]", "div.*[1]", "check.*", "*.s[*,2]", "omega**"],
+)
+def test_glob_listing_equals_scanning_every_id(pattern: str) -> None:
+    """The index walk for id-shaped globs selects exactly what matching every id would."""
+    from tracer.trace import glob_matcher
+
+    t = tracer.trace_self_attention(np.ones((12, 2)), query=1)
+    match = glob_matcher(pattern)
+    assert [s.id for s in t.steps(pattern=pattern)] == [s.id for s in t if match(s.id)]

@@ -254,16 +254,23 @@ class Trace:
         and ``omega[2,*].p[*]`` their products.
         """
         matcher = glob_matcher(pattern) if pattern is not None else None
+        shaped = _id_shape(pattern) if pattern is not None else None
         for node in self._nodes.values():
             if stage is not None and node.stage != stage:
                 continue
             if matcher is not None and not _may_match(node.name, pattern or ""):
                 continue
-            if node.granularity == ELEMENT:
-                it: Iterator[tuple[int, ...]] = np.ndindex(*node.value.shape)
-            else:
-                it = iter([()])
-            for idx in it:
+            if node.granularity != ELEMENT:
+                step = Step(self, node, ())
+                if matcher is None or matcher(step.id):
+                    yield step
+                continue
+            ranges = _index_ranges(node, shaped) if shaped is not None else None
+            if ranges is not None:  # walk only the indices the pattern allows
+                for idx in product(*ranges):
+                    yield Step(self, node, idx)
+                continue
+            for idx in np.ndindex(*node.value.shape):
                 step = Step(self, node, tuple(idx))
                 if matcher is None or matcher(step.id):
                     yield step
@@ -343,6 +350,51 @@ def glob_matcher(pattern: str) -> Any:
     wild = {"**": ".*", "*": "[^.]*", "?": "[^.]"}
     rx = "".join(wild.get(p, re.escape(p)) for p in parts)
     return re.compile(rx).fullmatch
+
+
+_SHAPED = re.compile(r"([A-Za-z0-9_*?]+)(?:\[([0-9*?,]*)\])?")
+
+
+def _id_shape(pattern: str) -> list[tuple[str, list[str] | None]] | None:
+    """A glob written like an id (``omega[2,*].p[*]``) as segments of (name glob, index globs).
+
+    None for any other glob (``omega**``, ``omega[1*``), which is matched by
+    scanning ids instead.
+    """
+    if "**" in pattern:
+        return None
+    out: list[tuple[str, list[str] | None]] = []
+    for part in pattern.split("."):
+        m = _SHAPED.fullmatch(part)
+        if not m:
+            return None
+        out.append((m.group(1), None if m.group(2) is None else m.group(2).split(",")))
+    return out
+
+
+def _index_ranges(node: Node, shaped: list[tuple[str, list[str] | None]]) -> list[list[int]] | None:
+    """Per axis, the 0-based indices of ``node`` an id-shaped glob selects.
+
+    ``[[]]`` when no id of the node can match (a ``*`` never crosses a dot, so
+    the segments must line up); None when the pattern gives a segment another
+    number of indices than the node has (``x[*]``: a ``*`` may span commas),
+    which is left to the scan.
+    """
+    names = node.name.split(".")
+    if len(names) != len(shaped):
+        return [[]]
+    ranges: list[list[int]] = []
+    sizes = iter(node.value.shape)
+    for (name, count), (glob, idx) in zip(zip(names, node.split, strict=True), shaped, strict=True):
+        if not glob_matcher(glob)(name):
+            return [[]]
+        if len(idx or []) != count:
+            return None
+        for token in idx or []:
+            size = next(sizes)
+            match = glob_matcher(token)
+            ranges.append([i for i in range(size) if match(str(i + 1))])
+    return ranges
 
 
 def _may_match(name: str, pattern: str) -> bool:
