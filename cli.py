@@ -349,11 +349,11 @@ def report(
 
 def main() -> None:
     """Console-script entry point."""
-    try:
-        app(prog_name="attn-trace")
-    except BrokenPipeError:  # `attn-trace steps | head`
-        sys.stderr.close()
-        sys.exit(0)
+    import signal
+
+    if hasattr(signal, "SIGPIPE"):  # `attn-trace steps | head` ends quietly, as `cat` would
+        signal.signal(signal.SIGPIPE, signal.SIG_DFL)
+    app(prog_name="attn-trace")
 
 
 if __name__ == "__main__":

@@ -127,7 +127,18 @@ def test_render_parse_roundtrip() -> None:
 
 @pytest.mark.parametrize(
     "pattern",
-    ["omega[2,*]", "omega[*,1].p[?]", "z[2].t[*,3]", "x[*]", "x[1?,*]", "*[2,2]", "div.*[1]", "check.*", "*.s[*,2]", "omega**"],
+    [
+        "omega[2,*]",
+        "omega[*,1].p[?]",
+        "z[2].t[*,3]",
+        "x[*]",
+        "x[1?,*]",
+        "*[2,2]",
+        "div.*[1]",
+        "check.*",
+        "*.s[*,2]",
+        "omega**",
+    ],
 )
 def test_glob_listing_equals_scanning_every_id(pattern: str) -> None:
     """The index walk for id-shaped globs selects exactly what matching every id would."""
