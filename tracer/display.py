@@ -78,7 +78,8 @@ def _main_node(nodes: list[Node]) -> Node | None:
     """The stage's main per-query result: its last element node indexed by query, not a bookkeeping one."""
     fits = [n for n in nodes if n.granularity == ELEMENT and n.axes[:1] == ("i",) and not n.name.endswith(SKIP)]
     plain = [n for n in fits if "." not in n.name]
-    return (plain or fits or [None])[-1]
+    best = plain or fits
+    return best[-1] if best else None
 
 
 def headline(trace: Trace, node: Node) -> Headline:
