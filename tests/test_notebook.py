@@ -19,6 +19,12 @@ from .notebooks import assert_matches, execute, kernel_fixture, printed_checks
 
 nbformat = pytest.importorskip("nbformat")
 LESSONS_WITH_NOTEBOOKS = [name for name in LESSONS if narrative.available(name) and name in notebooks.CODE]
+NO_CODE_YET = pytest.mark.xfail(strict=True, raises=AssertionError, reason="no notebook code for this lesson yet")
+NARRATED = [
+    pytest.param(name, marks=() if name in notebooks.CODE else NO_CODE_YET)
+    for name in LESSONS
+    if narrative.available(name)
+]
 HOSTILE = 'It\'s """ <b>bold</b> $x$ a|b back\\slash'
 
 
@@ -38,7 +44,7 @@ def test_every_lesson_with_a_narrative_has_notebook_code() -> None:
     assert "simple" in LESSONS_WITH_NOTEBOOKS
 
 
-@pytest.mark.parametrize("lesson", LESSONS_WITH_NOTEBOOKS)
+@pytest.mark.parametrize("lesson", NARRATED)
 @pytest.mark.parametrize("lang", ["en", "zh"])
 def test_valid_and_byte_identical(tmp_path: Path, lesson: str, lang: str) -> None:
     a = write(tmp_path, "--lesson", lesson, "--lang", lang)
