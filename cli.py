@@ -347,6 +347,28 @@ def report(
     status(f"wrote {folder}: {', '.join(files)} ({size:,} bytes)")
 
 
+@app.command()
+@input_options
+@click.option("--lang", type=click.Choice(["en", "zh"]), default="en", show_default=True, help="Notebook language.")
+@click.option("-o", "--output", required=True, type=click.Path(path_type=Path), help="Notebook file to write (.ipynb).")
+@click.option("--force", is_flag=True, help="Overwrite an existing notebook.")
+def notebook(lang: str, output: Path, force: bool, **options: Any) -> None:
+    """Write a walk-through Jupyter notebook: the lesson's prose, and torch code that recomputes every stage.
+
+    \b
+    attn-trace notebook -o simple.ipynb                  the tutorial's example
+    attn-trace notebook --lang zh -o simple.zh.ipynb     the same in Chinese
+    """
+    from tracer import notebook as notebooks
+
+    if output.suffix != ".ipynb":
+        raise UserError(f"{output}: a notebook file name ends in .ipynb")
+    t = build_trace(**options)
+    data = notebooks.build(t, lang)
+    write_output(data, str(output), force)
+    status(f"wrote {output}: {len(data):,} bytes")
+
+
 def main() -> None:
     """Console-script entry point."""
     import signal

@@ -101,7 +101,7 @@ def explain(trace: Trace, step_id: str, decimals: int = DECIMALS) -> str:
         lines.append(equation(trace, step, decimals))
     else:
         lines.append(f"{step.id} = {step.text}" if step.text else step.id)
-        lines.append(_array_text(np.asarray(step.value), decimals))
+        lines.append(array_text(np.asarray(step.value), decimals))
     lines.append(f"  op: {step.op}    stage: {step.stage}    formula: {step.latex}")
     ins = list(step.inputs)
     if ins:
@@ -142,7 +142,8 @@ def _nonfinite_note(trace: Trace, step: Step) -> str:
     return f"{num(v)}: too large for {trace.dtype}"
 
 
-def _array_text(a: np.ndarray, decimals: int) -> str:
+def array_text(a: np.ndarray, decimals: int = DECIMALS) -> str:
+    """A slice's or tensor's values, a bracketed row per line (a shape note when too large to list)."""
     if a.ndim == 0:
         return "  = " + num(float(a), decimals)
     if a.size > 64:

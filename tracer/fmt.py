@@ -11,6 +11,8 @@ from typing import Any
 
 import numpy as np
 
+import numpy as np
+
 DECIMALS = 4
 
 
@@ -88,3 +90,20 @@ def full(value: float, digits: int = 9) -> str:
     if not math.isfinite(v):
         return num(v)
     return f"{v:.{digits}g}"
+
+
+def literal(value: float, dtype: str = "float32") -> str:
+    """A value as Python source that reads back to the same ``dtype`` number (shortest such: ``0.43``).
+
+    Notebooks embed traced values this way, so a check against them is exact;
+    non-finite values read ``float('inf')``, ``-float('inf')`` and ``float('nan')``.
+    """
+    v = float(value)
+    if math.isnan(v):
+        return "float('nan')"
+    if math.isinf(v):
+        return "float('inf')" if v > 0 else "-float('inf')"
+    typed = np.float32(v) if dtype == "float32" else np.float64(v)
+    if v != 0 and not 1e-4 <= abs(v) < 1e16:
+        return np.format_float_scientific(typed, unique=True, trim="0")
+    return np.format_float_positional(typed, unique=True, trim="0")

@@ -159,6 +159,12 @@ class Step:
         shown = f"{v!r}" if self.is_element else f"<{self.node.value.dtype} {list(np.shape(v))}>"
         return f"Step({self.id} = {shown}, op={self.op!r}, stage={self.stage!r})"
 
+    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, str]:
+        """Jupyter's rich display: the repr, and the explanation as HTML (MathML) and Markdown."""
+        from .display import select, step_bundle
+
+        return select(step_bundle(self), include, exclude)
+
 
 class Trace:
     """An ordered collection of nodes with metadata; index it by step id."""
@@ -192,6 +198,12 @@ class Trace:
     def stages(self) -> tuple[str, ...]:
         """Stage names in the order they were first recorded."""
         return tuple(dict.fromkeys(n.stage for n in self._nodes.values()))
+
+    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, str]:
+        """Jupyter's rich display: the repr, and a summary by stage as HTML (MathML) and Markdown."""
+        from .display import select, trace_bundle
+
+        return select(trace_bundle(self), include, exclude)
 
     # -- metadata shortcuts ------------------------------------------------
     @property

@@ -1,0 +1,40 @@
+"""Lesson narratives: every language has the same keys, and every stage a lesson records has prose."""
+
+from __future__ import annotations
+
+import pytest
+
+import tracer
+from tracer import narrative
+from tracer.errors import InputError
+from tracer.pipelines import LESSONS
+from tracer.strings import LANGS
+
+WRITTEN = [name for name in LESSONS if narrative.available(name)]
+
+
+def test_the_tutorial_lesson_has_a_narrative() -> None:
+    assert "simple" in WRITTEN
+
+
+@pytest.mark.parametrize("lesson", WRITTEN)
+def test_languages_have_the_same_keys(lesson: str) -> None:
+    keys = [narrative.load(lesson, lang).keys() for lang in LANGS]
+    assert all(k == keys[0] for k in keys)
+
+
+@pytest.mark.parametrize("lesson", WRITTEN)
+@pytest.mark.parametrize("lang", LANGS)
+def test_every_stage_has_prose(lesson: str, lang: str) -> None:
+    story = narrative.load(lesson, lang)
+    for stage in tracer.trace_lesson(lesson).stages:
+        prose = story.stage(stage)
+        assert prose.title.strip() and prose.text.strip()
+        assert prose.text.count("$") % 2 == 0, f"{lesson}.{lang} {stage}: unbalanced $"
+
+
+def test_unknown_language_and_missing_stage_are_errors() -> None:
+    with pytest.raises(InputError, match="unknown language"):
+        narrative.load("simple", "fr")
+    with pytest.raises(InputError, match="no stage"):
+        narrative.load("simple", "en").stage("nope")

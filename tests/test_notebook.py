@@ -1,0 +1,122 @@
+"""attn-trace notebook: valid nbformat, byte-identical reruns, runs top to bottom and prints the trace's values."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+import tracer
+from cli import app
+from tracer import narrative
+from tracer import notebook as notebooks
+from tracer.pipelines import LESSONS
+
+from .notebooks import assert_matches, execute, kernel_fixture, printed_checks
+
+nbformat = pytest.importorskip("nbformat")
+LESSONS_WITH_NOTEBOOKS = [name for name in LESSONS if narrative.available(name) and name in notebooks.CODE]
+NO_CODE_YET = pytest.mark.xfail(strict=True, raises=AssertionError, reason="no notebook code for this lesson yet")
+NARRATED = [
+    pytest.param(name, marks=() if name in notebooks.CODE else NO_CODE_YET)
+    for name in LESSONS
+    if narrative.available(name)
+]
+HOSTILE = 'It\'s """ <b>bold</b> $x$ a|b back\\slash'
+
+
+@pytest.fixture(scope="module")
+def kernel(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    yield from kernel_fixture(tmp_path_factory)
+
+
+def write(tmp_path: Path, *args: str) -> Path:
+    out = tmp_path / f"nb-{len(list(tmp_path.iterdir()))}.ipynb"
+    result = CliRunner().invoke(app, ["notebook", *args, "-o", str(out)])
+    assert result.exit_code == 0, result.output
+    return out
+
+
+def test_every_lesson_with_a_narrative_has_notebook_code() -> None:
+    assert "simple" in LESSONS_WITH_NOTEBOOKS
+
+
+@pytest.mark.parametrize("lesson", NARRATED)
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_valid_and_byte_identical(tmp_path: Path, lesson: str, lang: str) -> None:
+    a = write(tmp_path, "--lesson", lesson, "--lang", lang)
+    b = write(tmp_path, "--lesson", lesson, "--lang", lang)
+    assert a.read_bytes() == b.read_bytes()
+    nb = nbformat.read(a, as_version=4)
+    nbformat.validate(nb)
+    ids = [c.id for c in nb.cells]
+    assert len(set(ids)) == len(ids) and all(i.startswith(f"{lesson}-") for i in ids)
+    for c in nb.cells:
+        if c.cell_type == "code":
+            assert c.execution_count is None and c.outputs == []
+    story = narrative.load(lesson, lang)
+    text = "".join(c.source for c in nb.cells if c.cell_type == "markdown")
+    assert story.title in text
+    for stage in tracer.trace_lesson(lesson).stages:
+        assert story.stage(stage).title in text
+    assert json.loads(a.read_text(encoding="utf-8"))["metadata"]["attn_trace"]["lang"] == lang
+
+
+def test_markdown_escapes_tokens_and_code_quotes_them(tmp_path: Path) -> None:
+    out = write(tmp_path, "--text", HOSTILE, "--query", "3")
+    nb = nbformat.read(out, as_version=4)
+    intro = nb.cells[0].source
+    assert "<b>" not in intro and "&lt;b&gt;" in intro
+    code = "".join(c.source for c in nb.cells if c.cell_type == "code")
+    assert repr(HOSTILE.split()) in code
+
+
+@pytest.mark.parametrize("lesson", LESSONS_WITH_NOTEBOOKS)
+def test_executes_and_prints_the_traced_values(tmp_path: Path, kernel: None, lesson: str) -> None:
+    out = write(tmp_path, "--lesson", lesson)
+    nb = execute(out)
+    assert assert_matches(tracer.trace_lesson(lesson), nb) >= len(tracer.trace_lesson(lesson).stages)
+
+
+def test_executes_for_other_inputs_float64_and_hostile_tokens(tmp_path: Path, kernel: None) -> None:
+    args = ["--text", HOSTILE, "--dim", "4", "--seed", "7", "--query", "3", "--dtype", "float64"]
+    out = write(tmp_path, *args, "--lang", "zh")
+    nb = execute(out)
+    from cli import build_trace
+
+    t = build_trace("simple", None, None, HOSTILE, 4, 7, 3, "float64")
+    assert assert_matches(t, nb) >= 5
+    assert "z[3]" in {name for name, *_ in printed_checks(nb)}
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--lesson", "nope"], "unknown lesson"),
+        (["--lang", "fr"], "'fr' is not one of"),
+        (["--query", "9"], "query"),
+        (["--dim", "3"], "--dim and --seed go with --text"),
+    ],
+)
+def test_bad_options_exit_2_and_write_nothing(tmp_path: Path, args: list[str], message: str) -> None:
+    out = tmp_path / "n.ipynb"
+    result = CliRunner().invoke(app, ["notebook", *args, "-o", str(out)])
+    assert result.exit_code == 2, result.output
+    assert message in result.output
+    assert not out.exists()
+
+
+def test_output_rules(tmp_path: Path) -> None:
+    runner = CliRunner()
+    assert runner.invoke(app, ["notebook"]).exit_code == 2  # -o is required
+    bad = runner.invoke(app, ["notebook", "-o", str(tmp_path / "n.txt")])
+    assert bad.exit_code == 2 and ".ipynb" in bad.output
+    out = tmp_path / "n.ipynb"
+    out.write_text("mine")
+    clash = runner.invoke(app, ["notebook", "-o", str(out)])
+    assert clash.exit_code == 2 and "--force" in clash.output and out.read_text() == "mine"
+    assert runner.invoke(app, ["notebook", "-o", str(out), "--force"]).exit_code == 0
+    assert out.read_text(encoding="utf-8").startswith("{")
