@@ -11,8 +11,6 @@ from typing import Any
 
 import numpy as np
 
-import numpy as np
-
 DECIMALS = 4
 
 
