@@ -328,8 +328,6 @@ def report(
     if fragment and fmt == "md":
         raise UserError("--fragment is an HTML form: use it with --format html or all")
     t = trace_source(from_file, options)
-    if t.meta.get("lesson", "simple") != "simple":
-        raise UserError(f"reports are written for lesson 'simple' only so far, not {t.meta.get('lesson')!r}")
     folder = output if output is not None else Path("reports") / reports.slug(t) / lang
     if folder.exists() and not folder.is_dir():
         raise UserError(f"{folder} exists and is not a folder")
