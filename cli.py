@@ -74,6 +74,7 @@ def input_options(func: F) -> F:
         ),
         click.option("--weights", help="Lesson trainable: rand (default, seed 123), linear (seed 789) or a file."),
         click.option("--d-out", "d_out", type=int, help="Lessons with projections: output size (default 2)."),
+        click.option("--pipeline", help="Your own pipeline instead of a lesson: module:function or file.py:function."),
     ]
     for opt in reversed(opts):
         func = opt(func)
@@ -91,6 +92,7 @@ def build_trace(
     dtype: str,
     weights: str | None = None,
     d_out: int | None = None,
+    pipeline: str | None = None,
 ) -> tracer.Trace:
     """Validate the input options and run the lesson."""
     from tracer import api, inputs
@@ -116,6 +118,12 @@ def build_trace(
         rows = len(data) if isinstance(data, list) else (data.shape[0] if data is not None else 6)
         query = 2 if rows >= 2 else 1
     ex = api.example(data, labels, query, dtype, source)
+    if pipeline is not None:
+        from tracer import custom
+
+        if lesson != "simple" or weights is not None or d_out is not None:
+            raise UserError("--pipeline replaces the lesson: --lesson, --weights and --d-out do not apply")
+        return custom.run(pipeline, ex)
     extra: dict[str, Any] = {}
     if weights is not None:
         extra["weights"] = weights
@@ -328,8 +336,6 @@ def report(
     if fragment and fmt == "md":
         raise UserError("--fragment is an HTML form: use it with --format html or all")
     t = trace_source(from_file, options)
-    if t.meta.get("lesson", "simple") != "simple":
-        raise UserError(f"reports are written for lesson 'simple' only so far, not {t.meta.get('lesson')!r}")
     folder = output if output is not None else Path("reports") / reports.slug(t) / lang
     if folder.exists() and not folder.is_dir():
         raise UserError(f"{folder} exists and is not a folder")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from functools import cached_property
@@ -9,6 +10,7 @@ from functools import cached_property
 import numpy as np
 
 from .. import fmt
+from ..figures import plots
 from ..strings import Strings
 from ..trace import Trace
 from .model import Num, Para, Row, Table
@@ -155,3 +157,24 @@ def rows_table(ctx: Ctx, anchor: str, caption: str, node: str, symbol: str, give
         rows.append(Row((index(i), token(ctx, i), *cells), focus=i == ctx.q - 1))
     notes = (Para(ctx.s("pairs.rows_elided"), note=True),) if ctx.t > FULL_T else ()
     return Table(anchor, caption, tuple(head), tuple(rows), notes)
+
+
+def heatmap_svg(ctx: Ctx, name: str, matrix: np.ndarray, hrefs: list[list[str]] | None = None) -> tuple[str, bool]:
+    """SVG of a T x T matrix with the focus row outlined; True when it had to be averaged over blocks.
+
+    Up to :data:`HEAT_CELLS` a side every cell is annotated (and linked to
+    ``hrefs`` when given); larger matrices show means over at most
+    :data:`HEAT_BLOCKS` blocks a side.
+    """
+    m = np.asarray(matrix, dtype=np.float64)
+    t, q = m.shape[0], ctx.q
+    if t <= HEAT_CELLS:
+        cells = [[ctx.num(v) for v in row] for row in m]
+        labels = [f"{j + 1} {tok}" for j, tok in enumerate(ctx.trace.tokens[:t])]
+        return plots.heatmap(name, m, cells, labels, q - 1, hrefs), False
+    b = math.ceil(t / HEAT_BLOCKS)
+    n = math.ceil(t / b)
+    pad = np.full((n * b, n * b), np.nan)
+    pad[:t, :t] = m
+    blocks = np.nanmean(pad.reshape(n, b, n, b), axis=(1, 3))
+    return plots.heatmap(name, blocks, None, None, (q - 1) // b), True

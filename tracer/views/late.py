@@ -11,11 +11,11 @@ from ..figures import plots
 from .common import (
     FULL_T,
     HEAT_BLOCKS,
-    HEAT_CELLS,
     Ctx,
     elide,
     elided_row,
     gaps,
+    heatmap_svg,
     index,
     rows_table,
     tex,
@@ -104,19 +104,9 @@ def _context_figure(ctx: Ctx, terms: np.ndarray, z: np.ndarray) -> Figure:
 
 def _heatmap(ctx: Ctx, node: str, links: bool) -> tuple[str, bool]:
     """SVG of a T x T matrix; True when it had to be averaged over blocks."""
-    m = np.asarray(ctx.trace.tensor(node), dtype=np.float64)
-    t, q = ctx.t, ctx.q
-    if t <= HEAT_CELLS:
-        cells = [[ctx.num(v) for v in row] for row in m]
-        hrefs = [[f"#pair-{i + 1}-{j + 1}" for j in range(t)] for i in range(t)] if links and t <= FULL_T else None
-        labels = [f"{j + 1} {tok}" for j, tok in enumerate(ctx.trace.tokens)]
-        return plots.heatmap(f"fig-{node}", m, cells, labels, q - 1, hrefs), False
-    b = math.ceil(t / HEAT_BLOCKS)
-    n = math.ceil(t / b)
-    pad = np.full((n * b, n * b), np.nan)
-    pad[:t, :t] = m
-    blocks = np.nanmean(pad.reshape(n, b, n, b), axis=(1, 3))
-    return plots.heatmap(f"fig-{node}", blocks, None, None, (q - 1) // b), True
+    t = ctx.t
+    hrefs = [[f"#pair-{i + 1}-{j + 1}" for j in range(t)] for i in range(t)] if links and t <= FULL_T else None
+    return heatmap_svg(ctx, f"fig-{node}", ctx.trace.tensor(node), hrefs)
 
 
 def _matrix_table(ctx: Ctx, node: str, caption: str) -> Table:

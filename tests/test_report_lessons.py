@@ -1,0 +1,114 @@
+"""Reports of the lessons after the tutorial's: golden files, narratives, numbers back, the CLI."""
+
+from __future__ import annotations
+
+import html as htmllib
+import re
+from functools import cache
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+import tracer
+from tests.gold import compare
+from tracer import fmt, narrative, report
+from tracer.strings import LANGS
+
+ROOT = Path(__file__).resolve().parent.parent
+LESSONS = ("trainable", "causal", "multihead")
+
+
+@cache
+def lesson_trace(lesson: str) -> tracer.Trace:
+    """The lesson's trace on the tutorial's inputs."""
+    return tracer.trace_lesson(lesson)
+
+
+@cache
+def lesson_report(lesson: str, lang: str) -> dict[str, bytes]:
+    """The report files of the lesson's default example."""
+    return report.build(lesson_trace(lesson), lang)
+
+
+@pytest.mark.parametrize("lang", LANGS)
+@pytest.mark.parametrize("lesson", LESSONS)
+def test_committed_lesson_reports_are_current(lesson: str, lang: str) -> None:
+    compare(ROOT / "reports" / lesson / lang, lesson_report(lesson, lang))
+
+
+@pytest.mark.parametrize("lesson", LESSONS)
+def test_narratives_have_the_same_keys_and_node_lists(lesson: str) -> None:
+    en, zh = narrative.load(lesson, "en"), narrative.load(lesson, "zh")
+    assert en.keys() == zh.keys()
+    assert {n: s.lists() for n, s in en.stages.items()} == {n: s.lists() for n, s in zh.stages.items()}
+    t = lesson_trace(lesson)
+    assert set(en.stages) == set(t.stages)
+    for st in en.stages.values():
+        for names in st.lists().values():
+            for name in names:
+                t.node(name)  # every featured node exists
+
+
+@pytest.mark.parametrize("lesson", LESSONS)
+def test_html_cells_show_their_steps_values(lesson: str) -> None:
+    t = lesson_trace(lesson)
+    page = lesson_report(lesson, "en")["index.html"].decode()
+    cells = re.findall(r'<td data-id="([^"]+)"[^>]*>([^<]*)</td>', page)
+    assert len(cells) > 100
+    for sid, text in cells:
+        step = t[htmllib.unescape(sid)]
+        if step.op == "maxabsdiff":
+            assert text == fmt.sci(step.value)
+        else:
+            assert text == fmt.num(step.value, 4, trim=step.op == "input"), sid
+
+
+@pytest.mark.parametrize("lesson", LESSONS)
+def test_markdown_tables_show_the_trace(lesson: str) -> None:
+    t = lesson_trace(lesson)
+    md = lesson_report(lesson, "en")["index.md"].decode()
+    focus = [ln for ln in md.splitlines() if ln.startswith("| **2** | **journey** |")]
+    assert focus
+    name = {"trainable": "z", "causal": "causal.alpha", "multihead": "wrap.causal.alpha"}[lesson]
+    node = t.node(name)
+    row = node.value[(0,) * (node.value.ndim - 2) + (1,)]
+    want = [fmt.num(v, 4) for v in row]
+    assert any(re.findall(r"\*\*(-?\d+\.\d+)\*\*", ln) == want for ln in focus)
+
+
+def test_worked_dot_product_matches_the_trace() -> None:
+    t = lesson_trace("trainable")
+    page = lesson_report("trainable", "en")["index.html"].decode()
+    block = re.search(r'data-id="omega\[2,1\]">.*?</math>', page, re.S)
+    assert block is not None
+    numbers = [n for n in re.findall(r"<mn>([^<]+)</mn>", block.group(0)) if "." in n]
+    want = []
+    for c in (1, 2):
+        want += [fmt.num(t[f"q[2,{c}]"].value, 4), fmt.num(t[f"k[1,{c}]"].value, 4)]
+    want += [fmt.num(t[f"omega[2,1].p[{c}]"].value, 4) for c in (1, 2)] + [fmt.num(t["omega[2,1]"].value, 4)]
+    assert numbers == want
+
+
+def test_multihead_report_splits_and_joins_heads() -> None:
+    page = lesson_report("multihead", "en")["index.html"].decode()
+    for head in ("1 · h1", "2 · h1", "3 · h2", "4 · h2"):
+        assert f'<th scope="col">{head}</th>' in page  # wrap.concat: heads side by side
+    assert "head 2" in page and 'id="split-split-hq-h2"' in page
+
+
+def test_tokens_are_escaped() -> None:
+    t = tracer.trace_lesson("trainable", inputs=[[1.0, 0.0, 0.5], [0.0, 1.0, 0.5]], tokens=["<b>x</b>", "a|b"], query=1)
+    files = report.build(t, "en")
+    assert "<b>x</b>" not in files["index.html"].decode() and "&lt;b&gt;x&lt;/b&gt;" in files["index.html"].decode()
+    assert r"a\|b" in files["index.md"].decode()
+    assert report.slug(t).startswith("trainable-inputs-")
+
+
+@pytest.mark.parametrize("lesson", LESSONS)
+def test_report_cli_writes_every_lesson(lesson: str, tmp_path: Path) -> None:
+    from cli import app
+
+    res = CliRunner().invoke(app, ["report", "--lesson", lesson, "--lang", "zh", "-o", str(tmp_path)])
+    assert res.exit_code == 0, res.output
+    assert (tmp_path / "index.html").read_bytes() == lesson_report(lesson, "zh")["index.html"]
