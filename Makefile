@@ -10,9 +10,12 @@ help:  ## list the targets
 install:  ## install attn-trace (editable) with its tested pins and test tools
 	$(PIP_INSTALL) -e ".[test]"
 
-report: install  ## render the worked-example reports into reports/ (the main job)
-	$(PYTHON) -m tracer report --lang en --force
-	$(PYTHON) -m tracer report --lang zh --force
+LESSONS = simple trainable causal multihead
+
+report: install  ## render every lesson's worked-example reports into reports/ (the main job)
+	@for lesson in $(LESSONS); do for lang in en zh; do \
+	  $(PYTHON) -m tracer report --lesson $$lesson --lang $$lang --force || exit 1; \
+	done; done
 	for l in trainable causal multihead; do for g in en zh; do $(PYTHON) -m tracer report --lesson $$l --lang $$g --force; done; done
 
 test: install lint pytest  ## install, lint, type-check and run the whole test suite
@@ -31,8 +34,8 @@ bench: install  ## benchmarks: ratios measured side by side in one run
 	$(PYTHON) bench/bench_diff.py
 	$(PYTHON) bench/bench_report.py
 
-gold:  ## rewrite the golden reports (reports/tutorial) from today's code
-	UPDATE_GOLD=1 $(PYTHON) -m pytest -q tests/test_report_gold.py tests/test_report_lessons.py
+gold:  ## rewrite the golden reports (reports/) from today's code
+	UPDATE_GOLD=1 $(PYTHON) -m pytest -q tests/test_report_gold.py tests/test_report_lessons.py tests/test_report_lessons.py
 
 clean:  ## remove caches and test artifacts
 	rm -rf .pytest_cache .mypy_cache .ruff_cache artifacts build *.egg-info

@@ -61,7 +61,7 @@ def test_html_cells_show_their_steps_values(lesson: str) -> None:
         if step.op == "maxabsdiff":
             assert text == fmt.sci(step.value)
         else:
-            assert text == fmt.num(step.value, 4, trim=step.op == "input"), sid
+            assert text == fmt.num(step.value, fmt.places(step.node.value, 4) if step.op == "input" else 4), sid
 
 
 @pytest.mark.parametrize("lesson", LESSONS)

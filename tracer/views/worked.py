@@ -54,7 +54,7 @@ def _id(node: Node, idx: tuple[int, ...]) -> str:
 
 def _val(ctx: LessonCtx, step: Step) -> str:
     v = float(step.value)
-    return tex(fmt.num(v, ctx.decimals, trim=True) if step.op == "input" else ctx.num(v))
+    return tex(fmt.num(v, fmt.places(step.node.value, ctx.decimals)) if step.op == "input" else ctx.num(v))
 
 
 def _cut(items: list[str]) -> list[str]:
