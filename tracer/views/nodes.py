@@ -87,7 +87,8 @@ def plain(text: str) -> str:
 
 def caption(node: Node, part: Part) -> str:
     """``q[i,c] = Σ_k x[i,k] × W_query[k,c]``, with the head it shows."""
-    text = pattern(node) + (f" = {plain(node.text)}" if node.text else "")
+    rhs = plain(node.text)
+    text = pattern(node) + (f" = {rhs}" if rhs and rhs != pattern(node) else "")
     return f"{text} · {part.label}" if part.label else text
 
 
