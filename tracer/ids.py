@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 _SEGMENT = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)(?:\[([0-9, ]*)\])?")
 _PLACEHOLDER = re.compile(r"<([a-z][a-z0-9_]*(?:[+-][0-9]+)?(?:,[a-z][a-z0-9_]*(?:[+-][0-9]+)?)*)>")
@@ -113,3 +114,47 @@ def rename(template: str, mapping: Mapping[str, str]) -> str:
         return "<" + ",".join(terms) + ">"
 
     return _PLACEHOLDER.sub(sub, template)
+
+
+# -- globs over ids ------------------------------------------------------------
+def glob_matcher(pattern: str) -> Any:
+    """A predicate for ids matching ``pattern``.
+
+    ``*`` matches any run of characters within one segment (it never crosses a
+    dot), ``**`` matches anything, ``?`` one character; all else is literal.
+    """
+    parts = re.split(r"(\*\*|\*|\?)", pattern)
+    wild = {"**": ".*", "*": "[^.]*", "?": "[^.]"}
+    rx = "".join(wild.get(p, re.escape(p)) for p in parts)
+    return re.compile(rx).fullmatch
+
+
+_SHAPED = re.compile(r"([A-Za-z0-9_*?]+)(?:\[([0-9*?,]*)\])?")
+
+
+def id_shape(pattern: str) -> list[tuple[str, list[str] | None]] | None:
+    """A glob written like an id (``omega[2,*].p[*]``) as segments of (name glob, index globs).
+
+    None for any other glob (``omega**``, ``omega[1*``), which is matched by
+    scanning ids instead.
+    """
+    if "**" in pattern:
+        return None
+    out: list[tuple[str, list[str] | None]] = []
+    for part in pattern.split("."):
+        m = _SHAPED.fullmatch(part)
+        if not m:
+            return None
+        out.append((m.group(1), None if m.group(2) is None else m.group(2).split(",")))
+    return out
+
+
+def may_match(name: str, pattern: str) -> bool:
+    """Cheap pre-filter on a node's first name segment; never rejects a node with a matching id."""
+    m = re.match(r"[A-Za-z0-9_]*", pattern)
+    lit = m.group(0) if m else ""
+    first = name.split(".", 1)[0]
+    nxt = pattern[len(lit) : len(lit) + 1]
+    if nxt in ("*", "?"):
+        return first.startswith(lit)
+    return first == lit

@@ -13,7 +13,6 @@ This module imports numpy only: no torch, no renderer, no I/O.
 from __future__ import annotations
 
 import difflib
-import re
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import product
@@ -265,12 +264,12 @@ class Trace:
         and dots are literal, so ``omega[2,*]`` lists the scores of query 2
         and ``omega[2,*].p[*]`` their products.
         """
-        matcher = glob_matcher(pattern) if pattern is not None else None
-        shaped = _id_shape(pattern) if pattern is not None else None
+        matcher = ids.glob_matcher(pattern) if pattern is not None else None
+        shaped = ids.id_shape(pattern) if pattern is not None else None
         for node in self._nodes.values():
             if stage is not None and node.stage != stage:
                 continue
-            if matcher is not None and not _may_match(node.name, pattern or ""):
+            if matcher is not None and not ids.may_match(node.name, pattern or ""):
                 continue
             if node.granularity != ELEMENT:
                 step = Step(self, node, ())
@@ -352,38 +351,6 @@ class Trace:
         return f"no step {step_id or name!r} in this trace{hint}"
 
 
-def glob_matcher(pattern: str) -> Any:
-    """A predicate for ids matching ``pattern``.
-
-    ``*`` matches any run of characters within one segment (it never crosses a
-    dot), ``**`` matches anything, ``?`` one character; all else is literal.
-    """
-    parts = re.split(r"(\*\*|\*|\?)", pattern)
-    wild = {"**": ".*", "*": "[^.]*", "?": "[^.]"}
-    rx = "".join(wild.get(p, re.escape(p)) for p in parts)
-    return re.compile(rx).fullmatch
-
-
-_SHAPED = re.compile(r"([A-Za-z0-9_*?]+)(?:\[([0-9*?,]*)\])?")
-
-
-def _id_shape(pattern: str) -> list[tuple[str, list[str] | None]] | None:
-    """A glob written like an id (``omega[2,*].p[*]``) as segments of (name glob, index globs).
-
-    None for any other glob (``omega**``, ``omega[1*``), which is matched by
-    scanning ids instead.
-    """
-    if "**" in pattern:
-        return None
-    out: list[tuple[str, list[str] | None]] = []
-    for part in pattern.split("."):
-        m = _SHAPED.fullmatch(part)
-        if not m:
-            return None
-        out.append((m.group(1), None if m.group(2) is None else m.group(2).split(",")))
-    return out
-
-
 def _index_ranges(node: Node, shaped: list[tuple[str, list[str] | None]]) -> list[list[int]] | None:
     """Per axis, the 0-based indices of ``node`` an id-shaped glob selects.
 
@@ -398,23 +365,12 @@ def _index_ranges(node: Node, shaped: list[tuple[str, list[str] | None]]) -> lis
     ranges: list[list[int]] = []
     sizes = iter(node.value.shape)
     for (name, count), (glob, idx) in zip(zip(names, node.split, strict=True), shaped, strict=True):
-        if not glob_matcher(glob)(name):
+        if not ids.glob_matcher(glob)(name):
             return [[]]
         if len(idx or []) != count:
             return None
         for token in idx or []:
             size = next(sizes)
-            match = glob_matcher(token)
+            match = ids.glob_matcher(token)
             ranges.append([i for i in range(size) if match(str(i + 1))])
     return ranges
-
-
-def _may_match(name: str, pattern: str) -> bool:
-    """Cheap pre-filter on a node's first name segment; never rejects a node with a matching id."""
-    m = re.match(r"[A-Za-z0-9_]*", pattern)
-    lit = m.group(0) if m else ""
-    first = name.split(".", 1)[0]
-    nxt = pattern[len(lit) : len(lit) + 1]
-    if nxt in ("*", "?"):
-        return first.startswith(lit)
-    return first == lit
