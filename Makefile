@@ -16,7 +16,6 @@ report: install  ## render every lesson's worked-example reports into reports/ (
 	@for lesson in $(LESSONS); do for lang in en zh; do \
 	  $(PYTHON) -m tracer report --lesson $$lesson --lang $$lang --force || exit 1; \
 	done; done
-	for l in trainable causal multihead; do for g in en zh; do $(PYTHON) -m tracer report --lesson $$l --lang $$g --force; done; done
 
 test: install lint pytest  ## install, lint, type-check and run the whole test suite
 
@@ -35,7 +34,7 @@ bench: install  ## benchmarks: ratios measured side by side in one run
 	$(PYTHON) bench/bench_report.py
 
 gold:  ## rewrite the golden reports (reports/) from today's code
-	UPDATE_GOLD=1 $(PYTHON) -m pytest -q tests/test_report_gold.py tests/test_report_lessons.py tests/test_report_lessons.py
+	UPDATE_GOLD=1 $(PYTHON) -m pytest -q tests/test_report_gold.py tests/test_report_lessons.py
 
 clean:  ## remove caches and test artifacts
 	rm -rf .pytest_cache .mypy_cache .ruff_cache artifacts build *.egg-info
