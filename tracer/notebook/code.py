@@ -48,14 +48,14 @@ def literal(value: Any, dtype: str, indent: str = "") -> str:
     return f"[\n{rows},\n{indent}]"
 
 
-def traced(trace: Trace, step_id: str) -> str:
-    """The value of step ``step_id`` as a literal."""
-    return literal(trace[step_id].value, trace.dtype)
+def traced(trace: Trace, step_id: str, indent: str = "") -> str:
+    """The value of step ``step_id`` as a literal (continuation lines indented by ``indent``)."""
+    return literal(trace[step_id].value, trace.dtype, indent)
 
 
-def check(trace: Trace, name: str, expr: str) -> str:
-    """The line that prints ``expr`` (torch) beside step ``name`` (traced) and checks them."""
-    return f'show("{name}", {expr}, {traced(trace, name)})'
+def check(trace: Trace, name: str, expr: str, indent: str = "") -> str:
+    """The line that prints ``expr`` (torch) beside step ``name`` (traced) and checks them, at ``indent``."""
+    return f'{indent}show("{name}", {expr}, {traced(trace, name, indent)})'
 
 
 def setup(trace: Trace) -> Cell:
