@@ -26,7 +26,7 @@ from ..strings import Strings
 from ..trace import Trace
 from .code import Cell, setup
 
-CODE = {name: f"tracer.notebook.{name}" for name in ("simple", "trainable", "causal")}
+CODE = {name: f"tracer.notebook.{name}" for name in ("simple", "trainable", "causal", "multihead")}
 """Lesson -> module whose ``cells(trace)`` gives each stage's code cells."""
 
 KERNEL = {"display_name": "Python 3 (ipykernel)", "language": "python", "name": "python3"}

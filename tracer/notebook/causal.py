@@ -18,7 +18,7 @@ otherwise compares the traced result with the traced mask applied here.
 from __future__ import annotations
 
 from ..trace import Trace
-from .code import CAUSAL_ATTENTION, Cell, check, lines, traced
+from .code import CAUSAL_ATTENTION, Cell, check, definitions, lines, traced
 from .trainable import one_query
 
 
@@ -79,9 +79,7 @@ def cells(trace: Trace) -> dict[str, list[Cell]]:
         'print("the two ways agree:", torch.allclose(attn_weights, masked_simple_norm))',
     )
     module = lines(
-        CAUSAL_ATTENTION,
-        "",
-        "",
+        definitions(CAUSAL_ATTENTION),
         "batch = torch.stack((inputs, inputs), dim=0)",
         "torch.manual_seed(123)",
         "ca = CausalAttention(d_in, d_out, context_length, 0.0).to(dtype)",

@@ -68,6 +68,11 @@ def lines(*parts: str) -> Cell:
     return "\n".join(parts) + "\n"
 
 
+def definitions(*sources: str) -> str:
+    """Class or function definitions, two blank lines between and after them (PEP 8), to start a cell."""
+    return "\n\n\n".join(sources) + "\n\n"
+
+
 def inputs_cell(trace: Trace, rows: Any) -> Cell:
     """``inputs`` (one row per token, labelled in a comment), ``tokens`` and the sizes the book names."""
     body = "\n".join(f"        {literal(row, trace.dtype)},  # {trace.tokens[i]!r}" for i, row in enumerate(rows))
