@@ -144,3 +144,22 @@ def test_causal_dropout_on_a_machine_whose_torch_draws_another_mask(tmp_path: Pa
     names = [name for name, *_ in printed_checks(ran)]
     assert "dropout.alpha" in names and "dropout.keep" not in names
     assert assert_matches(tracer.trace_lesson("causal"), ran) >= 15
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_own_pipeline_notebook_reruns_it_from_the_repo_root(tmp_path: Path, kernel: None, lang: str) -> None:
+    spec = "examples/temperature.py:build"
+    a = write(tmp_path, "--pipeline", spec, "--lang", lang)
+    assert a.read_bytes() == write(tmp_path, "--pipeline", spec, "--lang", lang).read_bytes()
+    nb = nbformat.read(a, as_version=4)
+    nbformat.validate(nb)
+    from tracer import custom
+
+    t = custom.run(spec, tracer.api.example())
+    story = t.meta["narrative"][lang]
+    assert story["title"] in nb.cells[0].source
+    assert f"PIPELINE = {spec!r}" in "".join(c.source for c in nb.cells if c.cell_type == "code")
+    if lang == "en":  # run with the repo root as working directory, where the spec's path is found
+        ran = execute(a)
+        assert [name for name, *_ in printed_checks(ran)] == ["x[2]", "omega[2]", "cooled[2]", "alpha[2]", "z[2]"]
+        assert assert_matches(t, ran) == 5
