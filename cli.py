@@ -364,13 +364,15 @@ def notebook(lang: str, output: Path, force: bool, **options: Any) -> None:
     \b
     attn-trace notebook -o simple.ipynb                  the tutorial's example
     attn-trace notebook --lang zh -o simple.zh.ipynb     the same in Chinese
+    attn-trace notebook --pipeline examples/temperature.py:build -o t.ipynb
+                                                         your own pipeline, re-run from the notebook's folder
     """
     from tracer import notebook as notebooks
 
     if output.suffix != ".ipynb":
         raise UserError(f"{output}: a notebook file name ends in .ipynb")
     t = build_trace(**options)
-    data = notebooks.build(t, lang)
+    data = notebooks.build(t, lang, options.get("pipeline"))
     write_output(data, str(output), force)
     status(f"wrote {output}: {len(data):,} bytes")
 

@@ -18,13 +18,7 @@ from tracer.pipelines import LESSONS
 from .notebooks import assert_matches, execute, kernel_fixture, printed_checks
 
 nbformat = pytest.importorskip("nbformat")
-LESSONS_WITH_NOTEBOOKS = [name for name in LESSONS if narrative.available(name) and name in notebooks.CODE]
-NO_CODE_YET = pytest.mark.xfail(strict=True, raises=AssertionError, reason="no notebook code for this lesson yet")
-NARRATED = [
-    pytest.param(name, marks=() if name in notebooks.CODE else NO_CODE_YET)
-    for name in LESSONS
-    if narrative.available(name)
-]
+NARRATED = [name for name in LESSONS if narrative.available(name)]
 HOSTILE = 'It\'s """ <b>bold</b> $x$ a|b back\\slash'
 
 
@@ -41,7 +35,7 @@ def write(tmp_path: Path, *args: str) -> Path:
 
 
 def test_every_lesson_with_a_narrative_has_notebook_code() -> None:
-    assert "simple" in LESSONS_WITH_NOTEBOOKS
+    assert NARRATED == list(notebooks.CODE) == ["simple", "trainable", "causal", "multihead"]
 
 
 @pytest.mark.parametrize("lesson", NARRATED)
@@ -74,11 +68,27 @@ def test_markdown_escapes_tokens_and_code_quotes_them(tmp_path: Path) -> None:
     assert repr(HOSTILE.split()) in code
 
 
-@pytest.mark.parametrize("lesson", LESSONS_WITH_NOTEBOOKS)
+@pytest.mark.parametrize("lesson", NARRATED)
 def test_executes_and_prints_the_traced_values(tmp_path: Path, kernel: None, lesson: str) -> None:
     out = write(tmp_path, "--lesson", lesson)
     nb = execute(out)
-    assert assert_matches(tracer.trace_lesson(lesson), nb) >= len(tracer.trace_lesson(lesson).stages)
+    t = tracer.trace_lesson(lesson)
+    checked = {name for name, *_ in printed_checks(nb)}
+    assert assert_matches(t, nb) >= len(t.stages)
+    for stage in t.stages:  # every stage prints at least one of its own steps
+        assert any(t[name].stage == stage for name in checked), stage
+
+
+def test_trainable_linear_weights_and_causal_zh_float64(tmp_path: Path, kernel: None) -> None:
+    nb = execute(write(tmp_path, "--lesson", "trainable", "--weights", "linear", "--query", "4"))
+    assert assert_matches(tracer.trace_lesson("trainable", weights="linear", query=4), nb) >= 10
+    args = ["--text", "a b c d e", "--dtype", "float64", "--query", "5"]
+    nb = execute(write(tmp_path, "--lesson", "causal", "--lang", "zh", *args))
+    from cli import build_trace
+
+    t = build_trace("causal", None, None, "a b c d e", None, None, 5, "float64")
+    names = {name for name, *_ in printed_checks(nb)}
+    assert assert_matches(t, nb) >= 15 and {"dropout.alpha", "causal.alpha", "batch.z"} <= names
 
 
 def test_executes_for_other_inputs_float64_and_hostile_tokens(tmp_path: Path, kernel: None) -> None:
@@ -120,3 +130,36 @@ def test_output_rules(tmp_path: Path) -> None:
     assert clash.exit_code == 2 and "--force" in clash.output and out.read_text() == "mine"
     assert runner.invoke(app, ["notebook", "-o", str(out), "--force"]).exit_code == 0
     assert out.read_text(encoding="utf-8").startswith("{")
+
+
+def test_causal_dropout_on_a_machine_whose_torch_draws_another_mask(tmp_path: Path, kernel: None) -> None:
+    out = write(tmp_path, "--lesson", "causal")
+    nb = nbformat.read(out, as_version=4)
+    (cell,) = [c for c in nb.cells if c.cell_type == "code" and "keep_here" in c.source]
+    cell.source = cell.source.replace("torch.manual_seed(123)", "torch.manual_seed(124)")  # another RNG stream
+    nbformat.write(nb, out)
+    ran = execute(out)
+    text = "".join(o.get("text", "") for c in ran.cells if c.cell_type == "code" for o in c.outputs)
+    assert "applying the traced mask instead" in text
+    names = [name for name, *_ in printed_checks(ran)]
+    assert "dropout.alpha" in names and "dropout.keep" not in names
+    assert assert_matches(tracer.trace_lesson("causal"), ran) >= 15
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_own_pipeline_notebook_reruns_it_from_the_repo_root(tmp_path: Path, kernel: None, lang: str) -> None:
+    spec = "examples/temperature.py:build"
+    a = write(tmp_path, "--pipeline", spec, "--lang", lang)
+    assert a.read_bytes() == write(tmp_path, "--pipeline", spec, "--lang", lang).read_bytes()
+    nb = nbformat.read(a, as_version=4)
+    nbformat.validate(nb)
+    from tracer import custom
+
+    t = custom.run(spec, tracer.api.example())
+    story = t.meta["narrative"][lang]
+    assert story["title"] in nb.cells[0].source
+    assert f"PIPELINE = {spec!r}" in "".join(c.source for c in nb.cells if c.cell_type == "code")
+    if lang == "en":  # run with the repo root as working directory, where the spec's path is found
+        ran = execute(a)
+        assert [name for name, *_ in printed_checks(ran)] == ["x[2]", "omega[2]", "cooled[2]", "alpha[2]", "z[2]"]
+        assert assert_matches(t, ran) == 5

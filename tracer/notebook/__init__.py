@@ -25,8 +25,9 @@ from ..render.env import md
 from ..strings import Strings
 from ..trace import Trace
 from .code import Cell, setup
+from .pipeline import cells as custom_cells
 
-CODE = {"simple": "tracer.notebook.simple"}
+CODE = {name: f"tracer.notebook.{name}" for name in ("simple", "trainable", "causal", "multihead")}
 """Lesson -> module whose ``cells(trace)`` gives each stage's code cells."""
 
 KERNEL = {"display_name": "Python 3 (ipykernel)", "language": "python", "name": "python3"}
@@ -64,14 +65,25 @@ def intro(trace: Trace, story: narrative.Narrative, s: Strings) -> str:
     return f"# {story.title}\n\n{story.summary}\n\n{built}\n\n{s('notebook.how')}\n"
 
 
-def cells(trace: Trace, lang: str = "en") -> list[dict[str, Any]]:
-    """Every cell of the walk-through notebook of ``trace`` in ``lang``."""
+def cells(trace: Trace, lang: str = "en", pipeline: str | None = None) -> list[dict[str, Any]]:
+    """Every cell of the walk-through notebook of ``trace`` in ``lang``.
+
+    ``pipeline`` is the ``module:function`` spec of a teacher's own pipeline
+    (the trace carries its narrative): its notebook re-runs it
+    (:mod:`tracer.notebook.pipeline`) instead of recomputing in plain torch.
+    """
+    from ..report import narrative_of
+
     lesson = str(trace.meta.get("lesson", "simple"))
-    story = narrative.load(lesson, lang)
-    if lesson not in CODE:
-        raise InputError(f"no notebook code for lesson {lesson!r} yet: notebooks cover {', '.join(CODE)}")
+    story = narrative_of(trace, lang)
     s = Strings(lang)
-    per_stage: dict[str, list[Cell]] = importlib.import_module(CODE[lesson]).cells(trace)
+    per_stage: dict[str, list[Cell]]
+    if pipeline is not None:
+        per_stage = custom_cells(trace, story, pipeline)
+    elif lesson in CODE:
+        per_stage = importlib.import_module(CODE[lesson]).cells(trace)
+    else:
+        raise InputError(f"no notebook code for lesson {lesson!r} yet: notebooks cover {', '.join(CODE)}")
     out = [_cell("markdown", cell_id(lesson, "intro"), intro(trace, story, s))]
     out.append(_cell("code", cell_id(lesson, "setup"), setup(trace)))
     for n, stage in enumerate(trace.stages, 1):
@@ -82,10 +94,10 @@ def cells(trace: Trace, lang: str = "en") -> list[dict[str, Any]]:
     return out
 
 
-def build(trace: Trace, lang: str = "en") -> bytes:
+def build(trace: Trace, lang: str = "en", pipeline: str | None = None) -> bytes:
     """The notebook file's bytes: nbformat 4.5 JSON, keys sorted, the same for the same trace."""
     nb = {
-        "cells": cells(trace, lang),
+        "cells": cells(trace, lang, pipeline),
         "metadata": {
             "attn_trace": {"lang": lang, "lesson": trace.meta.get("lesson", "simple"), "query": trace.query},
             "kernelspec": KERNEL,

@@ -3,19 +3,14 @@
 from __future__ import annotations
 
 from ..trace import Trace
-from .code import Cell, check, literal
+from .code import Cell, check, inputs_cell, lines
 
 
 def cells(trace: Trace) -> dict[str, list[Cell]]:
     """Stage -> code cells, written the way the tutorial writes them."""
-    q, dt = trace.query, trace.dtype
-    x = trace.tensor("x")
-    rows = "\n".join(f"        {literal(row, dt)},  # {trace.tokens[i]!r}" for i, row in enumerate(x))
-    inputs = (
-        f"inputs = torch.tensor(\n    [\n{rows}\n    ],\n    dtype=dtype,\n)\n"
-        f"tokens = {trace.tokens!r}\n"
-        f"query = inputs[{q - 1}]  # x({q})\n"
-        f"{check(trace, 'x', 'inputs')}\n"
+    q = trace.query
+    inputs = inputs_cell(trace, trace.tensor("x")) + lines(
+        f"query = inputs[{q - 1}]  # x({q})", check(trace, "x", "inputs")
     )
     scores = (
         f"attn_scores_{q} = torch.empty(inputs.shape[0], dtype=dtype)\n"
