@@ -86,7 +86,8 @@ def headline(trace: Trace, node: Node) -> Headline:
     """The focus query's row of ``node``, long rows elided around ``⋯``."""
     step = Step(trace, node, (min(trace.query, node.value.shape[0]) - 1,))
     row = np.asarray(step.value).ravel()
-    values = tuple("⋯" if k is None else fmt.shown(float(row[k])) for k in elide(row.size))
+    dec = fmt.places(node.value) if node.op == "input" else fmt.DECIMALS  # inputs as given: 0.55, 0.80
+    values = tuple("⋯" if k is None else fmt.shown(float(row[k]), dec) for k in elide(row.size))
     return Headline(step.id, step.latex, values)
 
 
