@@ -197,7 +197,10 @@ def parse(raw: bytes | str, name: str = "trace") -> Any:
         raise TraceFormatError(f"{name} is not a trace file (not UTF-8 text)") from None
     except json.JSONDecodeError as e:
         body = text.strip()
-        why = "truncated" if (body.startswith("{") and not body.endswith("}")) or not body else "not valid JSON"
+        at_end = e.pos >= len(body)  # the parser ran out of text: the file was cut short
+        why = (
+            "truncated" if not body or at_end or (body.startswith("{") and not body.endswith("}")) else "not valid JSON"
+        )
         raise TraceFormatError(f"{name} is not a readable trace file ({why}: {e.msg} at line {e.lineno})") from None
     except ValueError as e:
         raise TraceFormatError(f"{name} is not a readable trace file ({e})") from None
