@@ -68,8 +68,13 @@ def scores(rec: Recorder, name: str, q: Var, k: Var, lead: tuple[str, ...], sym:
     )
 
 
-def row_sum(rec: Recorder, name: str, terms: Var, sym: str, term: str) -> Var:
-    """``name[lead…, i] = Σ_j terms[lead…, i, j]`` with every running sum recorded."""
+def row_sum(rec: Recorder, name: str, terms: Var, sym: str, term: str, latex: str | None = None) -> Var:
+    """``name[lead…, i] = Σ_j terms[lead…, i, j]`` with every running sum recorded.
+
+    ``sym`` names the total (``S_{<i>}``) and ``term`` one summand
+    (``\\omega_{<i>j}``); the formula reads ``sym = Σ_j term`` unless ``latex``
+    gives another (a check that weights sum to 1 has no name of its own).
+    """
     axes = terms.axes
     head = P(axes[:-1])
     return rec.contract(
@@ -79,18 +84,26 @@ def row_sum(rec: Recorder, name: str, terms: Var, sym: str, term: str) -> Var:
         axes,
         axes[-1],
         symbol=sym,
-        latex=rf"{sym} = \sum_{{j}} {term}",
+        latex=latex if latex is not None else rf"{sym} = \sum_{{j}} {term}",
         text=f"Σ_j {r(terms.name, *head, 'j')}",
         part_latex=("", r"\sum_{m=1}^{<j>} " + term.replace("{j}", "{m}").replace("j}", "m}")),
         part_text=("", f"Σ_{{m≤<j>}} {r(terms.name, *head, 'm')}"),
     )
 
 
-def stable_softmax(rec: Recorder, s: Var, sym: str, out: str = "alpha", prefix: str = "stable") -> Var:
+def weights_sum(rec: Recorder, alpha: Var, sym: str) -> Var:
+    """``<alpha>_sum[lead…, i] = Σ_j alpha[lead…, i, j]``: a normalization must give 1."""
+    term = rf"{sym}_{{<i>j}}"
+    return row_sum(rec, f"{alpha.name}_sum", alpha, rf"\sum_j {term}", term, latex=rf"\sum_{{j}} {term}")
+
+
+def stable_softmax(
+    rec: Recorder, s: Var, sym: str, out: str = "alpha", prefix: str = "stable", total: str = "E"
+) -> Var:
     """Softmax over the last axis of ``s`` in the stable form: max, shift, exp, running sums, quotients."""
     axes = s.axes
     head = axes[:-1]
-    row = sym.replace("<j>", "j")
+    row = sym.replace("<i,j>", "<i>j").replace("<j>", "j")  # one row: j stays a free index
     m = rec.max(
         f"{prefix}.max",
         s(*axes),
@@ -117,17 +130,18 @@ def stable_softmax(rec: Recorder, s: Var, sym: str, out: str = "alpha", prefix: 
         latex=rf"e^{{{sym} - m_{{<i>}}}}",
         text=f"exp({r(shift.name, *P(axes))})",
     )
-    total = row_sum(rec, f"{prefix}.sum", e, r"E_{<i>}", rf"e^{{{row} - m_{{<i>}}}}")
+    other = sym.replace("<i,j>", "<i>j'").replace("<j>", "j'")  # the summation index of the denominator
+    sums = row_sum(rec, f"{prefix}.sum", e, rf"{total}_{{<i>}}", rf"e^{{{row} - m_{{<i>}}}}")
     alpha = rec.elementwise(
         "div",
         out,
-        [e(*axes), total(*head)],
+        [e(*axes), sums(*head)],
         axes,
         symbol=r"\alpha_{<i,j>}",
-        latex=rf"\alpha_{{<i,j>}} = \frac{{e^{{{sym} - m_{{<i>}}}}}}{{E_{{<i>}}}}",
-        text=f"{r(e.name, *P(axes))} / {r(total.name, *P(head))}",
+        latex=rf"\alpha_{{<i,j>}} = \frac{{e^{{{sym} - m_{{<i>}}}}}}{{\sum_{{j'}} e^{{{other} - m_{{<i>}}}}}}",
+        text=f"{r(e.name, *P(axes))} / {r(sums.name, *P(head))}",
     )
-    row_sum(rec, f"{out}_sum", alpha, r"\sum_j \alpha_{<i>j}", r"\alpha_{<i>j}")
+    weights_sum(rec, alpha, r"\alpha")
     return alpha
 
 

@@ -20,42 +20,11 @@ from typing import Any
 
 import torch
 
-from ..recorder import Recorder, Var
+from ..recorder import Recorder
 from ..trace import Trace
+from .blocks import row_sum, stable_softmax, weights_sum
 
 STAGES = ("inputs", "scores", "normalize", "context", "matrix")
-
-
-def _weights_sum(rec: Recorder, alpha: Var, name: str, sym: str) -> None:
-    """Record the row sums of a weight matrix: a normalization must give 1."""
-    rec.contract(
-        f"{name}_sum",
-        alpha("i", "j"),
-        None,
-        "ij",
-        "j",
-        symbol=rf"\sum_j {sym}_{{<i>j}}",
-        latex=rf"\sum_{{j}} {sym}_{{<i>j}}",
-        text=f"Σ_j {name}[<i>,j]",
-        part_latex=("", rf"\sum_{{m=1}}^{{<j>}} {sym}_{{<i>m}}"),
-        part_text=("", f"Σ_{{m≤<j>}} {name}[<i>,m]"),
-    )
-
-
-def _row_sum(rec: Recorder, terms: Var, name: str, sym: str, term: str) -> Var:
-    """sum_j terms[i,j], with every running sum recorded."""
-    return rec.contract(
-        name,
-        terms("i", "j"),
-        None,
-        "ij",
-        "j",
-        symbol=rf"{sym}_{{<i>}}",
-        latex=rf"{sym}_{{<i>}} = \sum_{{j}} {term}",
-        text=f"Σ_j {terms.name}[<i>,j]",
-        part_latex=("", r"\sum_{m=1}^{<j>} " + term.replace("j}", "m}")),
-        part_text=("", f"Σ_{{m≤<j>}} {terms.name}[<i>,m]"),
-    )
 
 
 def build(inputs: torch.Tensor, tokens: list[str], query: int, dtype: torch.dtype, meta: dict[str, Any]) -> Trace:
@@ -83,7 +52,7 @@ def build(inputs: torch.Tensor, tokens: list[str], query: int, dtype: torch.dtyp
 
     with rec.stage("normalize"):
         # (a) divide each score by its row's sum
-        div_sum = _row_sum(rec, omega, "div.sum", r"S", r"\omega_{<i>j}")
+        div_sum = row_sum(rec, "div.sum", omega, r"S_{<i>}", r"\omega_{<i>j}")
         div_alpha = rec.elementwise(
             "div",
             "div.alpha",
@@ -93,7 +62,7 @@ def build(inputs: torch.Tensor, tokens: list[str], query: int, dtype: torch.dtyp
             latex=r"\alpha^{\mathrm{sum}}_{<i,j>} = \frac{\omega_{<i,j>}}{\sum_{j'} \omega_{<i>j'}}",
             text="omega[<i>,<j>] / div.sum[<i>]",
         )
-        _weights_sum(rec, div_alpha, "div.alpha", r"\alpha^{\mathrm{sum}}")
+        weights_sum(rec, div_alpha, r"\alpha^{\mathrm{sum}}")
 
         # (b) naive softmax: exp, then divide by the sum of exps
         n_exp = rec.elementwise(
@@ -105,7 +74,7 @@ def build(inputs: torch.Tensor, tokens: list[str], query: int, dtype: torch.dtyp
             latex=r"e^{\omega_{<i,j>}}",
             text="exp(omega[<i>,<j>])",
         )
-        n_sum = _row_sum(rec, n_exp, "naive.sum", r"E", r"e^{\omega_{<i>j}}")
+        n_sum = row_sum(rec, "naive.sum", n_exp, r"E_{<i>}", r"e^{\omega_{<i>j}}")
         n_alpha = rec.elementwise(
             "div",
             "naive.alpha",
@@ -115,46 +84,10 @@ def build(inputs: torch.Tensor, tokens: list[str], query: int, dtype: torch.dtyp
             latex=r"\alpha^{\mathrm{naive}}_{<i,j>} = \frac{e^{\omega_{<i,j>}}}{\sum_{j'} e^{\omega_{<i>j'}}}",
             text="naive.exp[<i>,<j>] / naive.sum[<i>]",
         )
-        _weights_sum(rec, n_alpha, "naive.alpha", r"\alpha^{\mathrm{naive}}")
+        weights_sum(rec, n_alpha, r"\alpha^{\mathrm{naive}}")
 
         # (c) stable softmax: subtract the row max first; these are the weights alpha
-        s_max = rec.max(
-            "stable.max",
-            omega("i", "j"),
-            "j",
-            symbol=r"m_{<i>}",
-            latex=r"m_{<i>} = \max_{j} \omega_{<i>j}",
-            text="max_j omega[<i>,j]",
-        )
-        shift = rec.elementwise(
-            "sub",
-            "stable.shift",
-            [omega("i", "j"), s_max("i")],
-            "ij",
-            symbol=r"(\omega_{<i,j>} - m_{<i>})",
-            latex=r"\omega_{<i,j>} - m_{<i>}",
-            text="omega[<i>,<j>] − stable.max[<i>]",
-        )
-        s_exp = rec.elementwise(
-            "exp",
-            "stable.exp",
-            [shift("i", "j")],
-            "ij",
-            symbol=r"e^{\omega_{<i,j>} - m_{<i>}}",
-            latex=r"e^{\omega_{<i,j>} - m_{<i>}}",
-            text="exp(stable.shift[<i>,<j>])",
-        )
-        s_sum = _row_sum(rec, s_exp, "stable.sum", r"E'", r"e^{\omega_{<i>j} - m_{<i>}}")
-        alpha = rec.elementwise(
-            "div",
-            "alpha",
-            [s_exp("i", "j"), s_sum("i")],
-            "ij",
-            symbol=r"\alpha_{<i,j>}",
-            latex=r"\alpha_{<i,j>} = \frac{e^{\omega_{<i,j>} - m_{<i>}}}{\sum_{j'} e^{\omega_{<i>j'} - m_{<i>}}}",
-            text="stable.exp[<i>,<j>] / stable.sum[<i>]",
-        )
-        _weights_sum(rec, alpha, "alpha", r"\alpha")
+        alpha = stable_softmax(rec, omega, r"\omega_{<i,j>}", total="E'")
 
         # (d) torch.softmax, as a library call
         t_alpha = rec.softmax(
@@ -165,7 +98,7 @@ def build(inputs: torch.Tensor, tokens: list[str], query: int, dtype: torch.dtyp
             latex=r"\mathrm{softmax}(\omega_{<i>})_{<j>}",
             text="torch.softmax(omega[<i>])[<j>]",
         )
-        _weights_sum(rec, t_alpha, "torch.alpha", r"\alpha^{\mathrm{torch}}")
+        weights_sum(rec, t_alpha, r"\alpha^{\mathrm{torch}}")
         rec.maxabsdiff(
             "check.naive",
             n_alpha,
