@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
-from functools import cached_property
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -34,6 +33,7 @@ class Ctx:
     trace: Trace
     s: Strings
     decimals: int
+    _places: dict[str, int] = field(default_factory=dict, init=False, repr=False, compare=False)
 
     @property
     def q(self) -> int:
@@ -54,14 +54,14 @@ class Ctx:
         """A value as displayed (``fmt.num`` with the report's decimals)."""
         return fmt.shown(value, self.decimals)
 
-    @cached_property
-    def places(self) -> int:
-        """Decimals that show every input as given (2 for the tutorial's 0.43 and 0.80)."""
-        return fmt.places(self.trace.tensor("x"), self.decimals)
+    def given(self, value: float, node: str = "x") -> str:
+        """An entry of input ``node`` as given: every entry of that input with the same decimals (``0.80``).
 
-    def given(self, value: float) -> str:
-        """An input value as given, every input with the same decimals (``0.80``, ``0.55``)."""
-        return fmt.num(value, self.places)
+        The decimals are worked out once per node (:func:`fmt.places`), not per cell.
+        """
+        if node not in self._places:
+            self._places[node] = fmt.places(self.trace.tensor(node), self.decimals)
+        return fmt.num(value, self._places[node])
 
     def cell(self, step_id: str, value: float, given: bool = False) -> Num:
         """A table cell showing step ``step_id``."""

@@ -96,7 +96,7 @@ def cell(ctx: LessonCtx, node: Node, full: tuple[int, ...]) -> Num:
     """The cell of entry ``full`` (0-based) of ``node``: its step id when entries are steps."""
     v = float(node.value[full])
     sid = ids.render(node.name, node.split, [i + 1 for i in full]) if node.granularity == ELEMENT else ""
-    text = fmt.num(v, fmt.places(node.value, ctx.decimals)) if node.op == "input" else ctx.num(v)
+    text = ctx.given(v, node.name) if node.op == "input" else ctx.num(v)
     masked = node.op == "masked_fill" and np.isneginf(v)
     return Num(text, sid, "masked" if masked else ("" if np.isfinite(v) else "bad"))
 

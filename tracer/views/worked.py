@@ -14,7 +14,6 @@ from itertools import product
 
 import numpy as np
 
-from .. import fmt
 from ..figures import plots
 from ..trace import Node, Step
 from .common import FULL_T, TOP, elide, heatmap_svg, tex
@@ -54,7 +53,7 @@ def _id(node: Node, idx: tuple[int, ...]) -> str:
 
 def _val(ctx: LessonCtx, step: Step) -> str:
     v = float(step.value)
-    return tex(fmt.num(v, fmt.places(step.node.value, ctx.decimals)) if step.op == "input" else ctx.num(v))
+    return tex(ctx.given(v, step.node.name) if step.op == "input" else ctx.num(v))
 
 
 def _cut(items: list[str]) -> list[str]:
