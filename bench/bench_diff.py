@@ -6,7 +6,7 @@
    each; the second has one input changed, so the change flows into most
    steps and every node is compared value by value).  Target: under 1 s.
 2. ``attn-trace diff`` of the tutorial's two trace files in a subprocess,
-   against the CLI's import floor (``python -c "import cli"``); and the
+   against the CLI's import floor (``python -c "import tracer.cli"``); and the
    in-process diff of those two files, which should cost less than that floor.
 
 Times are the best of ``--repeat`` runs (the first, cold, run is also shown
@@ -74,11 +74,11 @@ def main() -> None:
         values[0, 0] = 0.53
         tracer.trace_self_attention(values, tokens=tutorial.tokens).save(b)
         exe = sys.executable
-        _, floor = best(lambda: run([exe, "-c", "import cli"], (0,)), args.repeat)
+        _, floor = best(lambda: run([exe, "-c", "import tracer.cli"], (0,)), args.repeat)
         _, cli_diff = best(lambda: run([exe, "cli.py", "diff", str(a), str(b)], (1,)), args.repeat)
         _, api = best(lambda: tracer.diff(a, b), args.repeat)
     print("tutorial (6 tokens), files:")
-    print(f"  import floor (import cli) best {floor:7.3f} s")
+    print(f"  import floor (import tracer.cli) best {floor:7.3f} s")
     print(f"  attn-trace diff (CLI)     best {cli_diff:7.3f} s   = {cli_diff / floor:4.2f} x the import floor")
     print(f"  tracer.diff in-process    best {api:7.3f} s   = {api / floor:4.2f} x the import floor (target < 1)")
 

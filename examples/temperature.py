@@ -16,9 +16,9 @@ from typing import Any
 
 import torch
 
-from tracer.pipelines.blocks import context, scores, stable_softmax
-from tracer.recorder import Recorder
-from tracer.trace import Trace
+from tracer.core.trace import Trace
+from tracer.record.pipelines.blocks import context, scores, stable_softmax
+from tracer.record.recorder import Recorder
 
 STAGES = ("inputs", "scores", "normalize", "context")
 

@@ -33,7 +33,7 @@ def tutorial() -> tracer.Trace:
 @pytest.fixture(scope="session")
 def nudged() -> tracer.Trace:
     """The tutorial's trace with one input changed: x[1,1] = 0.53 instead of 0.43."""
-    from tracer.inputs import tutorial as tutorial_inputs
+    from tracer.record.inputs import tutorial as tutorial_inputs
 
     values, tokens = tutorial_inputs()
     rows = [list(map(float, r)) for r in values]
@@ -61,7 +61,7 @@ _REPORTS: dict[tuple[str, bool], dict[str, bytes]] = {}
 @pytest.fixture(scope="session")
 def tutorial_report(tutorial: tracer.Trace):  # type: ignore[no-untyped-def]
     """``tutorial_report(lang, fragment=False)``: the tutorial's report files, built once per session."""
-    from tracer import report
+    from tracer.present import report
 
     def get(lang: str = "en", fragment: bool = False) -> dict[str, bytes]:
         key = (lang, fragment)

@@ -12,7 +12,7 @@ import pytest
 from click.testing import CliRunner
 
 import tracer
-from cli import app
+from tracer.cli import app
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -180,7 +180,7 @@ def test_console_script_and_module_agree() -> None:
 
 def test_help_imports_no_torch_or_matplotlib() -> None:
     code = (
-        "import sys; from click.testing import CliRunner; import cli; "
+        "import sys; from click.testing import CliRunner; import tracer.cli as cli; "
         "r = CliRunner().invoke(cli.app, ['--help']); assert r.exit_code == 0; "
         "print(sorted(m for m in ('torch', 'matplotlib', 'jinja2') if m in sys.modules))"
     )
@@ -192,7 +192,8 @@ def test_help_imports_no_torch_or_matplotlib() -> None:
 def test_core_layers_import_no_torch_or_renderers() -> None:
     """The data model, files and explanations are numpy-only (click's test_imports idea)."""
     code = (
-        "import sys, tracer, tracer.trace, tracer.serialize, tracer.explain, tracer.ids, tracer.fmt; "
+        "import sys, tracer, tracer.core.trace, tracer.core.serialize, tracer.core.ids, tracer.core.fmt; "
+        "import tracer.present.explain; "
         "print(sorted(m for m in ('torch', 'matplotlib', 'jinja2', 'click') if m in sys.modules))"
     )
     result = _subprocess("-c", code)

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 import tracer
-from tracer import report
+from tracer.present import report
 
 EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "mkdocs"
 

@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 
 import tracer
-from tracer import differ
-from tracer.diffmask import carry, compare, scan, shift
-from tracer.trace import Ref
+from tracer.compare import differ
+from tracer.compare.diffmask import carry, compare, scan, shift
+from tracer.core.trace import Ref
 
 
 def edit(trace: tracer.Trace, name: str, index: tuple[int, ...], value: float) -> tracer.Trace:
@@ -88,7 +88,7 @@ def test_metadata_changes(tutorial: tracer.Trace) -> None:
 
 
 def test_steps_only_in_a_or_b(tutorial: tracer.Trace) -> None:
-    from tracer.inputs import tutorial as tutorial_inputs
+    from tracer.record.inputs import tutorial as tutorial_inputs
 
     values, tokens = tutorial_inputs()
     five = tracer.trace_self_attention(values[:5], tokens=tokens[:5])

@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-import cli
-from tracer import differ
-from tracer.serialize import _digest
+import tracer.cli as cli
+from tracer.compare import differ
+from tracer.core.serialize import _digest
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -121,10 +121,10 @@ def test_trouble_is_exit_2(tmp_path: Path, trace_files: dict[str, str], case: st
 
 def test_cli_diff_imports_no_torch(trace_files: dict[str, str]) -> None:
     code = (
-        "import sys, tracer, tracer.differ, tracer.testing, tracer.pytest_plugin, tracer.diffreport\n"
+        "import sys, tracer, tracer.compare.differ, tracer.testing, tracer.pytest_plugin, tracer.compare.diffreport\n"
         "tracer.diff\n"
         "from click.testing import CliRunner\n"
-        "import cli\n"
+        "import tracer.cli as cli\n"
         f"r = CliRunner().invoke(cli.app, ['diff', {trace_files['a']!r}, {trace_files['b']!r}])\n"
         "assert r.exit_code == 1, r.output\n"
         "heavy = sorted(m for m in ('torch', 'matplotlib', 'jinja2') if m in sys.modules)\n"

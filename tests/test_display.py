@@ -7,8 +7,8 @@ import re
 import pytest
 
 import tracer
-from tracer.display import ROOT
-from tracer.pipelines import LESSONS
+from tracer.present.display import ROOT
+from tracer.record.pipelines import LESSONS
 
 HOSTILE = ["<script>alert(1)</script>", "a|b", "$x$", "&amp;", "`tick`"]
 KEYS = {"text/plain", "text/html", "text/markdown"}

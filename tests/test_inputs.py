@@ -10,8 +10,8 @@ import pytest
 import torch
 
 import tracer
-from tracer import inputs
 from tracer.errors import InputError
+from tracer.record import inputs
 
 TUTORIAL = np.array(inputs.TUTORIAL_INPUTS)
 

@@ -9,7 +9,7 @@ import pytest
 import torch
 
 import tracer
-from tracer.fmt import num
+from tracer.core.fmt import num
 
 # Printed in the book for the tutorial's six inputs.
 BOOK = {

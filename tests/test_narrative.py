@@ -5,10 +5,10 @@ from __future__ import annotations
 import pytest
 
 import tracer
-from tracer import narrative
 from tracer.errors import InputError
-from tracer.pipelines import LESSONS
-from tracer.strings import LANGS
+from tracer.present import narrative
+from tracer.present.strings import LANGS
+from tracer.record.pipelines import LESSONS
 
 WRITTEN = [name for name in LESSONS if narrative.available(name)]
 

@@ -10,10 +10,10 @@ import pytest
 from click.testing import CliRunner
 
 import tracer
-from cli import app
-from tracer import narrative
-from tracer import notebook as notebooks
-from tracer.pipelines import LESSONS
+from tracer.cli import app
+from tracer.present import narrative
+from tracer.present import notebook as notebooks
+from tracer.record.pipelines import LESSONS
 
 from .notebooks import assert_matches, execute, kernel_fixture, printed_checks
 
@@ -84,7 +84,7 @@ def test_trainable_linear_weights_and_causal_zh_float64(tmp_path: Path, kernel: 
     assert assert_matches(tracer.trace_lesson("trainable", weights="linear", query=4), nb) >= 10
     args = ["--text", "a b c d e", "--dtype", "float64", "--query", "5"]
     nb = execute(write(tmp_path, "--lesson", "causal", "--lang", "zh", *args))
-    from cli import build_trace
+    from tracer.cli import build_trace
 
     t = build_trace("causal", None, None, "a b c d e", None, None, 5, "float64")
     names = {name for name, *_ in printed_checks(nb)}
@@ -95,7 +95,7 @@ def test_executes_for_other_inputs_float64_and_hostile_tokens(tmp_path: Path, ke
     args = ["--text", HOSTILE, "--dim", "4", "--seed", "7", "--query", "3", "--dtype", "float64"]
     out = write(tmp_path, *args, "--lang", "zh")
     nb = execute(out)
-    from cli import build_trace
+    from tracer.cli import build_trace
 
     t = build_trace("simple", None, None, HOSTILE, 4, 7, 3, "float64")
     assert assert_matches(t, nb) >= 5
@@ -153,7 +153,7 @@ def test_own_pipeline_notebook_reruns_it_from_the_repo_root(tmp_path: Path, kern
     assert a.read_bytes() == write(tmp_path, "--pipeline", spec, "--lang", lang).read_bytes()
     nb = nbformat.read(a, as_version=4)
     nbformat.validate(nb)
-    from tracer import custom
+    from tracer.record import custom
 
     t = custom.run(spec, tracer.api.example())
     story = t.meta["narrative"][lang]

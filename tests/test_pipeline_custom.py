@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from cli import app
+from tracer.cli import app
 
 EXAMPLE = str(Path(__file__).resolve().parent.parent / "examples" / "temperature.py")
 
@@ -40,7 +40,7 @@ def test_diff_of_two_temperatures_finds_the_root_cause(tmp_path: Path) -> None:
         ("no_such_module_xyz:build", "cannot import pipeline"),
         (f"{EXAMPLE}:nothing", "has no function"),
         (f"{EXAMPLE}:trace_with", "failed"),
-        ("tracer.fmt:num", "no NARRATIVE"),
+        ("tracer.core.fmt:num", "no NARRATIVE"),
         ("justamodule", "module:function"),
     ],
 )
@@ -50,7 +50,7 @@ def test_bad_pipelines_exit_2_in_one_line(spec: str, message: str) -> None:
 
 
 def test_renderers_have_no_pipeline_specific_code() -> None:
-    root = Path(__file__).resolve().parent.parent / "tracer"
+    root = Path(__file__).resolve().parent.parent / "tracer" / "present"
     for name in ("views/lesson.py", "views/nodes.py", "views/worked.py", "render/html.py", "render/markdown.py"):
         text = (root / name).read_text()
         assert "temperature" not in text and "cooled" not in text and "tau" not in text

@@ -8,7 +8,7 @@ import torch
 
 import tracer
 from tests import reference
-from tracer.inputs import tutorial as tutorial_inputs
+from tracer.record.inputs import tutorial as tutorial_inputs
 
 SHAPES = [(1, 1), (1, 5), (2, 1), (3, 3), (6, 3), (7, 2), (10, 4), (16, 32), (33, 7), (64, 16), (64, 32)]
 

@@ -9,7 +9,7 @@ from pathlib import Path
 from click.testing import CliRunner
 
 import tracer
-from cli import app
+from tracer.cli import app
 
 
 def run(*args: str) -> tuple[int, str]:
@@ -90,7 +90,7 @@ def test_cli_import_pulls_in_no_heavy_module() -> None:
     import sys
 
     heavy = ("torch", "matplotlib", "jinja2", "latex2mathml")
-    code = f"import sys, cli; print(sorted(m for m in {heavy!r} if m in sys.modules))"
+    code = f"import sys, tracer.cli; print(sorted(m for m in {heavy!r} if m in sys.modules))"
     root = Path(__file__).resolve().parent.parent
     out = subprocess.run([sys.executable, "-c", code], cwd=root, capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"

@@ -19,7 +19,7 @@ def test_committed_reports_are_current(lang: str, tutorial_report: Callable[...,
 
 def test_rebuilding_gives_identical_bytes(tutorial_report: Callable[..., dict[str, bytes]]) -> None:
     import tracer
-    from tracer import report
+    from tracer.present import report
 
     again = report.build(tracer.trace_self_attention(), "en")
     assert again == tutorial_report("en")

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import tracer
-from tracer import report
+from tracer.present import report
 
 
 @pytest.fixture(scope="module")

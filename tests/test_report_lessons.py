@@ -12,8 +12,9 @@ from click.testing import CliRunner
 
 import tracer
 from tests.gold import compare
-from tracer import fmt, narrative, report
-from tracer.strings import LANGS
+from tracer.core import fmt
+from tracer.present import narrative, report
+from tracer.present.strings import LANGS
 
 ROOT = Path(__file__).resolve().parent.parent
 LESSONS = ("trainable", "causal", "multihead")
@@ -107,7 +108,7 @@ def test_tokens_are_escaped() -> None:
 
 @pytest.mark.parametrize("lesson", LESSONS)
 def test_report_cli_writes_every_lesson(lesson: str, tmp_path: Path) -> None:
-    from cli import app
+    from tracer.cli import app
 
     res = CliRunner().invoke(app, ["report", "--lesson", lesson, "--lang", "zh", "-o", str(tmp_path)])
     assert res.exit_code == 0, res.output

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 import tracer
-from tracer import strings
-from tracer.strings import MissingString, Strings
+from tracer.present import strings
+from tracer.present.strings import MissingString, Strings
 
 
 def test_languages_have_the_same_keys() -> None:
@@ -41,7 +41,7 @@ def test_missing_key_raises() -> None:
 
 
 def test_missing_key_fails_a_render(tutorial: tracer.Trace, monkeypatch: pytest.MonkeyPatch) -> None:
-    from tracer import views
+    from tracer.present import views
 
     table = dict(strings.table("zh"))
     del table["scores.why"]

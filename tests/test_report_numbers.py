@@ -8,7 +8,7 @@ import re
 import numpy as np
 
 import tracer
-from tracer import fmt
+from tracer.core import fmt
 
 DEC = 4
 NUMBER = re.compile(r"-?\d+\.\d+|-?\d+")
@@ -36,7 +36,7 @@ def test_every_html_cell_shows_its_steps_value(tutorial: tracer.Trace, tutorial_
 
 
 def test_scaled_cells_are_the_scaled_traces(tutorial: tracer.Trace, tutorial_report) -> None:  # type: ignore[no-untyped-def]
-    from tracer import overflow
+    from tracer.present import overflow
 
     ov = overflow.scaled(tutorial)
     assert ov is not None and ov.factor == 10  # 1.4950 * 10**2 is the first power past 88.72
@@ -103,8 +103,8 @@ def test_the_tutorials_printed_numbers_appear(tutorial_report) -> None:  # type:
 
 
 def test_rounding_is_flagged_exactly_where_it_shows(tutorial: tracer.Trace) -> None:
-    from tracer import views
-    from tracer.views.model import Equation
+    from tracer.present import views
+    from tracer.present.views.model import Equation
 
     page = views.build(tutorial, "en", decimals=1)
     eqs = [b for s in page.sections for b in s.blocks if isinstance(b, Equation) and b.step.startswith("omega[")]
@@ -119,7 +119,7 @@ def test_rounding_is_flagged_exactly_where_it_shows(tutorial: tracer.Trace) -> N
 
 
 def test_decimals_option_changes_every_number(tutorial: tracer.Trace) -> None:
-    from tracer import report
+    from tracer.present import report
 
     md = report.build(tutorial, "en", ("md",), decimals=6)["index.md"].decode()
     assert fmt.num(tutorial["alpha[2,1]"].value, 6) in md

@@ -8,7 +8,7 @@ import re
 import pytest
 
 import tracer
-from tracer import report
+from tracer.present import report
 
 EVIL = ["<script>alert(1)</script>", "a|b", "$x$", "**b**", "<img src=x onerror=alert(2)>", "c\\d"]
 

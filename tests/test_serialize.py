@@ -11,9 +11,9 @@ import numpy as np
 import pytest
 
 import tracer
-from tracer import serialize
+from tracer.core import serialize
+from tracer.core.trace import Trace
 from tracer.errors import TraceFormatError
-from tracer.trace import Trace
 
 SCHEMA = json.loads((Path(__file__).parent.parent / "docs" / "trace-format.schema.json").read_text())
 
@@ -72,7 +72,7 @@ def test_tutorial_roundtrip_and_schema(tutorial: Trace, tmp_path: Path) -> None:
 
 def test_overflow_nan_and_inf_roundtrip(tmp_path: Path) -> None:
     """NaN payloads and signs survive: non-finite tensors are stored as raw bytes."""
-    trace = tracer.trace_self_attention(np.array(tracer.inputs.TUTORIAL_INPUTS) * 10)
+    trace = tracer.trace_self_attention(np.array(tracer.record.inputs.TUTORIAL_INPUTS) * 10)
     back = roundtrip(trace, tmp_path)
     assert_identical(trace, back)
     assert np.isinf(back.tensor("naive.exp")).any() and np.isnan(back.tensor("naive.alpha")).any()

@@ -10,7 +10,7 @@ from __future__ import annotations
 import pytest
 
 import tracer
-from tracer.trace import Trace
+from tracer.core.trace import Trace
 
 PLATFORM_DEPENDENT = ("dropout.",)
 

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import tracer
-from tracer import ids
+from tracer.core import ids
 from tracer.errors import StepNotFound
 
 
@@ -142,7 +142,7 @@ def test_render_parse_roundtrip() -> None:
 )
 def test_glob_listing_equals_scanning_every_id(pattern: str) -> None:
     """The index walk for id-shaped globs selects exactly what matching every id would."""
-    from tracer.ids import glob_matcher
+    from tracer.core.ids import glob_matcher
 
     t = tracer.trace_self_attention(np.ones((12, 2)), query=1)
     match = glob_matcher(pattern)

@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 
 import tracer
-from tracer.fmt import num
+from tracer.core.fmt import num
 
 # print(attn_scores_2)
 ATTN_SCORES_2 = "0.9544, 1.4950, 1.4754, 0.8434, 0.7070, 1.0865"

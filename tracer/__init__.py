@@ -32,23 +32,23 @@ __all__ = [
 ]
 
 _LAZY = {
-    "Step": "tracer.trace",
-    "Trace": "tracer.trace",
+    "Step": "tracer.core.trace",
+    "Trace": "tracer.core.trace",
     "TracerError": "tracer.errors",
     "InputError": "tracer.errors",
     "TraceFormatError": "tracer.errors",
     "StepNotFound": "tracer.errors",
-    "diff": "tracer.differ",  # the function; the module is `differ`, so `tracer.diff` names one thing
+    "diff": "tracer.compare.differ",  # the function; the module is `differ`, so `tracer.diff` names one thing
     "load": "tracer.api",
     "trace_lesson": "tracer.api",
     "trace_self_attention": "tracer.api",
 }
 
 if TYPE_CHECKING:
-    from .api import load, trace_lesson, trace_self_attention
-    from .differ import diff
-    from .errors import InputError, StepNotFound, TraceFormatError, TracerError
-    from .trace import Step, Trace
+    from tracer.api import load, trace_lesson, trace_self_attention
+    from tracer.compare.differ import diff
+    from tracer.core.trace import Step, Trace
+    from tracer.errors import InputError, StepNotFound, TraceFormatError, TracerError
 
 
 def __getattr__(name: str) -> Any:

@@ -1,5 +1,5 @@
 """``python -m tracer``: the same app as the ``attn-trace`` command."""
 
-from cli import main
+from tracer.cli import main
 
 main()

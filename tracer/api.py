@@ -10,10 +10,10 @@ import importlib
 from pathlib import Path
 from typing import Any
 
-from .errors import InputError
-from .inputs import Example, tutorial, validate
-from .pipelines import LESSONS
-from .trace import Trace
+from tracer.core.trace import Trace
+from tracer.errors import InputError
+from tracer.record.inputs import Example, tutorial, validate
+from tracer.record.pipelines import LESSONS
 
 
 def trace_self_attention(
@@ -54,7 +54,7 @@ def example(
     dtype: Any = "float32",
     source: dict[str, Any] | None = None,
 ) -> Example:
-    """Validate options into an :class:`~tracer.inputs.Example` (``None`` inputs: the tutorial's)."""
+    """Validate options into an :class:`~tracer.record.inputs.Example` (``None`` inputs: the tutorial's)."""
     if inputs is None:
         inputs, default_tokens = tutorial()
         tokens = default_tokens if tokens is None else tokens
@@ -82,6 +82,6 @@ def run(lesson: str, ex: Example, **lesson_options: Any) -> Trace:
 
 def load(path: str | Path) -> Trace:
     """Read a trace file written by :meth:`Trace.save` or ``attn-trace trace``."""
-    from .serialize import load as _load
+    from tracer.core.serialize import load as _load
 
     return _load(path)

@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING
 import pytest
 
 if TYPE_CHECKING:
-    from .trace import Trace
+    from tracer.core.trace import Trace
 
 SNAPSHOT_DIR = "__trace_snapshots__"
 _UNSAFE = re.compile(r"[^A-Za-z0-9_.\-\[\]]+")
@@ -82,9 +82,9 @@ class TraceSnapshot:
     ) -> None:
         """Fail unless ``trace`` equals the stored snapshot within tolerance (defaults: :func:`tracer.diff`'s)."""
         __tracebackhide__ = True
-        from .differ import DEFAULT_ATOL, DEFAULT_RTOL, diff
-        from .errors import TracerError
-        from .serialize import dumps, write_atomic
+        from tracer.compare.differ import DEFAULT_ATOL, DEFAULT_RTOL, diff
+        from tracer.core.serialize import dumps, write_atomic
+        from tracer.errors import TracerError
 
         path = self.path(name)
         self._calls += 1

@@ -13,7 +13,7 @@ failure points at the test's own line.  Imports numpy only, no torch.
 
 from __future__ import annotations
 
-from .differ import DEFAULT_ATOL, DEFAULT_LIMIT, DEFAULT_RTOL, TraceDiff, TraceLike, diff
+from tracer.compare.differ import DEFAULT_ATOL, DEFAULT_LIMIT, DEFAULT_RTOL, TraceDiff, TraceLike, diff
 
 
 def assert_traces_close(

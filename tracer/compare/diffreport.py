@@ -1,0 +1,165 @@
+"""Write a :class:`~tracer.compare.differ.TraceDiff` for people (text) or machines (JSON).
+
+The text report reads top to bottom: the verdict and tolerance, metadata
+changes, node changes (op, formula, inputs, shape), a table of counts per
+stage, the root causes, then the first differing steps.  The JSON document
+carries the same facts under a stable schema (``docs/diff.md``); its
+``schema_version`` changes only when a key is removed or changes meaning.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Sequence
+from typing import Any
+
+from tracer.compare.differ import Change, StageCount, StepDiff, TraceDiff
+from tracer.core.fmt import full, sci
+
+SCHEMA = "attn-trace-diff"
+SCHEMA_VERSION = 1
+_STEP_HEAD = ("id", "formula", "A", "B", "|A-B|", "tol")
+_STAGE_HEAD = ("stage", "compared", "differing", "only A", "only B", "roots", "max |A-B|")
+
+
+def text(d: TraceDiff) -> str:
+    """The human-readable report, ending with a newline."""
+    t = d.totals
+    if d.equal:
+        verdict = f"EQUAL within tolerance ({t.compared:,} steps compared)"
+    else:
+        verdict = f"DIFFERENT: {t.differing:,} steps differ, {t.only_a:,} only in A, {t.only_b:,} only in B"
+        verdict += f", {t.roots:,} root cause{'s' if t.roots != 1 else ''}"
+    out = [
+        f"A: {d.a_name}",
+        f"B: {d.b_name}",
+        verdict,
+        f"tolerance: |A-B| <= atol + rtol*|B| with rtol={d.rtol:g}, atol={d.atol:g}",
+    ]
+    if d.meta:
+        out += ["", "metadata (A -> B)", *_changes(d.meta, with_field=False)]
+    if d.nodes:
+        out += ["", "nodes (A -> B)", *_changes(d.nodes, with_field=True)]
+    out += ["", *_table(_STAGE_HEAD, [_stage_cells(s) for s in (*d.stages, t)], right=range(1, 7))]
+    if d.roots:
+        shown = f"first {len(d.roots)} of {t.roots:,}" if t.roots > len(d.roots) else f"{t.roots:,}"
+        out += ["", f"root causes ({shown}): steps that differ although none of their inputs carries a change"]
+        out += _table(_STEP_HEAD, [_step_cells(s) for s in d.roots], right=range(2, 6))
+    if d.steps:
+        n = t.differing + t.only_a + t.only_b
+        shown = f"first {len(d.steps)} of {n:,}" if n > len(d.steps) else f"{n:,}"
+        out += ["", f"differing steps ({shown}, in dependency order; * marks a root cause)"]
+        out += _table(_STEP_HEAD, [_step_cells(s) for s in d.steps], right=range(2, 6))
+    return "\n".join(out) + "\n"
+
+
+def _changes(changes: Sequence[Change], with_field: bool) -> list[str]:
+    width = max(len(c.subject) for c in changes)
+    lines = []
+    for c in changes:
+        head = f"  {c.subject:<{width}}  " + (f"{c.field}: " if with_field else "")
+        note = f"  ({c.note})" if c.note else ""
+        lines.append(f"{head}{_short(c.a)} -> {_short(c.b)}{note}")
+    return lines
+
+
+def _short(value: Any, limit: int = 60) -> str:
+    s = json.dumps(value, ensure_ascii=False, sort_keys=True) if not isinstance(value, str) else repr(value)
+    return s if len(s) <= limit else s[: limit - 1] + "…"
+
+
+def _stage_cells(s: StageCount) -> list[str]:
+    counts = [f"{n:,}" for n in (s.compared, s.differing, s.only_a, s.only_b, s.roots)]
+    return [s.stage, *counts, sci(s.max_abs_diff)]
+
+
+def _step_cells(s: StepDiff) -> list[str]:
+    at = f" at [{','.join(map(str, s.where))}]" if s.where else ""
+    mark = "* " if s.root else "  "
+    a = "-" if s.a is None else full(s.a)
+    b = "-" if s.b is None else full(s.b)
+    diff = "only in A" if s.kind == "only_a" else "only in B" if s.kind == "only_b" else _maybe(s.abs_diff)
+    return [mark + s.id + at, s.formula, a, b, diff, _maybe(s.tol)]
+
+
+def _maybe(v: float | None) -> str:
+    return "-" if v is None else sci(v)
+
+
+def _table(head: Sequence[str], rows: list[list[str]], right: range) -> list[str]:
+    widths = [max(len(r[i]) for r in [list(head), *rows]) for i in range(len(head))]
+
+    def line(cells: Sequence[str]) -> str:
+        parts = [c.rjust(w) if i in right else c.ljust(w) for i, (c, w) in enumerate(zip(cells, widths, strict=True))]
+        return ("  " + "  ".join(parts)).rstrip()
+
+    return [line(head), *(line(r) for r in rows)]
+
+
+# -- JSON --------------------------------------------------------------------
+def to_json(d: TraceDiff) -> dict[str, Any]:
+    """The JSON document (see ``docs/diff.md``); non-finite numbers are the strings ``NaN``, ``Infinity``."""
+    t = d.totals
+    return {
+        "schema": SCHEMA,
+        "schema_version": SCHEMA_VERSION,
+        "equal": d.equal,
+        "a": d.a_name,
+        "b": d.b_name,
+        "tolerance": {"rtol": d.rtol, "atol": d.atol},
+        "limit": d.limit,
+        "summary": {
+            **_counts(t),
+            "meta_changes": len(d.meta),
+            "node_changes": len(d.nodes),
+        },
+        "stages": [{"stage": s.stage, **_counts(s)} for s in d.stages],
+        "meta": [_change(c) for c in d.meta],
+        "nodes": [_change(c) for c in d.nodes],
+        "roots": [_step(s) for s in d.roots],
+        "steps": [_step(s) for s in d.steps],
+    }
+
+
+def dumps(d: TraceDiff) -> str:
+    """The JSON document as text, keys sorted, ending with a newline."""
+    return json.dumps(to_json(d), ensure_ascii=False, sort_keys=True, indent=1, allow_nan=False) + "\n"
+
+
+def _counts(s: StageCount) -> dict[str, Any]:
+    return {
+        "compared": s.compared,
+        "differing": s.differing,
+        "only_a": s.only_a,
+        "only_b": s.only_b,
+        "roots": s.roots,
+        "max_abs_diff": _num(s.max_abs_diff),
+    }
+
+
+def _change(c: Change) -> dict[str, Any]:
+    return {"subject": c.subject, "field": c.field, "a": c.a, "b": c.b, "note": c.note}
+
+
+def _step(s: StepDiff) -> dict[str, Any]:
+    return {
+        "id": s.id,
+        "node": s.node,
+        "stage": s.stage,
+        "op": s.op,
+        "kind": s.kind,
+        "formula": s.formula,
+        "a": _num(s.a),
+        "b": _num(s.b),
+        "abs_diff": _num(s.abs_diff),
+        "tol": _num(s.tol),
+        "root": s.root,
+        "where": list(s.where) if s.where else None,
+    }
+
+
+def _num(v: float | None) -> float | str | None:
+    if v is None or math.isfinite(v):
+        return v
+    return "NaN" if math.isnan(v) else "Infinity" if v > 0 else "-Infinity"

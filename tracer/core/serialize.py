@@ -1,0 +1,363 @@
+"""Trace files: versioned JSON, every value kept bit for bit.
+
+The format is documented in ``docs/trace-format.md`` with a JSON Schema in
+``docs/trace-format.schema.json``.  In short::
+
+    {"format": "attn-trace", "version": 1, "meta": {...},
+     "nodes": [{"name", "op", "stage", "axes", "split", "granularity",
+                "args", "latex", "text", "attrs", "value": {...}}, ...],
+     "digest": "sha256:..."}
+
+A value is stored in one of three encodings:
+
+``list``
+    small, all-finite tensors: the numbers themselves, each the exact decimal
+    of the stored float, so the file reads (and diffs) as plain numbers;
+``base64``
+    the little-endian bytes of the tensor;
+``derived``
+    for products, quotients and running sums (see :mod:`tracer.core.predict`): the
+    value is recomputed from the node's operands on load, and ``patch`` lists
+    the flat positions whose stored bits differ from that recomputation with
+    the XOR of the bits.  An untouched trace has an empty patch, so a trace
+    of T=512, d=64 (67 million values) takes a few megabytes.
+
+``digest`` is the SHA-256 of the canonical JSON of everything else; a file
+edited by hand or cut short is refused.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import math
+import os
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+from typing import IO, Any
+
+import numpy as np
+
+from tracer.core.predict import predict
+from tracer.core.trace import ELEMENT, TENSOR, Node, Ref, Trace
+from tracer.errors import TraceFormatError
+
+FORMAT = "attn-trace"
+
+# Version history of the trace file format:
+#   1  first version: nodes with list/base64/derived values, SHA-256 digest.
+FORMAT_VERSION = 1
+SUPPORTED_VERSIONS = (1,)
+
+LIST_LIMIT = 1024
+"""Largest all-finite tensor written as a list of numbers."""
+
+_DTYPES: dict[str, np.dtype[Any]] = {"float32": np.dtype("<f4"), "float64": np.dtype("<f8")}
+_BITS: dict[str, np.dtype[Any]] = {"float32": np.dtype("<u4"), "float64": np.dtype("<u8")}
+_NONFINITE = {"NaN": math.nan, "Infinity": math.inf, "-Infinity": -math.inf}
+
+
+# -- writing -----------------------------------------------------------------
+def to_dict(trace: Trace) -> dict[str, Any]:
+    """The JSON document for ``trace``, without its digest."""
+    done: dict[str, np.ndarray] = {}
+    nodes = []
+    for n in trace.nodes:
+        spec = _spec(n)
+        spec["value"] = _encode(n, spec, done)
+        done[n.name] = n.value
+        nodes.append(spec)
+    return {"format": FORMAT, "version": FORMAT_VERSION, "meta": trace.meta, "nodes": nodes}
+
+
+def dumps(trace: Trace) -> str:
+    """The trace file's text."""
+    doc = to_dict(trace)
+    doc["digest"] = _digest(doc)
+    return json.dumps(doc, ensure_ascii=False, sort_keys=True, indent=1, allow_nan=False) + "\n"
+
+
+def save(trace: Trace, path: str | os.PathLike[str] | IO[str]) -> None:
+    """Write ``trace`` to ``path`` atomically (a temporary file renamed into place), or to an open text stream."""
+    text = dumps(trace)
+    if hasattr(path, "write"):
+        path.write(text)
+        return
+    write_atomic(Path(path), text.encode("utf-8"))
+
+
+def write_atomic(path: Path, data: bytes) -> None:
+    """Write ``data`` to ``path`` through a temporary file in the same folder, so no half file is ever seen."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        os.chmod(tmp, 0o666 & ~_umask())  # mkstemp makes 0600; give the file the mode open() would
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def _umask() -> int:
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+def _spec(n: Node) -> dict[str, Any]:
+    return {
+        "name": n.name,
+        "op": n.op,
+        "stage": n.stage,
+        "axes": list(n.axes),
+        "split": list(n.split),
+        "granularity": n.granularity,
+        "args": [r.to_json() for r in n.args],
+        "latex": n.latex,
+        "text": n.text,
+        "attrs": n.attrs,
+    }
+
+
+def _encode(n: Node, spec: dict[str, Any], done: dict[str, np.ndarray]) -> dict[str, Any]:
+    v = n.value
+    dt = str(v.dtype)
+    if dt not in _DTYPES:
+        raise TraceFormatError(f"node {n.name}: cannot store dtype {dt}")
+    head: dict[str, Any] = {"dtype": dt, "shape": list(v.shape)}
+    finite = bool(np.isfinite(v).all())
+    if v.size <= LIST_LIMIT and finite:
+        return {**head, "encoding": "list", "data": [float(f) for f in v.ravel()]}
+    guess = predict(n.op, n.axes, v.shape, spec["args"], n.attrs, done, v.dtype, like=v)
+    if guess is not None and guess.shape == v.shape:
+        bits = _BITS[dt]
+        a, b = v.view(bits), guess.view(bits)
+        if np.array_equal(a, b):
+            return {**head, "encoding": "derived", "patch": None}
+        xor = np.bitwise_xor(a, b).reshape(-1)  # C order, as positions are counted
+        where = np.flatnonzero(xor)
+        if where.size * 4 < v.size:
+            return {
+                **head,
+                "encoding": "derived",
+                "patch": {"index": _b64(where.astype("<i8")), "xor": _b64(xor[where].astype(bits))},
+            }
+    return {**head, "encoding": "base64", "data": _b64(np.ascontiguousarray(v, dtype=_DTYPES[dt]))}
+
+
+def _b64(a: np.ndarray) -> str:
+    return base64.b64encode(a.tobytes()).decode("ascii")
+
+
+def _digest(doc: dict[str, Any]) -> str:
+    canon = json.dumps(doc, ensure_ascii=False, sort_keys=True, separators=(",", ":"), allow_nan=False)
+    return "sha256:" + hashlib.sha256(canon.encode("utf-8")).hexdigest()
+
+
+# -- reading -----------------------------------------------------------------
+def load(path: str | os.PathLike[str]) -> Trace:
+    """Read a trace file; any problem raises :class:`TraceFormatError` with one line."""
+    doc, name = read_document(path)
+    return from_dict(doc, name)
+
+
+def read_document(path: str | os.PathLike[str]) -> tuple[Any, str]:
+    """Read and parse a trace file's JSON without building the trace: (document, file name).
+
+    :func:`from_dict` checks and builds it; a caller that also wants the
+    file's ``version`` (``diff`` reports it) reads it here, parsing once.
+    """
+    p = Path(path)
+    try:
+        raw = p.read_bytes()
+    except FileNotFoundError:
+        raise TraceFormatError(f"no such trace file: {p}") from None
+    except IsADirectoryError:
+        raise TraceFormatError(f"{p} is a directory, not a trace file") from None
+    except OSError as e:
+        raise TraceFormatError(f"cannot read {p}: {e.strerror}") from None
+    return parse(raw, p.name), p.name
+
+
+def loads(raw: bytes | str, name: str = "trace") -> Trace:
+    """Parse a trace file's content (see :func:`load`)."""
+    return from_dict(parse(raw, name), name)
+
+
+def parse(raw: bytes | str, name: str = "trace") -> Any:
+    """The JSON document of a trace file's content, unchecked (``TraceFormatError`` if unreadable)."""
+    try:
+        text = raw.decode("utf-8") if isinstance(raw, bytes) else raw
+        return json.loads(text, parse_constant=_reject_constant)
+    except UnicodeDecodeError:
+        raise TraceFormatError(f"{name} is not a trace file (not UTF-8 text)") from None
+    except json.JSONDecodeError as e:
+        body = text.strip()
+        at_end = e.pos >= len(body)  # the parser ran out of text: the file was cut short
+        why = (
+            "truncated" if not body or at_end or (body.startswith("{") and not body.endswith("}")) else "not valid JSON"
+        )
+        raise TraceFormatError(f"{name} is not a readable trace file ({why}: {e.msg} at line {e.lineno})") from None
+    except ValueError as e:
+        raise TraceFormatError(f"{name} is not a readable trace file ({e})") from None
+
+
+def _reject_constant(c: str) -> Any:
+    raise ValueError(f"bare {c} is not allowed")
+
+
+def from_dict(doc: Any, name: str = "trace") -> Trace:
+    """Build a trace from a parsed document, checking version, digest and structure."""
+    if not isinstance(doc, dict) or doc.get("format") != FORMAT:
+        raise TraceFormatError(f'{name} is not an attn-trace trace file (no "format": "{FORMAT}")')
+    version = doc.get("version")
+    if version is None:
+        raise TraceFormatError(f"{name} has no format version")
+    if version not in SUPPORTED_VERSIONS:
+        raise TraceFormatError(
+            f"{name} has format version {version!r}, which this attn-trace cannot read "
+            f"(it reads version{'s' if len(SUPPORTED_VERSIONS) > 1 else ''} "
+            f"{', '.join(map(str, SUPPORTED_VERSIONS))})"
+        )
+    digest = doc.get("digest")
+    body = {k: v for k, v in doc.items() if k != "digest"}
+    if not isinstance(digest, str):
+        raise TraceFormatError(f"{name} has no digest")
+    if _digest(body) != digest:
+        raise TraceFormatError(f"{name} was modified after it was written (its digest does not match its content)")
+    meta, specs = doc.get("meta"), doc.get("nodes")
+    if not isinstance(meta, dict) or not isinstance(specs, list):
+        raise TraceFormatError(f"{name}: malformed trace file (meta must be an object, nodes a list)")
+    done: dict[str, np.ndarray] = {}
+    nodes = []
+    for i, spec in enumerate(specs, 1):
+        try:
+            nodes.append(_node(spec, done))
+        except (KeyError, TypeError, ValueError) as e:
+            label = spec.get("name") if isinstance(spec, dict) else None
+            raise TraceFormatError(f"{name}: malformed node {i} ({label!r}): {e}") from None
+        done[nodes[-1].name] = nodes[-1].value
+    try:
+        return Trace(nodes, meta)
+    except ValueError as e:
+        raise TraceFormatError(f"{name}: malformed trace file: {e}") from None
+
+
+def _node(spec: dict[str, Any], done: dict[str, np.ndarray]) -> Node:
+    for key, kind in (("name", str), ("op", str), ("stage", str), ("axes", list), ("split", list), ("args", list)):
+        if not isinstance(spec.get(key), kind):
+            raise ValueError(f"{key!r} missing or not a {kind.__name__}")
+    gran = spec.get("granularity", ELEMENT)
+    if gran not in (ELEMENT, TENSOR):
+        raise ValueError(f"unknown granularity {gran!r}")
+    args = []
+    for a in spec["args"]:
+        if not isinstance(a, dict) or not isinstance(a.get("node"), str):
+            raise ValueError("an arg must be an object with a node name")
+        if a["node"] not in done and a["node"] != spec["name"]:
+            raise ValueError(f"arg {a['node']!r} is not an earlier node")
+        idx = a.get("index")
+        args.append(Ref(a["node"], None if idx is None else tuple(str(x) for x in idx)))
+    value = _decode(spec, done)
+    return Node(
+        name=spec["name"],
+        op=spec["op"],
+        stage=spec["stage"],
+        axes=tuple(str(a) for a in spec["axes"]),
+        split=tuple(int(s) for s in spec["split"]),
+        value=value,
+        args=tuple(args),
+        latex=str(spec.get("latex", "")),
+        text=str(spec.get("text", "")),
+        granularity=gran,
+        attrs=dict(spec.get("attrs") or {}),
+    )
+
+
+def _decode(spec: dict[str, Any], done: dict[str, np.ndarray]) -> np.ndarray:
+    val = spec["value"]
+    dt = val["dtype"]
+    if dt not in _DTYPES:
+        raise ValueError(f"unknown dtype {dt!r}")
+    shape = tuple(int(s) for s in val["shape"])
+    if any(s < 0 for s in shape):
+        raise ValueError(f"negative shape {shape}")
+    size = math.prod(shape)
+    enc = val["encoding"]
+    if enc == "list":
+        data = val["data"]
+        if not isinstance(data, list) or len(data) != size:
+            raise ValueError(f"list of {len(data) if isinstance(data, list) else '?'} values for shape {shape}")
+        if not all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in data):
+            raise ValueError("list values must be numbers")
+        listed: np.ndarray = np.array(data, dtype=np.float64).astype(_DTYPES[dt]).reshape(shape)
+        return listed
+    if enc == "base64":
+        buf = _unb64(val["data"])
+        if len(buf) != size * _DTYPES[dt].itemsize:
+            raise ValueError(f"{len(buf)} bytes of data for shape {shape} of {dt}")
+        raw: np.ndarray = np.frombuffer(buf, dtype=_DTYPES[dt]).reshape(shape).copy()
+        return raw
+    if enc == "derived":
+        return _derive(spec, val, shape, dt, done)
+    raise ValueError(f"unknown encoding {enc!r}")
+
+
+def _derive(
+    spec: dict[str, Any], val: dict[str, Any], shape: tuple[int, ...], dt: str, done: dict[str, np.ndarray]
+) -> np.ndarray:
+    bits = _BITS[dt]
+    patch = val.get("patch")
+    where: np.ndarray | None = None
+    xor: np.ndarray | None = None
+    if patch is not None:
+        where = np.frombuffer(_unb64(patch["index"]), dtype="<i8")
+        xor = np.frombuffer(_unb64(patch["xor"]), dtype=bits)
+        size = math.prod(shape)
+        if where.size != xor.size or (where.size and (where.min() < 0 or where.max() >= size)):
+            raise ValueError("patch positions do not fit the value")
+    axes = tuple(spec["axes"])
+    fix: Callable[[int, np.ndarray], np.ndarray] | None = None
+    if where is not None and xor is not None and spec["op"] == "acc":
+        fix = _slice_fixer(where, xor, shape, axes.index(spec["attrs"]["over"]), bits)
+    guess = predict(spec["op"], axes, shape, spec["args"], spec.get("attrs") or {}, done, _DTYPES[dt], fix)
+    if guess is None or guess.shape != shape:
+        raise ValueError(f"op {spec['op']!r} cannot be derived from its operands")
+    out: np.ndarray = guess.astype(_DTYPES[dt], copy=False)
+    if where is not None and xor is not None and fix is None:
+        out.view(bits)[np.unravel_index(where, shape)] ^= xor
+    return out
+
+
+def _slice_fixer(
+    where: np.ndarray, xor: np.ndarray, shape: tuple[int, ...], ax: int, bits: np.dtype
+) -> Callable[[int, np.ndarray], np.ndarray]:
+    """Apply a patch to a running sum slice by slice, so each sum builds on the stored previous one."""
+    coords = np.unravel_index(where, shape)
+    pos_in_axis = coords[ax]
+    rest_shape = tuple(s for d, s in enumerate(shape) if d != ax)
+    rest = tuple(c for d, c in enumerate(coords) if d != ax)
+    flat_rest = np.ravel_multi_index(rest, rest_shape) if rest_shape else np.zeros_like(where)
+
+    def fix(n: int, piece: np.ndarray) -> np.ndarray:
+        sel = pos_in_axis == n
+        if sel.any():
+            flat = np.ascontiguousarray(piece).view(bits).reshape(-1)
+            flat[flat_rest[sel]] ^= xor[sel]
+            return flat.view(piece.dtype).reshape(piece.shape)
+        return piece
+
+    return fix
+
+
+def _unb64(s: Any) -> bytes:
+    if not isinstance(s, str):
+        raise ValueError("base64 data must be a string")
+    try:
+        return base64.b64decode(s.encode("ascii"), validate=True)
+    except (ValueError, UnicodeEncodeError) as e:
+        raise ValueError(f"bad base64 data: {e}") from None

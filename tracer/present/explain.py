@@ -1,0 +1,152 @@
+"""Explain one step the way a teacher writes it on the board.
+
+    omega[2,1] = x(2)·x(1) = 0.55×0.43 + 0.87×0.15 + 0.66×0.89 = 0.2365 + 0.1305 + 0.5874 = 0.9544
+
+The first line is the equation; the lines after it name the op, the stage
+and the ids of the inputs, so a student can ask about those next and keep
+explaining backwards, down to the inputs.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from tracer.core.fmt import DECIMALS, num, places, rounding_note, sci
+from tracer.core.trace import Step, Trace
+
+MAX_TERMS = 8  # longer sums show their first and last terms around an ellipsis
+MAX_IDS = 12
+
+
+def value_text(trace: Trace, step_id: str, decimals: int = DECIMALS) -> str:
+    """A step's value as shown in an explanation: inputs as given (0.55), the rest fixed (0.9544)."""
+    s = trace[step_id]
+    if s.op == "maxabsdiff":
+        return sci(s.value)
+    if s.op == "input":
+        return num(s.value, places(s.node.value, decimals))
+    return num(s.value, decimals)
+
+
+def signed_sum(items: list[str]) -> str:
+    """Join terms with + and −, so a negative term reads ``a − 0.3690`` rather than ``a + -0.3690``."""
+    out = ""
+    for n, item in enumerate(items):
+        if n == 0:
+            out = item
+        elif item.startswith("-"):
+            out += f" − {item[1:]}"
+        else:
+            out += f" + {item}"
+    return out
+
+
+def factor(text: str) -> str:
+    """A factor in a product: negative numbers in parentheses (``0.48×(-0.45)``)."""
+    return f"({text})" if text.startswith("-") else text
+
+
+def _elide(items: list[str]) -> list[str]:
+    if len(items) <= MAX_TERMS:
+        return items
+    return [*items[:3], "…", *items[-2:]]
+
+
+def equation(trace: Trace, step: Step, decimals: int = DECIMALS) -> str:
+    """The one-line board equation for an element step."""
+    node = step.node
+    ins = list(step.inputs)
+    v = num(step.value, decimals) if node.op != "maxabsdiff" else sci(step.value)
+    head = f"{step.id} = {step.text}" if step.text else step.id
+    if node.granularity != "element":
+        return f"{head} = {v}"
+    vals = [value_text(trace, i, decimals) for i in ins]
+    op = node.op
+    if op == "input":
+        return f"{step.id} = {value_text(trace, step.id, decimals)}"
+    if op in ("mul", "div", "sub", "add") and len(vals) == 2:
+        sign = {"mul": "×", "div": "/", "sub": "−", "add": "+"}[op]
+        return f"{head} = {vals[0]} {sign} {factor(vals[1])} = {v}"
+    if op == "masked_fill" and len(vals) == 2:
+        masked = step.node.value.dtype.type(step.value) != trace[ins[0]].node.value.dtype.type(trace[ins[0]].value)
+        why = "masked" if masked else "kept"
+        return f"{head} = {v} ({why}: mask {vals[1]}, score {vals[0]})"
+    if op == "acc":
+        if len(vals) == 1:
+            return f"{head} = {v}"
+        return f"{head} = {vals[0]} + {vals[1]} = {v}"
+    if op == "exp":
+        return f"{head} = exp({vals[0]}) = {v}"
+    if op == "max":
+        return f"{head} = max({', '.join(_elide(vals))}) = {v}"
+    if op == "softmax":
+        return f"{head} = softmax({', '.join(_elide(vals))})[{step.index[-1] + 1}] = {v}"
+    if op == "sum":
+        parts = [f"{head}"]
+        terms = [trace[i] for i in ins]
+        if terms and all(t.op == "mul" for t in terms):
+            factors = ["×".join(factor(value_text(trace, f, decimals)) for f in t.inputs) for t in terms]
+            parts.append(" + ".join(_elide(factors)))
+        parts.append(signed_sum(_elide(vals)))
+        parts.append(v)
+        return " = ".join(parts)
+    return f"{head} = {v}"
+
+
+def explain(trace: Trace, step_id: str, decimals: int = DECIMALS) -> str:
+    """The full explanation of ``step_id``: equation, op, stage, inputs, and any caveat."""
+    step = trace[step_id]
+    lines = []
+    if step.is_element:
+        lines.append(equation(trace, step, decimals))
+    else:
+        lines.append(f"{step.id} = {step.text}" if step.text else step.id)
+        lines.append(array_text(np.asarray(step.value), decimals))
+    lines.append(f"  op: {step.op}    stage: {step.stage}    formula: {step.latex}")
+    ins = list(step.inputs)
+    if ins:
+        more = f" … and {len(ins) - MAX_IDS} more" if len(ins) > MAX_IDS else ""
+        lines.append(f"  inputs: {', '.join(ins[:MAX_IDS])}{more}")
+    elif step.op == "input":
+        lines.append(f"  {_input_note(trace, step)}")
+    if step.is_element and step.op == "sum":
+        terms = [trace[i].value for i in ins]
+        if terms and rounding_note(terms, step.value, decimals):
+            lines.append(
+                f"  note: the terms are shown rounded to {decimals} decimals; their exact values add up to the total"
+            )
+    if step.is_element and not np.isfinite(step.value):
+        lines.append(f"  warning: {_nonfinite_note(trace, step)}")
+    return "\n".join(lines)
+
+
+def _input_note(trace: Trace, step: Step) -> str:
+    tokens = trace.tokens
+    if step.node.axes[:1] == ("i",) and step.index and step.index[0] < len(tokens):
+        where = f" of token {step.index[0] + 1} ({tokens[step.index[0]]!r})"
+        comp = f"component {step.index[1] + 1}" if len(step.index) > 1 else "embedding"
+        return f"an input: {comp}{where}"
+    return "an input value"
+
+
+def _nonfinite_note(trace: Trace, step: Step) -> str:
+    v = step.value
+    if step.op == "masked_fill" or (np.isinf(v) and v < 0 and step.stage == "mask"):
+        return "-inf on purpose: a masked score, so its exp is 0 and the softmax gives it no weight"
+    if step.op == "exp" and np.isinf(v):
+        return (
+            f"exp overflowed: the result is too large for {trace.dtype}; the stable softmax subtracts the row max first"
+        )
+    if np.isnan(v):
+        return "not a number (nan): an inf/inf or inf−inf upstream; follow the inputs back to the overflow"
+    return f"{num(v)}: too large for {trace.dtype}"
+
+
+def array_text(a: np.ndarray, decimals: int = DECIMALS) -> str:
+    """A slice's or tensor's values, a bracketed row per line (a shape note when too large to list)."""
+    if a.ndim == 0:
+        return "  = " + num(float(a), decimals)
+    if a.size > 64:
+        return f"  = <{' x '.join(map(str, a.shape))} tensor of {a.dtype}>"
+    rows = a.reshape(-1, a.shape[-1]) if a.ndim > 1 else a.reshape(1, -1)
+    return "\n".join("  [" + ", ".join(num(x, decimals) for x in row) + "]" for row in rows)

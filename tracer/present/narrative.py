@@ -1,0 +1,134 @@
+"""A lesson's narrative: the prose that walks a reader through its stages.
+
+Renderers (reports, notebooks) work from a trace's stages and steps; what a
+lesson adds is its *narrative*, one file per lesson and language at
+``templates/lessons/<lesson>.<lang>.toml``::
+
+    title = "Self-attention with trainable weights"
+    summary = "One paragraph: what the lesson shows."
+
+    [stages.projections]
+    title = "Queries, keys and values"
+    text = '''Markdown prose; math as $...$ or $$...$$ on their own lines.'''
+
+Every stage the lesson records has a ``[stages.<name>]`` table with ``title``
+and ``text`` (paragraphs separated by blank lines; a paragraph that is one
+``$$...$$`` is a display formula).  Optional lists choose what the generic
+stage report (:mod:`tracer.present.views.lesson`) features, by node name:
+
+* ``show``: nodes shown as tables (default: the stage's nodes that are not
+  parts of a sum, ``.p``/``.s``/``.t``);
+* ``write``: nodes whose focus-query entries are written out term by term;
+* ``heatmap``: (…, i, j) nodes drawn as heatmaps (one per head);
+* ``bars``: sums with terms (``z``) drawn as stacked contributions.
+
+A stage table may hold more string keys (``note``, ``why`` …).  The files of every language have the same
+keys (a test checks).  A teacher's own pipeline supplies the same structure
+as a dict (:func:`from_dict`), so it gets reports and notebooks with no
+change to the renderers.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from dataclasses import dataclass, field
+from typing import Any
+
+from tracer.errors import InputError
+from tracer.present.strings import LANGS, flatten, templates_dir
+
+
+@dataclass(frozen=True)
+class Stage:
+    """The prose of one stage."""
+
+    title: str
+    text: str
+    extra: dict[str, str] = field(default_factory=dict)
+    show: tuple[str, ...] | None = None  # None: the stage's own nodes
+    write: tuple[str, ...] = ()
+    heatmap: tuple[str, ...] = ()
+    bars: tuple[str, ...] = ()
+
+    def lists(self) -> dict[str, list[str]]:
+        """The node-selection lists that are set, as TOML would hold them."""
+        out = {k: list(getattr(self, k)) for k in SELECT if getattr(self, k)}
+        if self.show is not None:
+            out["show"] = list(self.show)
+        return out
+
+
+SELECT = ("write", "heatmap", "bars")
+"""Optional node lists of a stage table besides ``show``."""
+
+
+@dataclass(frozen=True)
+class Narrative:
+    """A lesson's title, summary and per-stage prose, in one language."""
+
+    lesson: str
+    lang: str
+    title: str
+    summary: str
+    stages: dict[str, Stage]
+
+    def stage(self, name: str) -> Stage:
+        """The prose of stage ``name`` (a clear error if the narrative lacks it)."""
+        try:
+            return self.stages[name]
+        except KeyError:
+            raise InputError(f"the {self.lang!r} narrative of {self.lesson!r} has no stage {name!r}") from None
+
+    def keys(self) -> set[str]:
+        """Every key, flattened (``stages.scores.title``): equal across languages."""
+        return set(flatten(self.to_dict()))
+
+    def to_dict(self) -> dict[str, Any]:
+        """The TOML structure back (used for key checks and by custom pipelines)."""
+        return {
+            "title": self.title,
+            "summary": self.summary,
+            "stages": {n: {"title": s.title, "text": s.text, **s.extra, **s.lists()} for n, s in self.stages.items()},
+        }
+
+
+def available(lesson: str) -> bool:
+    """Whether ``lesson`` has narrative files."""
+    return all((templates_dir() / "lessons" / f"{lesson}.{lang}.toml").is_file() for lang in LANGS)
+
+
+def load(lesson: str, lang: str) -> Narrative:
+    """The narrative of ``lesson`` in ``lang`` from ``templates/lessons``."""
+    if lang not in LANGS:
+        raise InputError(f"unknown language {lang!r}: choose from {', '.join(LANGS)}")
+    path = templates_dir() / "lessons" / f"{lesson}.{lang}.toml"
+    if not path.is_file():
+        raise InputError(f"lesson {lesson!r} has no {lang!r} narrative yet")
+    with path.open("rb") as f:
+        return from_dict(tomllib.load(f), lesson, lang)
+
+
+def from_dict(data: dict[str, Any], lesson: str, lang: str) -> Narrative:
+    """A narrative from its dict form; missing title, summary or stage text is an error."""
+    try:
+        stages = {name: _stage(table) for name, table in data["stages"].items()}
+        return Narrative(lesson, lang, str(data["title"]), str(data["summary"]), stages)
+    except (KeyError, TypeError, AttributeError) as e:
+        raise InputError(f"the {lang!r} narrative of {lesson!r} is incomplete: missing {e}") from None
+    except ValueError as e:
+        raise InputError(f"the {lang!r} narrative of {lesson!r}: {e}") from None
+
+
+def _names(table: dict[str, Any], key: str) -> tuple[str, ...]:
+    value = table.get(key, [])
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise ValueError(f"{key} must be a list of node names")
+    return tuple(value)
+
+
+def _stage(table: dict[str, Any]) -> Stage:
+    lists = ("show", *SELECT)
+    extra = {k: str(v) for k, v in table.items() if k not in ("title", "text", *lists)}
+    show = _names(table, "show") if "show" in table else None
+    picks = {k: _names(table, k) for k in SELECT}
+    return Stage(str(table["title"]), str(table["text"]), extra, show, **picks)

@@ -1,0 +1,109 @@
+"""Walk-through notebooks: a trace in, a Jupyter notebook (nbformat 4.5 JSON bytes) out.
+
+A notebook alternates the lesson's prose (its narrative, Markdown with
+``$...$`` math) with code cells that recompute each stage in plain torch, the
+way the tutorial and the book write it, and print the torch value beside the
+value the trace recorded (embedded as literals), with a check that they
+agree.  Nothing is random: cell ids come from the lesson, the stage and the
+cell's position, no outputs or execution counts are stored and keys are
+sorted, so the same trace gives the same bytes.
+
+Each lesson's code lives in its own module (:data:`CODE`); the assembly here
+is generic over ``trace.stages`` and the narrative.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import re
+from typing import Any
+
+from tracer.core.trace import Trace
+from tracer.errors import InputError
+from tracer.present import narrative
+from tracer.present.notebook.code import Cell, setup
+from tracer.present.notebook.pipeline import cells as custom_cells
+from tracer.present.render.env import md
+from tracer.present.strings import Strings
+
+CODE = {name: f"tracer.present.notebook.{name}" for name in ("simple", "trainable", "causal", "multihead")}
+"""Lesson -> module whose ``cells(trace)`` gives each stage's code cells."""
+
+KERNEL = {"display_name": "Python 3 (ipykernel)", "language": "python", "name": "python3"}
+
+
+def cell_id(*parts: object) -> str:
+    """A stable cell id (nbformat: letters, digits, ``-`` and ``_``, at most 64 characters)."""
+    return re.sub(r"[^A-Za-z0-9_-]+", "-", "-".join(str(p) for p in parts))[:64]
+
+
+def _cell(kind: str, ident: str, source: str) -> dict[str, Any]:
+    cell: dict[str, Any] = {
+        "cell_type": kind,
+        "id": ident,
+        "metadata": {},
+        "source": source.rstrip("\n").splitlines(keepends=True),
+    }
+    if kind == "code":
+        cell["execution_count"] = None
+        cell["outputs"] = []
+    return cell
+
+
+def intro(trace: Trace, story: narrative.Narrative, s: Strings) -> str:
+    """The first Markdown cell: title, summary, what the notebook was built for, how to read it."""
+    q = trace.query
+    built = s(
+        "notebook.built_for",
+        lesson=trace.meta.get("lesson", "simple"),
+        t=len(trace.tokens),
+        q=q,
+        token=md(trace.tokens[q - 1]),
+        dtype=trace.dtype,
+    )
+    return f"# {story.title}\n\n{story.summary}\n\n{built}\n\n{s('notebook.how')}\n"
+
+
+def cells(trace: Trace, lang: str = "en", pipeline: str | None = None) -> list[dict[str, Any]]:
+    """Every cell of the walk-through notebook of ``trace`` in ``lang``.
+
+    ``pipeline`` is the ``module:function`` spec of a teacher's own pipeline
+    (the trace carries its narrative): its notebook re-runs it
+    (:mod:`tracer.present.notebook.pipeline`) instead of recomputing in plain torch.
+    """
+    from tracer.present.report import narrative_of
+
+    lesson = str(trace.meta.get("lesson", "simple"))
+    story = narrative_of(trace, lang)
+    s = Strings(lang)
+    per_stage: dict[str, list[Cell]]
+    if pipeline is not None:
+        per_stage = custom_cells(trace, story, pipeline)
+    elif lesson in CODE:
+        per_stage = importlib.import_module(CODE[lesson]).cells(trace)
+    else:
+        raise InputError(f"no notebook code for lesson {lesson!r} yet: notebooks cover {', '.join(CODE)}")
+    out = [_cell("markdown", cell_id(lesson, "intro"), intro(trace, story, s))]
+    out.append(_cell("code", cell_id(lesson, "setup"), setup(trace)))
+    for n, stage in enumerate(trace.stages, 1):
+        prose = story.stage(stage)
+        out.append(_cell("markdown", cell_id(lesson, stage), f"## {n}. {prose.title}\n\n{prose.text}\n"))
+        for k, code in enumerate(per_stage.get(stage, []), 1):
+            out.append(_cell("code", cell_id(lesson, stage, k), code))
+    return out
+
+
+def build(trace: Trace, lang: str = "en", pipeline: str | None = None) -> bytes:
+    """The notebook file's bytes: nbformat 4.5 JSON, keys sorted, the same for the same trace."""
+    nb = {
+        "cells": cells(trace, lang, pipeline),
+        "metadata": {
+            "attn_trace": {"lang": lang, "lesson": trace.meta.get("lesson", "simple"), "query": trace.query},
+            "kernelspec": KERNEL,
+            "language_info": {"name": "python"},
+        },
+        "nbformat": 4,
+        "nbformat_minor": 5,
+    }
+    return (json.dumps(nb, sort_keys=True, indent=1, ensure_ascii=False) + "\n").encode("utf-8")

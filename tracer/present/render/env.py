@@ -1,0 +1,88 @@
+"""The one Jinja2 Environment, and the filters both formats share or need.
+
+Autoescape is on for ``*.html.j2`` templates (named explicitly:
+``select_autoescape()``'s defaults do not match ``.html.j2``) and off for
+Markdown, which escapes with :func:`md` instead.  ``StrictUndefined`` turns a
+misspelt variable into an error, and the string tables are installed as
+``jinja2.ext.i18n`` new-style gettext callables, so ``{{ _("page.title") }}``
+fails loudly on a missing key.
+"""
+
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+from typing import Any
+
+from jinja2 import Environment, FileSystemLoader, StrictUndefined, select_autoescape
+from markupsafe import Markup, escape
+
+from tracer.present.strings import Strings, templates_dir
+
+_MD_SPECIAL = re.compile(r"([\\`*_\[\]{}#+!|$~])")
+
+
+@lru_cache(maxsize=1)
+def environment() -> Environment:
+    """The shared environment (templates from the package's ``templates`` folder)."""
+    env = Environment(
+        loader=FileSystemLoader(str(templates_dir())),
+        autoescape=select_autoescape(enabled_extensions=("html", "html.j2"), default_for_string=False, default=False),
+        undefined=StrictUndefined,
+        extensions=["jinja2.ext.i18n"],
+        trim_blocks=True,
+        lstrip_blocks=True,
+        keep_trailing_newline=True,
+    )
+    env.filters["mathml"] = mathml
+    env.filters["prose"] = prose
+    env.filters["md"] = md
+    env.filters["mdprose"] = mdprose
+    return env
+
+
+def render(template: str, strings: Strings, **context: Any) -> str:
+    """Render ``template`` with ``strings`` installed as the gettext callables."""
+    env = environment().overlay()
+    env.install_gettext_callables(strings.gettext, strings.ngettext, newstyle=True)  # type: ignore[attr-defined]
+    return env.get_template(template).render(**context)
+
+
+@lru_cache(maxsize=4096)
+def _convert(latex: str, display: bool) -> str:
+    from latex2mathml.converter import convert
+
+    return str(convert(latex, display="block" if display else "inline"))
+
+
+def mathml(latex: str, display: bool = False) -> Markup:
+    """LaTeX (ours, never user text) as MathML, which browsers render natively."""
+    return Markup(_convert(latex, display))
+
+
+def prose(para: Any) -> Markup:
+    """A paragraph for HTML: escaped text, with ``$...$`` spans as MathML when the paragraph allows math."""
+    if not para.math:
+        return escape(para.text)
+    parts = para.text.split("$")
+    return Markup("").join(mathml(p) if n % 2 else escape(p) for n, p in enumerate(parts))
+
+
+def md(text: str) -> str:
+    """Text (a token, a sentence) for Markdown: literal everywhere, tables included.
+
+    Markdown punctuation and ``$`` are backslash-escaped, ``<``, ``>`` and ``&``
+    become entities, and line breaks become spaces, so a token such as
+    ``<script>`` or ``a|b`` shows as written and cannot end a table cell.
+    """
+    text = text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    text = _MD_SPECIAL.sub(r"\\\1", text)
+    return re.sub(r"[\r\n]+", " ", text)
+
+
+def mdprose(para: Any) -> str:
+    """A paragraph for Markdown: escaped text, ``$...$`` spans kept as math when the paragraph allows it."""
+    if not para.math:
+        return md(para.text)
+    parts = para.text.split("$")
+    return "".join(f"${p}$" if n % 2 else md(p) for n, p in enumerate(parts))

@@ -1,0 +1,101 @@
+"""Reports: a trace in, the files of its walk-through out (as bytes, nothing written here).
+
+:func:`build` returns ``{relative path: bytes}`` so the caller can check
+everything (existing files, permissions) before writing anything; the CLI
+writes each file atomically.  The same trace gives byte-identical files.
+
+Folder names (:func:`slug`) are stable: ``tutorial`` for the tutorial's
+example, ``<file stem>`` for an inputs file, ``text-<hash>`` for ``--text``
+and ``inputs-<hash>`` for anything else; ``-q<N>`` is added when the focus
+query is not the default 2 and ``-float64`` for double precision.  Other
+lessons take the lesson's name for its default example (``causal``) and
+prefix it otherwise (``causal-words``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+
+import numpy as np
+
+from tracer.core.trace import Trace
+from tracer.errors import InputError
+from tracer.present import narrative
+from tracer.present.narrative import Narrative
+
+FORMATS = ("html", "md")
+
+
+def slug(trace: Trace) -> str:
+    """The folder name of a trace's reports (see the module docstring)."""
+    src = trace.meta.get("source") or {}
+    kind = src.get("kind")
+    lesson = str(trace.meta.get("lesson", "simple"))
+    if kind == "tutorial":
+        base = "tutorial" if lesson == "simple" else lesson
+    elif kind == "file" and src.get("name"):
+        stem = str(src["name"]).rsplit(".", 1)[0]
+        base = re.sub(r"[^a-z0-9]+", "-", stem.lower()).strip("-") or "inputs"
+    elif kind == "text":
+        key = json.dumps([src.get("text"), src.get("dim"), src.get("seed")], ensure_ascii=False)
+        base = "text-" + hashlib.sha256(key.encode("utf-8")).hexdigest()[:10]
+    else:
+        first = trace.tensor("x") if any(n.name == "x" for n in trace.nodes) else trace.nodes[0].value
+        h = hashlib.sha256(np.ascontiguousarray(first).tobytes())
+        h.update(json.dumps(trace.tokens, ensure_ascii=False).encode("utf-8"))
+        base = "inputs-" + h.hexdigest()[:10]
+    if lesson != "simple" and kind != "tutorial":
+        base = f"{lesson}-{base}"
+    default_q = 2 if len(trace.tokens) >= 2 else 1
+    if trace.query != default_q:
+        base += f"-q{trace.query}"
+    if trace.dtype != "float32":
+        base += f"-{trace.dtype}"
+    return base
+
+
+def build(
+    trace: Trace,
+    lang: str = "en",
+    formats: tuple[str, ...] = FORMATS,
+    decimals: int = 4,
+    fragment: bool = False,
+    story: Narrative | None = None,
+) -> dict[str, bytes]:
+    """Every file of the report: ``index.html`` (or ``fragment.html``), ``index.md`` and its figures.
+
+    The tutorial's lesson has its own walk-through; every other trace gets the
+    generic stage report told by ``story`` (default: :func:`narrative_of`).
+    """
+    from tracer.present import overflow, views
+    from tracer.present.figures.svg import standalone
+    from tracer.present.render.html import render_html
+    from tracer.present.render.markdown import render_markdown
+    from tracer.present.views import lesson
+
+    if trace.meta.get("lesson", "simple") == "simple" and story is None:
+        page = views.build(trace, lang, decimals, overflow.scaled(trace))
+    else:
+        page = lesson.build(trace, story or narrative_of(trace, lang), decimals)
+    files: dict[str, bytes] = {}
+    if "html" in formats:
+        name = "fragment.html" if fragment else "index.html"
+        files[name] = render_html(page, fragment).encode("utf-8")
+    if "md" in formats:
+        files["index.md"] = render_markdown(page).encode("utf-8")
+        for fig in page.figures:
+            files[f"{fig.name}.svg"] = standalone(fig.svg).encode("utf-8")
+    return files
+
+
+def narrative_of(trace: Trace, lang: str) -> Narrative:
+    """A trace's narrative in ``lang``: the one it carries (``meta["narrative"]``), else its lesson's file."""
+    name = str(trace.meta.get("lesson", "simple"))
+    carried = trace.meta.get("narrative")
+    if isinstance(carried, dict):
+        if lang not in carried:
+            raise InputError(f"pipeline {name!r} has no {lang!r} narrative (it has {', '.join(sorted(carried))})")
+        return narrative.from_dict(carried[lang], name, lang)
+    return narrative.load(name, lang)

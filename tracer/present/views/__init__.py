@@ -1,0 +1,57 @@
+"""Trace -> page view model: the walk-through's sections, every number formatted once.
+
+:func:`build` is the one entry point; each section has its own builder
+(:mod:`.early`: inputs and scores; :mod:`.normalize`: weights and overflow;
+:mod:`.late`: context vector, all pairs, recap).  Renderers receive the
+:class:`~.model.Page` and never the trace.
+"""
+
+from __future__ import annotations
+
+import tracer
+from tracer.core.trace import Trace
+from tracer.errors import InputError
+from tracer.present.overflow import Overflow
+from tracer.present.strings import Strings
+from tracer.present.views.common import Ctx
+from tracer.present.views.early import inputs, scores
+from tracer.present.views.late import context, pairs, recap
+from tracer.present.views.model import Page
+from tracer.present.views.normalize import normalize, overflow
+
+__all__ = ["Page", "build"]
+
+
+def build(trace: Trace, lang: str = "en", decimals: int = 4, scaled: Overflow | None = None) -> Page:
+    """The report's view model for ``trace`` in ``lang``; ``scaled`` feeds the overflow section."""
+    if trace.meta.get("lesson", "simple") != "simple":
+        raise InputError(f"reports cover the 'simple' lesson; this trace is of {trace.meta.get('lesson')!r}")
+    s = Strings(lang)
+    ctx = Ctx(trace, s, decimals)
+    q = trace.query
+    summary = (
+        (s("page.summary_tokens"), str(ctx.t)),
+        (s("page.summary_dim"), str(ctx.d)),
+        (s("page.summary_query"), f"x({q}) · {trace.tokens[q - 1]}"),
+        (s("page.summary_dtype"), trace.dtype),
+        (s("page.summary_decimals"), s("page.decimals", n=decimals)),
+    )
+    sections = (
+        inputs(ctx),
+        scores(ctx),
+        normalize(ctx),
+        overflow(ctx, scaled),
+        context(ctx),
+        pairs(ctx),
+        recap(ctx),
+    )
+    ui = {k: s(f"page.{k}") for k in ("nav_prev", "nav_next", "nav_label", "contents")}
+    return Page(
+        lang=lang,
+        title=s("page.title"),
+        subtitle=s("page.subtitle", q=q, token=trace.tokens[q - 1]),
+        summary=summary,
+        sections=sections,
+        footer=s("page.footer", version=tracer.__version__),
+        strings=ui,
+    )

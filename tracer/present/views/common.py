@@ -1,0 +1,180 @@
+"""What every section builder shares: the trace, the strings, the number format, the size limits."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from tracer.core import fmt
+from tracer.core.trace import Trace
+from tracer.present.figures import plots
+from tracer.present.strings import Strings
+from tracer.present.views.model import Num, Para, Row, Table
+
+FULL_T = 12
+"""Up to this many tokens, every row, matrix and expansion is shown."""
+FULL_D = 8
+"""Up to this many components, every component is shown."""
+TOP = 8
+"""With more tokens than FULL_T, the expansions shown are those of the TOP largest weights."""
+HEAT_CELLS = 16
+"""Heatmaps up to this size are annotated cell by cell; larger ones are averaged over blocks."""
+HEAT_BLOCKS = 32
+"""A downsampled heatmap has at most this many blocks a side."""
+
+
+@dataclass(frozen=True)
+class Ctx:
+    """The trace being reported, and how to show it."""
+
+    trace: Trace
+    s: Strings
+    decimals: int
+    _places: dict[str, int] = field(default_factory=dict, init=False, repr=False, compare=False)
+
+    @property
+    def q(self) -> int:
+        """The 1-based focus query."""
+        return self.trace.query
+
+    @property
+    def t(self) -> int:
+        """Number of tokens."""
+        return int(self.trace.tensor("x").shape[0])
+
+    @property
+    def d(self) -> int:
+        """Embedding size."""
+        return int(self.trace.tensor("x").shape[1])
+
+    def num(self, value: float) -> str:
+        """A value as displayed (``fmt.num`` with the report's decimals)."""
+        return fmt.shown(value, self.decimals)
+
+    def given(self, value: float, node: str = "x") -> str:
+        """An entry of input ``node`` as given: every entry of that input with the same decimals (``0.80``).
+
+        The decimals are worked out once per node (:func:`fmt.places`), not per cell.
+        """
+        if node not in self._places:
+            self._places[node] = fmt.places(self.trace.tensor(node), self.decimals)
+        return fmt.num(value, self._places[node])
+
+    def cell(self, step_id: str, value: float, given: bool = False) -> Num:
+        """A table cell showing step ``step_id``."""
+        text = self.given(value) if given else self.num(value)
+        return Num(text, step_id, "" if np.isfinite(value) else "bad")
+
+    def rounds(self, terms: Sequence[float], total: float) -> bool:
+        """True when the displayed terms do not add up to the displayed total."""
+        return fmt.rounding_note([float(v) for v in terms], float(total), self.decimals)
+
+
+def tex(text: str) -> str:
+    """A displayed number inside a LaTeX sum: negatives in parentheses, non-finite as symbols."""
+    if text in ("inf", "-inf"):
+        return text.replace("inf", r"\infty")
+    if text == "nan":
+        return r"\mathrm{nan}"
+    return f"({text})" if text.startswith("-") else text
+
+
+def elide(n: int, keep: int = FULL_D, head: int = 3, tail: int = 2) -> list[int | None]:
+    """0-based positions to show out of ``n``: all when ``n <= keep``, else a head, a gap (None) and a tail."""
+    if n <= keep:
+        return list(range(n))
+    return [*range(head), None, *range(n - tail, n)]
+
+
+def pick_rows(t: int, q: int) -> list[int | None]:
+    """Rows to list out of ``t``: all when few, else the first ones, the focus query and the last ones."""
+    if t <= FULL_T:
+        return list(range(t))
+    return with_gaps({0, 1, 2, q - 1, t - 2, t - 1}, t)
+
+
+def with_gaps(keep: Iterable[int], t: int) -> list[int | None]:
+    """The sorted 0-based rows ``keep`` of ``t``, with a None wherever rows are left out (ends too)."""
+    out: list[int | None] = []
+    last = -1
+    for r in sorted(set(keep)):
+        if r - last > 1:
+            out.append(None)
+        out.append(r)
+        last = r
+    if last < t - 1:
+        out.append(None)
+    return out
+
+
+def gaps(rows: list[int | None], t: int) -> Iterable[tuple[int | None, int]]:
+    """Each shown row with the number of rows a gap (None) stands for."""
+    for n, r in enumerate(rows):
+        if r is not None:
+            yield r, 0
+            continue
+        before = rows[n - 1] if n > 0 else -1
+        after = rows[n + 1] if n + 1 < len(rows) else t
+        assert before is not None and after is not None
+        yield None, after - before - 1
+
+
+def elided_row(ctx: Ctx, missing: int) -> Row:
+    """The row that says how many rows were left out."""
+    return Row(elided=ctx.s("common.elided_rows", n=missing))
+
+
+def token(ctx: Ctx, j: int) -> Num:
+    """A token label cell (untrusted text: escaped by the renderers)."""
+    return Num(ctx.trace.tokens[j], cls="label")
+
+
+def index(j: int) -> Num:
+    """A 1-based row number cell."""
+    return Num(str(j + 1), cls="label")
+
+
+def rows_table(ctx: Ctx, anchor: str, caption: str, node: str, symbol: str, given: bool = False) -> Table:
+    """A T x d node (``x``, ``z``) as a table: a row per token (some left out when many), a column per component.
+
+    ``symbol`` is the LaTeX of a column header with ``%(k)s`` for the component.
+    """
+    m = ctx.trace.tensor(node)
+    comps = elide(ctx.d)
+    head = [Num(ctx.s("inputs.col_j")), Num(ctx.s("inputs.col_token"))]
+    head += [Num(symbol % {"k": k + 1}, latex=True) if k is not None else Num("⋯") for k in comps]
+    rows = []
+    for i, missing in gaps(pick_rows(ctx.t, ctx.q), ctx.t):
+        if i is None:
+            rows.append(elided_row(ctx, missing))
+            continue
+        cells = [
+            ctx.cell(f"{node}[{i + 1},{k + 1}]", float(m[i, k]), given) if k is not None else Num("⋯") for k in comps
+        ]
+        rows.append(Row((index(i), token(ctx, i), *cells), focus=i == ctx.q - 1))
+    notes = (Para(ctx.s("pairs.rows_elided"), note=True),) if ctx.t > FULL_T else ()
+    return Table(anchor, caption, tuple(head), tuple(rows), notes)
+
+
+def heatmap_svg(ctx: Ctx, name: str, matrix: np.ndarray, hrefs: list[list[str]] | None = None) -> tuple[str, bool]:
+    """SVG of a T x T matrix with the focus row outlined; True when it had to be averaged over blocks.
+
+    Up to :data:`HEAT_CELLS` a side every cell is annotated (and linked to
+    ``hrefs`` when given); larger matrices show means over at most
+    :data:`HEAT_BLOCKS` blocks a side.
+    """
+    m = np.asarray(matrix, dtype=np.float64)
+    t, q = m.shape[0], ctx.q
+    if t <= HEAT_CELLS:
+        cells = [[ctx.num(v) for v in row] for row in m]
+        labels = [f"{j + 1} {tok}" for j, tok in enumerate(ctx.trace.tokens[:t])]
+        return plots.heatmap(name, m, cells, labels, q - 1, hrefs), False
+    b = math.ceil(t / HEAT_BLOCKS)
+    n = math.ceil(t / b)
+    pad = np.full((n * b, n * b), np.nan)
+    pad[:t, :t] = m
+    blocks = np.nanmean(pad.reshape(n, b, n, b), axis=(1, 3))
+    return plots.heatmap(name, blocks, None, None, (q - 1) // b), True

@@ -1,0 +1,85 @@
+"""Sections 1 and 2: the inputs, and the focus query's scores written out term by term."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from tracer.present.figures import plots
+from tracer.present.views.common import FULL_T, TOP, Ctx, elide, rows_table, tex
+from tracer.present.views.model import Block, Equation, Figure, Para, Section
+
+
+def inputs(ctx: Ctx) -> Section:
+    """The tokens and their embedding vectors, as a table and a figure."""
+    s, q, d = ctx.s, ctx.q, ctx.d
+    x = ctx.trace.tensor("x")
+    table = rows_table(ctx, "inputs-table", s("inputs.table_caption"), "x", r"x^{(j)}_{%(k)s}", given=True)
+    blocks: list[Block] = [Para(s("inputs.intro", d=d, q=q)), table, _vectors_figure(ctx, x)]
+    return Section("inputs", s("inputs.title"), tuple(blocks))
+
+
+def _vectors_figure(ctx: Ctx, x: np.ndarray) -> Figure:
+    s, q, t, d = ctx.s, ctx.q, ctx.t, ctx.d
+    svg = plots.vectors("fig-inputs", np.asarray(x, dtype=np.float64), ctx.trace.tokens, q, "x_%(k)s")
+    if d == 3:
+        return Figure("fig-inputs", "fig-inputs", svg, s("inputs.fig_alt_3d", n=t, q=q), s("inputs.fig_caption_3d"))
+    if d == 1:
+        proj = s("inputs.proj_line")
+    elif d == 2:
+        proj = s("inputs.proj_plane")
+    else:
+        proj = s("inputs.proj_first2", rest=d - 2)
+    alt = s("inputs.fig_alt_2d", n=t, q=q, proj=proj)
+    return Figure("fig-inputs", "fig-inputs", svg, alt, s("inputs.fig_caption_2d", proj=proj))
+
+
+def dot(ctx: Ctx, i: int, j: int, focus: bool) -> Equation:
+    """The dot product omega[i,j] (1-based) written out: factors, products, total, running sums."""
+    tr = ctx.trace
+    x, p, run = tr.tensor("x"), tr.tensor("omega.p"), tr.tensor("omega.s")
+    total = float(tr.tensor("omega")[i - 1, j - 1])
+    sid = f"omega[{i},{j}]"
+    lhs = " = ".join(tr[sid].latex.split(" = ")[:2])
+    factors, products, sums = [], [], []
+    for k in elide(ctx.d):
+        if k is None:
+            factors.append(r"\cdots")
+            products.append(r"\cdots")
+            sums.append(r"\cdots")
+            continue
+        a, b = ctx.given(float(x[i - 1, k])), ctx.given(float(x[j - 1, k]))
+        factors.append(rf"{tex(a)} \times {tex(b)}")
+        products.append(tex(ctx.num(float(p[i - 1, j - 1, k]))))
+        sums.append(rf"s_{{{k + 1}}} = {ctx.num(float(run[i - 1, j - 1, k]))}")
+    latex = f"{lhs} = {' + '.join(factors)} = {' + '.join(products)} = {ctx.num(total)}"
+    note = ctx.s("scores.rounding", n=ctx.decimals) if ctx.rounds(p[i - 1, j - 1], total) else ""
+    return Equation(
+        f"omega-{i}-{j}",
+        sid,
+        latex,
+        ctx.s("scores.partial"),
+        r",\quad ".join(sums),
+        note,
+        focus,
+    )
+
+
+def shown_keys(ctx: Ctx) -> list[int]:
+    """0-based keys whose terms are written out: all, or the TOP largest weights of the focus query."""
+    if ctx.t <= FULL_T:
+        return list(range(ctx.t))
+    w = ctx.trace.tensor("alpha")[ctx.q - 1]
+    order = np.argsort(-np.asarray(w, dtype=np.float64), kind="stable")[:TOP]
+    return sorted(int(j) for j in order)
+
+
+def scores(ctx: Ctx) -> Section:
+    """Every score of the focus query as a dot product written out term by term."""
+    s, q = ctx.s, ctx.q
+    blocks: list[Block] = [Para(s("scores.intro", q=q)), Para(s("scores.why")), Para(s("scores.each"))]
+    if ctx.d > len([k for k in elide(ctx.d) if k is not None]):
+        blocks.append(Para(s("scores.elided", d=ctx.d), note=True))
+    if ctx.t > FULL_T:
+        blocks.append(Para(s("scores.top_only", t=ctx.t, n=TOP), note=True))
+    blocks += [dot(ctx, q, j + 1, True) for j in shown_keys(ctx)]
+    return Section("scores", s("scores.title"), tuple(blocks))

@@ -1,0 +1,98 @@
+"""The generic stage report: any trace plus its narrative -> a page, with no lesson-specific code.
+
+The page walks the trace's stages in order.  Each stage is a section: the
+narrative's title and prose, then the nodes it features (``show``, by
+default the stage's own nodes other than the parts of sums) as tables, the
+focus query's entries of the ``write`` nodes worked out term by term, the
+``heatmap`` nodes as heatmaps and the ``bars`` nodes as stacked
+contributions, and a table of the stage's scalars (constants and checks).
+Every lesson after the tutorial's, and every teacher's own pipeline, is
+reported this way; the lesson supplies only its narrative.
+"""
+
+from __future__ import annotations
+
+import tracer
+from tracer.core.trace import Node, Trace
+from tracer.errors import InputError
+from tracer.present.narrative import Narrative, Stage
+from tracer.present.strings import Strings
+from tracer.present.views.model import Block, Formula, Page, Para, Section
+from tracer.present.views.nodes import LessonCtx, node_blocks, values_table
+from tracer.present.views.worked import bars, heatmaps, written
+
+PART_SUFFIXES = (".p", ".s", ".t")
+"""Nodes whose names end so are the parts of a sum (products, running sums, terms)."""
+
+
+def prose(text: str, anchor: str) -> list[Block]:
+    """Narrative text as blocks: paragraphs split at blank lines; a ``$$...$$`` paragraph is a formula."""
+    out: list[Block] = []
+    for n, chunk in enumerate(p.strip() for p in text.strip().split("\n\n")):
+        if not chunk:
+            continue
+        if chunk.startswith("$$") and chunk.endswith("$$") and len(chunk) > 4:
+            out.append(Formula(f"{anchor}-f{n + 1}", chunk[2:-2].strip()))
+        else:
+            out.append(Para(" ".join(chunk.split()), math=True))
+    return out
+
+
+def featured(trace: Trace, stage: str, prose_stage: Stage) -> list[Node]:
+    """The nodes a stage shows as tables: its ``show`` list, or its own nodes other than parts of sums."""
+    if prose_stage.show is not None:
+        return [trace.node(n) for n in prose_stage.show]
+    return [n for n in trace.nodes if n.stage == stage and not n.name.endswith(PART_SUFFIXES)]
+
+
+def section(ctx: LessonCtx, n: int, stage: str, story: Stage) -> Section:
+    """One stage: its prose, its tables, its worked entries and figures, its scalars."""
+    tr = ctx.trace
+    blocks: list[Block] = prose(story.text, stage)
+    nodes = featured(tr, stage, story)
+    for node in nodes:
+        blocks += node_blocks(ctx, node, stage)
+    for name in story.heatmap:
+        blocks += heatmaps(ctx, tr.node(name))
+    for name in story.write:
+        blocks += written(ctx, tr.node(name))
+    for name in story.bars:
+        blocks += bars(ctx, tr.node(name))
+    values = values_table(ctx, nodes, f"{stage}-values")
+    if values is not None:
+        blocks.append(values)
+    return Section(stage, f"{n}. {story.title}", tuple(blocks))
+
+
+def stage_order(trace: Trace) -> list[str]:
+    """The stages in the order the lesson lists them (``meta["stages"]``), else as first recorded."""
+    listed = [str(s) for s in trace.meta.get("stages", [])]
+    return [s for s in listed if s in trace.stages] + [s for s in trace.stages if s not in listed]
+
+
+def build(trace: Trace, story: Narrative, decimals: int = 4) -> Page:
+    """The page of ``trace`` told by ``story`` (its language is the page's)."""
+    s = Strings(story.lang)
+    ctx = LessonCtx(trace, s, decimals)
+    q = trace.query
+    if not 1 <= q <= ctx.t:
+        raise InputError(f"the focus query {q} is not one of the {ctx.t} tokens")
+    sections = tuple(section(ctx, n + 1, st, story.stage(st)) for n, st in enumerate(stage_order(trace)))
+    summary = (
+        (s("lesson.summary_lesson"), str(trace.meta.get("lesson", story.lesson))),
+        (s("page.summary_tokens"), str(ctx.t)),
+        (s("page.summary_dim"), str(trace.meta.get("dim", "?"))),
+        (s("page.summary_query"), f"x({q}) · {trace.tokens[q - 1]}"),
+        (s("page.summary_dtype"), trace.dtype),
+        (s("page.summary_decimals"), s("page.decimals", n=decimals)),
+    )
+    ui = {k: s(f"page.{k}") for k in ("nav_prev", "nav_next", "nav_label", "contents")}
+    return Page(
+        lang=story.lang,
+        title=story.title,
+        subtitle=story.summary,
+        summary=summary,
+        sections=sections,
+        footer=s("page.footer", version=tracer.__version__),
+        strings=ui,
+    )

@@ -1,0 +1,218 @@
+"""Any node as tables, chosen by its axes: the generic stage report's building blocks.
+
+A node's leading ``h`` (head) and ``b`` (batch) axes are *lead* axes: a node
+over heads gets one table per head, and only the first batch entry is shown
+(with a note saying whether the others are equal).  The remaining *core* axes
+decide the form: ``(i, j)`` a token-by-token matrix with the focus query's row
+highlighted, ``(i, …)`` a row per token, ``(i,)`` a column of values, any
+other 2-d or 1-d node a plain grid, and scalars a line of the stage's table
+of values.  Long axes are elided, with a note.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import numpy as np
+
+from tracer.core import fmt, ids
+from tracer.core.trace import ELEMENT, Node
+from tracer.present.views.common import FULL_T, Ctx, elide, gaps, index, pick_rows, token
+from tracer.present.views.model import Block, Num, Para, Row, Table
+
+LEAD = ("h", "b")
+"""Axes that split a node into sub-blocks (a head each) or are shown at their first entry (the batch)."""
+JOINS = ("concat", "join_heads")
+"""Ops whose last axis lays the heads side by side."""
+
+
+class LessonCtx(Ctx):
+    """:class:`Ctx` for any lesson: the token count comes from the tokens, not from ``x``'s shape."""
+
+    @property
+    def t(self) -> int:
+        """Number of tokens."""
+        return len(self.trace.tokens)
+
+
+@dataclass(frozen=True)
+class Part:
+    """One sub-block of a node: 0-based lead indices and a label such as ``head 1``."""
+
+    lead: tuple[int, ...]
+    label: str
+    anchor: str
+
+
+def lead_axes(node: Node) -> tuple[str, ...]:
+    """The node's leading head/batch axes."""
+    out: list[str] = []
+    for a in node.axes:
+        if a not in LEAD or a in out:
+            break
+        out.append(a)
+    return tuple(out)
+
+
+def parts(ctx: LessonCtx, node: Node) -> Iterator[Part]:
+    """Each head of ``node`` (every head, the first batch entry)."""
+    lead = lead_axes(node)
+    heads = node.sizes["h"] if "h" in lead else 1
+    for h in range(heads):
+        idx = tuple(h if a == "h" else 0 for a in lead)
+        label = ctx.s("lesson.head", h=h + 1) if "h" in lead else ""
+        yield Part(idx, label, f"-h{h + 1}" if "h" in lead else "")
+
+
+def anchor(name: str) -> str:
+    """An HTML id from a node name."""
+    return re.sub(r"[^A-Za-z0-9]+", "-", name).strip("-")
+
+
+def pattern(node: Node) -> str:
+    """``omega[i,j]``: the node's name with its axes, as the step ids read."""
+    letters = iter(node.axes)
+    segs = []
+    for name, n in zip(node.name.split("."), node.split, strict=True):
+        segs.append(f"{name}[{','.join(next(letters) for _ in range(n))}]" if n else name)
+    return ".".join(segs) if node.granularity == ELEMENT else f"{node.name} [{','.join(node.axes)}]"
+
+
+def plain(text: str) -> str:
+    """A node's plain-text formula with its index placeholders as axis letters (``<i>`` -> ``i``)."""
+    return re.sub(r"<([^>]+)>", r"\1", text)
+
+
+def caption(node: Node, part: Part) -> str:
+    """``q[i,c] = Σ_k x[i,k] × W_query[k,c]``, with the head it shows."""
+    rhs = plain(node.text)
+    text = pattern(node) + (f" = {rhs}" if rhs and rhs != pattern(node) else "")
+    return f"{text} · {part.label}" if part.label else text
+
+
+def cell(ctx: LessonCtx, node: Node, full: tuple[int, ...]) -> Num:
+    """The cell of entry ``full`` (0-based) of ``node``: its step id when entries are steps."""
+    v = float(node.value[full])
+    sid = ids.render(node.name, node.split, [i + 1 for i in full]) if node.granularity == ELEMENT else ""
+    text = ctx.given(v, node.name) if node.op == "input" else ctx.num(v)
+    masked = node.op == "masked_fill" and np.isneginf(v)
+    return Num(text, sid, "masked" if masked else ("" if np.isfinite(v) else "bad"))
+
+
+def head_labels(ctx: LessonCtx, node: Node, axis: str) -> list[str]:
+    """Column labels ``1 · h1`` when ``axis`` lays heads side by side (joined, or about to be split)."""
+    heads = int(ctx.trace.meta.get("heads", 0) or 0)
+    size = node.sizes[axis]
+    splits = any(n.op == "split_heads" and any(r.node == node.name for r in n.args) for n in ctx.trace.nodes)
+    if heads > 1 and size % heads == 0 and (node.op in JOINS or splits) and axis == node.axes[-1]:
+        w = size // heads
+        return [f"{c + 1} · h{c // w + 1}" for c in range(size)]
+    return [f"{axis}={c + 1}" for c in range(size)]
+
+
+def node_blocks(ctx: LessonCtx, node: Node, stage: str) -> list[Block]:
+    """Tables showing ``node`` (one per head); scalars are left to :func:`values_table`."""
+    lead = lead_axes(node)
+    core = node.axes[len(lead) :]
+    if not core:
+        return []
+    out: list[Block] = []
+    for part in parts(ctx, node):
+        out.append(_table(ctx, node, core, part, f"{stage}-{anchor(node.name)}{part.anchor}"))
+    notes = _batch_note(ctx, node, lead)
+    return out + notes
+
+
+def _batch_note(ctx: LessonCtx, node: Node, lead: tuple[str, ...]) -> list[Block]:
+    if "b" not in lead or node.sizes["b"] < 2:
+        return []
+    v = np.moveaxis(np.asarray(node.value), lead.index("b"), 0)
+    same = all(np.array_equal(v[0], v[n], equal_nan=True) for n in range(1, v.shape[0]))
+    key = "lesson.batch_same" if same else "lesson.batch_differ"
+    return [Para(ctx.s(key, n=node.sizes["b"], node=node.name), note=True)]
+
+
+def _table(ctx: LessonCtx, node: Node, core: tuple[str, ...], part: Part, anchor_id: str) -> Table:
+    q = ctx.q - 1
+    if core[0] == "i" and len(core) > 2:  # a sum's parts: the focus query's slice
+        fixed = (*part.lead, q, *([0] * (len(core) - 3)))
+        return _grid(ctx, node, fixed, core[-2:], part, anchor_id, sliced=True)
+    if core[0] == "i":
+        return _token_rows(ctx, node, core, part, anchor_id)
+    fixed = (*part.lead, *([0] * max(0, len(core) - 2)))
+    return _grid(ctx, node, fixed, core[-2:], part, anchor_id)
+
+
+def _columns(ctx: LessonCtx, node: Node, axis: str | None) -> tuple[list[int | None], list[str]]:
+    if axis is None:
+        return [None], [ctx.s("lesson.col_value")]
+    if axis == "j":
+        cols = elide(ctx.t, keep=FULL_T, head=6, tail=3)
+        return cols, [str(j + 1) for j in range(ctx.t)]
+    cols = elide(node.sizes[axis], keep=FULL_T, head=6, tail=3)
+    return cols, head_labels(ctx, node, axis)
+
+
+def _token_rows(ctx: LessonCtx, node: Node, core: tuple[str, ...], part: Part, anchor_id: str) -> Table:
+    axis = core[1] if len(core) > 1 else None
+    cols, labels = _columns(ctx, node, axis)
+    head = [Num(ctx.s("inputs.col_j") if axis != "j" else "i"), Num(ctx.s("inputs.col_token"))]
+    head += [Num(labels[c] if c is not None else labels[0] if axis is None else "⋯") for c in cols]
+    rows: list[Row] = []
+    for i, missing in gaps(pick_rows(ctx.t, ctx.q), ctx.t):
+        if i is None:
+            rows.append(Row(elided=ctx.s("common.elided_rows", n=missing)))
+            continue
+        at = (*part.lead, i)
+        cells = [
+            cell(ctx, node, at if c is None else (*at, c)) if c is not None or axis is None else Num("⋯") for c in cols
+        ]
+        rows.append(Row((index(i), token(ctx, i), *cells), focus=i == ctx.q - 1))
+    notes = (Para(ctx.s("lesson.elided"), note=True),) if ctx.t > FULL_T or len(cols) < len(labels) else ()
+    return Table(anchor_id, caption(node, part), tuple(head), tuple(rows), notes)
+
+
+def _grid(
+    ctx: LessonCtx,
+    node: Node,
+    fixed: tuple[int, ...],
+    axes: tuple[str, ...],
+    part: Part,
+    anchor_id: str,
+    sliced: bool = False,
+) -> Table:
+    if len(axes) == 1:
+        cols, labels = _columns(ctx, node, axes[0])
+        head = [Num(""), *[Num(labels[c]) if c is not None else Num("⋯") for c in cols]]
+        cells = [cell(ctx, node, (*fixed, c)) if c is not None else Num("⋯") for c in cols]
+        return Table(anchor_id, caption(node, part), tuple(head), (Row((Num(node.name, cls="label"), *cells)),))
+    r_axis, c_axis = axes
+    cols, labels = _columns(ctx, node, c_axis)
+    head = [Num(r_axis), *[Num(labels[c]) if c is not None else Num("⋯") for c in cols]]
+    rows = []
+    for r in elide(node.sizes[r_axis], keep=FULL_T, head=6, tail=3):
+        if r is None:
+            rows.append(Row(elided=ctx.s("lesson.elided")))
+            continue
+        cells = [cell(ctx, node, (*fixed, r, c)) if c is not None else Num("⋯") for c in cols]
+        rows.append(Row((Num(f"{r_axis}={r + 1}", cls="label"), *cells)))
+    notes = (Para(ctx.s("lesson.slice", q=ctx.q), note=True),) if sliced else ()
+    return Table(anchor_id, caption(node, part), tuple(head), tuple(rows), notes)
+
+
+def values_table(ctx: LessonCtx, nodes: list[Node], anchor_id: str) -> Table | None:
+    """One table for a stage's scalars: constants, and the checks that compare two forms."""
+    rows = []
+    for node in nodes:
+        if node.axes:
+            continue
+        v = float(node.value)
+        text = fmt.sci(v) if node.op == "maxabsdiff" else ctx.num(v)
+        value = Num(text, node.name, "" if np.isfinite(v) else "bad")
+        rows.append(Row((Num(node.name, cls="label"), Num(plain(node.text)), value)))
+    if not rows:
+        return None
+    head = (Num(ctx.s("lesson.col_step")), Num(ctx.s("lesson.col_what")), Num(ctx.s("lesson.col_value")))
+    return Table(anchor_id, ctx.s("lesson.values_caption"), head, tuple(rows))

@@ -1,0 +1,141 @@
+"""The focus query's numbers written out, and the figures, for any node (generic stage report).
+
+:func:`written` writes each focus-query entry of a node the way a teacher
+writes it on the board: the formula, the numbers that go in (the factors of
+each product), the terms, the total, and the running sums, with a note when
+the rounded terms do not add up to the rounded total.  :func:`heatmaps` and
+:func:`bars` draw a node's (…, i, j) matrix and a weighted sum's
+contributions, one figure per head.
+"""
+
+from __future__ import annotations
+
+from itertools import product
+
+import numpy as np
+
+from tracer.core.trace import Node, Step
+from tracer.present.figures import plots
+from tracer.present.views.common import FULL_T, TOP, elide, heatmap_svg, tex
+from tracer.present.views.model import Block, Equation, Figure, Para
+from tracer.present.views.nodes import LessonCtx, anchor, lead_axes, parts, pattern
+
+MAX_TERMS = 8
+"""Longer sums show their first and last terms around an ellipsis."""
+LONG = 3
+"""Sums of more products than this write their terms on a second line."""
+SIGNS = {"mul": r"\times", "sub": "-", "add": "+"}
+"""LaTeX of the binary ops written out inline."""
+FIG_PARTS = 8
+"""The contributions figure draws at most this many tokens (the rest as one group)."""
+
+
+def focus_steps(ctx: LessonCtx, node: Node) -> list[Step]:
+    """The node's entries for the focus query: every head, the first batch entry, the first keys when many."""
+    choices = []
+    for a, size in zip(node.axes, node.value.shape, strict=True):
+        if a == "i":
+            choices.append([ctx.q - 1])
+        elif a == "b":
+            choices.append([0])
+        elif a == "j" and size > FULL_T:
+            choices.append(list(range(TOP)))
+        else:
+            choices.append([k for k in elide(size, keep=FULL_T) if k is not None])
+    return [ctx.trace[_id(node, idx)] for idx in product(*choices)]
+
+
+def _id(node: Node, idx: tuple[int, ...]) -> str:
+    from tracer.core import ids
+
+    return ids.render(node.name, node.split, [i + 1 for i in idx])
+
+
+def _val(ctx: LessonCtx, step: Step) -> str:
+    v = float(step.value)
+    return tex(ctx.given(v, step.node.name) if step.op == "input" else ctx.num(v))
+
+
+def _cut(items: list[str]) -> list[str]:
+    return items if len(items) <= MAX_TERMS else [*items[:3], r"\cdots", *items[-2:]]
+
+
+def equation(ctx: LessonCtx, step: Step) -> Equation:
+    """One entry written out: formula = factors = terms = total (``running sums`` on a second line)."""
+    tr = ctx.trace
+    ins = [tr[i] for i in step.inputs]
+    vals = [_val(ctx, s) for s in ins]
+    chain: list[str] = []
+    extra = note = ""
+    op = step.op
+    if op == "sum" and ins:
+        if all(t.op == "mul" for t in ins):
+            chain.append(" + ".join(_cut([r" \times ".join(_val(ctx, tr[f]) for f in t.inputs) for t in ins])))
+        runs = [tr.get(t.id.rsplit(".", 1)[0] + "." + "s" + t.id.rsplit(".", 1)[1][1:]) for t in ins]
+        if len(chain) and len(ins) > LONG:  # too wide for one line: the terms and the total go below
+            total = tex(ctx.num(float(step.value)))
+            extra, runs = " + ".join(_cut(vals)) + f" = {total}", []
+        else:
+            chain.append(" + ".join(_cut(vals)))
+        if runs and all(r is not None for r in runs) and len(runs) <= MAX_TERMS:
+            extra = r",\quad ".join(rf"s_{{{n + 1}}} = {_val(ctx, r)}" for n, r in enumerate(runs) if r is not None)
+        if len(ins) <= MAX_TERMS and ctx.rounds([t.value for t in ins], step.value):
+            note = ctx.s("lesson.rounding", n=ctx.decimals)
+    elif op == "div" and len(vals) == 2:
+        chain.append(rf"\frac{{{vals[0]}}}{{{vals[1]}}}")
+    elif op in ("mul", "sub", "add") and len(vals) == 2:
+        chain.append(f"{vals[0]} {SIGNS[op]} {vals[1]}")
+    elif op == "exp" and vals:
+        chain.append(f"e^{{{vals[0]}}}")
+    elif op == "max":
+        chain.append(rf"\max({', '.join(_cut(vals))})")
+    latex = " = ".join([step.latex or step.id, *chain, tex(ctx.num(float(step.value)))])
+    label = (ctx.s("lesson.terms") if not runs else ctx.s("lesson.partial")) if extra else ""
+    return Equation(anchor(step.id), step.id, latex, label, extra, note, focus=True)
+
+
+def written(ctx: LessonCtx, node: Node) -> list[Block]:
+    """Every focus-query entry of ``node`` written out (a note when keys were left out)."""
+    steps = focus_steps(ctx, node)
+    out: list[Block] = [equation(ctx, s) for s in steps]
+    if "j" in node.axes and node.sizes["j"] > FULL_T:
+        out.insert(0, Para(ctx.s("lesson.first_keys", n=TOP, t=node.sizes["j"]), note=True))
+    return out
+
+
+def heatmaps(ctx: LessonCtx, node: Node) -> list[Block]:
+    """A heatmap of the node's (i, j) matrix, one per head, the focus row outlined."""
+    out: list[Block] = []
+    for part in parts(ctx, node):
+        name = f"fig-{anchor(node.name)}{part.anchor}"
+        svg, small = heatmap_svg(ctx, name, np.asarray(node.value[part.lead]))
+        what = pattern(node) + (f" · {part.label}" if part.label else "")
+        cap = ctx.s("lesson.heat_caption", node=what, q=ctx.q)
+        if small:
+            cap += " " + ctx.s("lesson.heat_small")
+        out.append(Figure(name, name, svg, ctx.s("lesson.heat_alt", node=what, t=ctx.t, q=ctx.q), cap))
+    return out
+
+
+def bars(ctx: LessonCtx, node: Node) -> list[Block]:
+    """How the focus query's weighted sum is built: each token's contribution per component, one per head."""
+    terms_node = ctx.trace.node(f"{node.name}.t")
+    out: list[Block] = []
+    lead = lead_axes(node)
+    for part in parts(ctx, node):
+        at = (*part.lead, ctx.q - 1) if "b" in lead or "h" in lead else (ctx.q - 1,)
+        terms = np.asarray(terms_node.value[at], dtype=np.float64)
+        z = np.asarray(node.value[at], dtype=np.float64)
+        names, others = list(ctx.trace.tokens), False
+        if terms.shape[0] > FIG_PARTS:
+            keep = FIG_PARTS - 1
+            terms = np.vstack([terms[:keep], terms[keep:].sum(axis=0)])
+            names, others = [*names[:keep], ctx.s("lesson.others")], True
+        name = f"fig-{anchor(node.name)}{part.anchor}"
+        comps = [f"c={c + 1}" for c in range(z.shape[0])]
+        zlabel = f"{node.name}({ctx.q})"
+        svg = plots.context(name, terms, z, names, comps, zlabel, others)
+        what = pattern(node) + (f" · {part.label}" if part.label else "")
+        alt = ctx.s("lesson.bars_alt", node=what, q=ctx.q)
+        out.append(Figure(name, name, svg, alt, ctx.s("lesson.bars_caption", node=what, q=ctx.q)))
+    return out

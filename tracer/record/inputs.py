@@ -1,0 +1,287 @@
+"""Loading and validating what gets traced: embeddings, tokens, query, dtype.
+
+Every problem raises :class:`~tracer.errors.InputError` with one line that
+names it.  Accepted sources:
+
+* nothing: the tutorial's six 3-d embeddings of "Your journey starts with one step.";
+* an array-like (nested lists, numpy array, torch tensor) from Python;
+* a file: ``.json`` (a list of rows, or ``{"inputs": [...], "tokens": [...]}``),
+  ``.csv`` (one row per token; see :func:`read_csv`), ``.npy`` (a 2-d numeric
+  array, no pickles) or ``.pt`` (a 2-d tensor, or a dict with ``inputs`` and
+  optional ``tokens``, loaded with ``weights_only=True``);
+* text: :func:`from_text` embeds whitespace-separated tokens with seeded random
+  numbers.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from tracer.errors import InputError
+
+TUTORIAL_TOKENS = ["Your", "journey", "starts", "with", "one", "step"]
+TUTORIAL_INPUTS = [
+    [0.43, 0.15, 0.89],  # Your     x(1)
+    [0.55, 0.87, 0.66],  # journey  x(2)
+    [0.57, 0.85, 0.64],  # starts   x(3)
+    [0.22, 0.58, 0.33],  # with     x(4)
+    [0.77, 0.25, 0.10],  # one      x(5)
+    [0.05, 0.80, 0.55],  # step     x(6)
+]
+
+MAX_TOKENS = 2048
+"""Most rows (tokens) a trace may have."""
+MAX_DIM = 1024
+"""Most embedding components a trace may have."""
+MAX_CELLS = 1 << 25
+"""Most entries T*T*d of the largest recorded tensors (33,554,432: T=512 with d=128)."""
+DTYPES = ("float32", "float64")
+
+
+@dataclass
+class Example:
+    """Validated inputs: a T x d float64 array of exact input values, labels and options."""
+
+    values: np.ndarray
+    tokens: list[str]
+    query: int
+    dtype: str
+    source: dict[str, Any] = field(default_factory=dict)
+
+
+def tutorial() -> tuple[list[list[float]], list[str]]:
+    """The tutorial's embeddings and token labels."""
+    return [row[:] for row in TUTORIAL_INPUTS], TUTORIAL_TOKENS[:]
+
+
+def validate(
+    inputs: Any,
+    tokens: Any = None,
+    query: Any = 2,
+    dtype: Any = "float32",
+    source: dict[str, Any] | None = None,
+) -> Example:
+    """Check everything the tracer needs and return an :class:`Example`."""
+    dt = _dtype(dtype)
+    arr = _matrix(inputs)
+    t, d = arr.shape
+    if t * t * d > MAX_CELLS or t > MAX_TOKENS or d > MAX_DIM:
+        raise InputError(
+            f"inputs of {t} tokens x {d} dims are too large: the limits are {MAX_TOKENS} tokens, "
+            f"{MAX_DIM} dims and T*T*d <= {MAX_CELLS:,} (here {t * t * d:,})"
+        )
+    with np.errstate(over="ignore"):
+        cast = arr.astype(dt)
+    if not np.isfinite(cast).all():
+        r, c = np.argwhere(~np.isfinite(cast))[0]
+        raise InputError(f"value at row {r + 1}, column {c + 1} ({arr[r, c]:g}) does not fit in {dt}")
+    labels = _tokens(tokens, t)
+    if isinstance(query, bool) or not isinstance(query, (int, np.integer)):
+        raise InputError(f"query must be a whole number from 1 to {t}, got {query!r}")
+    if not 1 <= int(query) <= t:
+        raise InputError(f"query {query} is out of range: there are {t} tokens, so it must be 1..{t}")
+    return Example(arr, labels, int(query), dt, dict(source or {"kind": "array"}))
+
+
+def _dtype(dtype: Any) -> str:
+    name = str(dtype).removeprefix("torch.")
+    if name not in DTYPES:
+        raise InputError(f"dtype must be float32 or float64, got {dtype!r}")
+    return name
+
+
+def _matrix(inputs: Any) -> np.ndarray:
+    """A 2-d float64 array from nested lists, numpy or torch, with a readable error."""
+    if hasattr(inputs, "detach"):  # a torch tensor, without importing torch
+        inputs = inputs.detach().cpu().numpy()
+    if isinstance(inputs, np.ndarray):
+        if inputs.dtype.kind not in "biuf" or inputs.dtype.kind == "b":
+            raise InputError(f"inputs must be numbers, got an array of {inputs.dtype}")
+        if inputs.ndim != 2:
+            raise InputError(f"inputs must be a 2-d table (tokens x dims), got {inputs.ndim}-d shape {inputs.shape}")
+        rows = inputs.astype(np.float64)
+    else:
+        rows = _rows(inputs)
+    if rows.shape[0] == 0 or rows.shape[1] == 0:
+        raise InputError(f"inputs are empty (shape {rows.shape[0]} x {rows.shape[1]})")
+    if not np.isfinite(rows).all():
+        r, c = np.argwhere(~np.isfinite(rows))[0]
+        raise InputError(f"value at row {r + 1}, column {c + 1} is {rows[r, c]}: inputs must be finite")
+    return rows
+
+
+def _rows(inputs: Any) -> np.ndarray:
+    if not isinstance(inputs, (list, tuple)):
+        raise InputError(f"inputs must be a list of rows, got {type(inputs).__name__}")
+    if not inputs:
+        raise InputError("inputs are empty (no rows)")
+    width = None
+    out = []
+    for r, row in enumerate(inputs, 1):
+        if not isinstance(row, (list, tuple)):
+            raise InputError(f"row {r} is not a list of numbers: {row!r}"[:200])
+        if width is None:
+            width = len(row)
+        elif len(row) != width:
+            raise InputError(f"ragged rows: row {r} has {len(row)} values, row 1 has {width}")
+        vals = []
+        for c, v in enumerate(row, 1):
+            if isinstance(v, bool) or not isinstance(v, (int, float, np.integer, np.floating)):
+                raise InputError(f"row {r}, column {c} is not a number: {v!r}"[:200])
+            vals.append(float(v))
+        out.append(vals)
+    return np.array(out, dtype=np.float64).reshape(len(out), width or 0)
+
+
+def _tokens(tokens: Any, t: int) -> list[str]:
+    if tokens is None:
+        return [f"t{i}" for i in range(1, t + 1)]
+    if isinstance(tokens, str) or not isinstance(tokens, (list, tuple)):
+        raise InputError("tokens must be a list of strings")
+    labels = [str(tok) for tok in tokens]
+    if len(labels) != t:
+        raise InputError(f"{len(labels)} tokens given for {t} input rows: they must match")
+    for n, lab in enumerate(labels, 1):
+        if not lab.strip():
+            raise InputError(f"token {n} is empty")
+    return labels
+
+
+# -- files -------------------------------------------------------------------
+def read_file(path: str | Path) -> tuple[Any, list[str] | None]:
+    """Read embeddings (and token labels, if the file has them) from a file."""
+    p = Path(path)
+    if not p.exists():
+        raise InputError(f"no such file: {p}")
+    if p.is_dir():
+        raise InputError(f"{p} is a directory, not an inputs file")
+    ext = p.suffix.lower()
+    readers = {".json": read_json, ".csv": read_csv, ".npy": read_npy, ".pt": read_pt}
+    if ext not in readers:
+        raise InputError(f"unsupported inputs file type {ext or '(none)'!r} for {p.name}: use .json, .csv, .npy or .pt")
+    return readers[ext](p)
+
+
+def read_json(p: Path) -> tuple[Any, list[str] | None]:
+    """A JSON list of rows, or an object with ``inputs`` and optional ``tokens``."""
+    try:
+        data = json.loads(p.read_text(encoding="utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise InputError(f"{p.name} is not valid JSON: {e}") from None
+    if isinstance(data, dict):
+        if "inputs" not in data:
+            raise InputError(f'{p.name}: a JSON object must have an "inputs" key (and optionally "tokens")')
+        return data["inputs"], data.get("tokens")
+    return data, None
+
+
+def read_csv(p: Path) -> tuple[Any, list[str] | None]:
+    """One row per token.  A first row without numbers is a header; a first column
+    that is not numeric in every row holds the token labels."""
+    try:
+        text = p.read_text(encoding="utf-8-sig")
+    except UnicodeDecodeError:
+        raise InputError(f"{p.name} is not a text CSV file") from None
+    rows = [r for r in csv.reader(text.splitlines()) if any(c.strip() for c in r)]
+    if rows and not any(_is_number(c) for c in rows[0]):
+        rows = rows[1:]
+    if not rows:
+        raise InputError(f"{p.name} has no rows of numbers")
+    labels = None
+    if all(r and not _is_number(r[0]) for r in rows) and any(len(r) > 1 for r in rows):
+        labels = [r[0].strip() for r in rows]
+        rows = [r[1:] for r in rows]
+    out = []
+    for n, r in enumerate(rows, 1):
+        vals: list[Any] = []
+        for c, cell in enumerate(r, 1):
+            if not _is_number(cell):
+                raise InputError(f"{p.name}: row {n}, column {c} is not a number: {cell.strip()!r}"[:200])
+            vals.append(float(cell))
+        out.append(vals)
+    return out, labels
+
+
+def read_npy(p: Path) -> tuple[Any, list[str] | None]:
+    """A 2-d numeric ``.npy`` array (pickled objects are refused)."""
+    with p.open("rb") as f:
+        if f.read(6) != b"\x93NUMPY":
+            raise InputError(f"{p.name} is not a .npy file (it has no NumPy header)")
+    try:
+        arr = np.load(p, allow_pickle=False)
+    except ValueError as e:
+        why = "it holds Python objects" if "pickle" in str(e) else str(e).splitlines()[0]
+        raise InputError(f"{p.name} is not a numeric .npy array: {why}") from None
+    except (OSError, EOFError) as e:
+        raise InputError(f"{p.name} is not a .npy file: {e}") from None
+    return np.asarray(arr), None
+
+
+def read_pt(p: Path) -> tuple[Any, list[str] | None]:
+    """A tensor, or a dict with ``inputs`` and optional ``tokens``, saved by ``torch.save``."""
+    import torch
+
+    with p.open("rb") as f:
+        magic = f.read(4)
+    if magic != b"PK\x03\x04" and magic[:1] != b"\x80":  # torch.save writes a zip (or, long ago, a pickle)
+        raise InputError(f"{p.name} is not a readable PyTorch file (not written by torch.save)")
+    try:
+        obj = torch.load(p, map_location="cpu", weights_only=True)
+    except Exception as e:  # an untrusted file can fail inside torch in many ways; all mean "unreadable"
+        first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        raise InputError(f"{p.name} is not a readable PyTorch file: {first}"[:300]) from None
+    if isinstance(obj, dict):
+        if "inputs" not in obj:
+            raise InputError(f'{p.name}: a saved dict must have an "inputs" tensor (and optionally "tokens")')
+        return obj["inputs"], obj.get("tokens")
+    if not isinstance(obj, torch.Tensor):
+        raise InputError(f"{p.name} holds a {type(obj).__name__}, not a tensor")
+    return obj, None
+
+
+def _is_number(cell: str) -> bool:
+    try:
+        float(cell)
+    except ValueError:
+        return False
+    return True
+
+
+# -- text --------------------------------------------------------------------
+def from_text(text: str, dim: int = 3, seed: int = 0) -> tuple[list[list[float]], list[str]]:
+    """Seeded random embeddings for whitespace-separated tokens.
+
+    Construction (stable across runs and machines): split ``text`` on
+    whitespace; give each distinct token, in order of first appearance, a row
+    of ``torch.rand(V, dim, generator=torch.Generator().manual_seed(seed),
+    dtype=torch.float64)``; round every value to 2 decimals, like the
+    tutorial's embeddings, so a student can redo the arithmetic by hand.  A
+    token that repeats gets the same row every time, as an embedding table
+    would give it.
+    """
+    import torch
+
+    tokens = text.split()
+    if not tokens:
+        raise InputError("--text has no tokens")
+    if isinstance(dim, bool) or not isinstance(dim, int) or dim < 1:
+        raise InputError(f"--dim must be a whole number of at least 1, got {dim!r}")
+    if dim > MAX_DIM:
+        raise InputError(f"--dim {dim} is past the limit of {MAX_DIM}")
+    if len(tokens) > MAX_TOKENS:
+        raise InputError(f"--text has {len(tokens)} tokens, past the limit of {MAX_TOKENS}")
+    vocab = list(dict.fromkeys(tokens))
+    gen = torch.Generator().manual_seed(int(seed))
+    table = torch.rand(len(vocab), dim, generator=gen, dtype=torch.float64)
+    rounded = [[round(v, 2) for v in row] for row in table.tolist()]
+    rows = [rounded[vocab.index(tok)] for tok in tokens]
+    if not all(math.isfinite(v) for row in rows for v in row):  # pragma: no cover - rand is finite
+        raise InputError("random embeddings are not finite")
+    return rows, tokens

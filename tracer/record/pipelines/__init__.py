@@ -1,0 +1,26 @@
+"""One module per lesson, each built only from traced primitives.
+
+``LESSONS`` maps a lesson name to ``(module, one-line summary)``; modules are
+imported on demand so that listing lessons costs no torch import.
+"""
+
+from __future__ import annotations
+
+LESSONS: dict[str, tuple[str, str]] = {
+    "simple": (
+        "tracer.record.pipelines.simple",
+        "Self-attention without trainable weights: dot-product scores, four normalizations, context vectors.",
+    ),
+    "trainable": (
+        "tracer.record.pipelines.trainable",
+        "Self-attention with trainable weights: query, key and value projections, scores scaled by sqrt(d_k).",
+    ),
+    "causal": (
+        "tracer.record.pipelines.causal",
+        "Causal masks both ways (renormalized and -inf), dropout, and the compact module on a batch.",
+    ),
+    "multihead": (
+        "tracer.record.pipelines.multihead",
+        "Multi-head attention two ways: a wrapper of causal heads, and projections split into heads.",
+    ),
+}

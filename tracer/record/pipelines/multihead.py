@@ -1,0 +1,167 @@
+"""Lesson ``multihead``: two ways to run several causal attention heads.
+
+(a) ``wrap.*``: a wrapper of two causal heads, each built like the compact
+    causal module: ``torch.manual_seed(123)`` once, then head 1's query, key
+    and value ``nn.Linear`` layers, then head 2's; the heads' outputs are
+    concatenated along the last axis (``wrap.concat``).
+(b) ``split.*``: one set of projections split into heads:
+    ``torch.manual_seed(123)``, ``d_out=2``, ``num_heads=2``, bias-free
+    ``nn.Linear`` query, key, value, then an output projection
+    ``nn.Linear(2, 2)`` with bias.  Queries, keys and values are computed at
+    full width, viewed as heads (``split.hq`` …), attended per head, joined
+    back (``split.concat``) and projected (``split.out``).
+
+Both run on a batch of two stacked copies of the inputs.  Head-first ids make
+one head's steps a slice: ``wrap.q[2]`` is every query of head 2.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from tracer.core.trace import Trace
+from tracer.errors import InputError
+from tracer.record import weights as wts
+from tracer.record.pipelines.blocks import context, projection, scores
+from tracer.record.pipelines.causal import causal_masks, masked_softmax
+from tracer.record.pipelines.trainable import sqrt_dk
+from tracer.record.recorder import Recorder, Var
+
+STAGES = ("inputs", "wrapper", "split")
+HEADS = 2
+
+
+def prepare(values: torch.Tensor, d_out: int = 2, **unknown: Any) -> dict[str, Any]:
+    """Both modules' weights, drawn as the book draws them."""
+    if unknown:
+        raise InputError(f"lesson 'multihead' takes no option {', '.join(sorted(unknown))}")
+    d_in = int(values.shape[1])
+    if d_out % HEADS:
+        raise InputError(f"d_out must be divisible by the {HEADS} heads, got {d_out}")
+    heads = wts.linear_layers(d_in, d_out, seed=123, count=HEADS)
+    wrap = {
+        name: torch.stack([heads[3 * h + n].weight.detach().T for h in range(HEADS)])
+        for n, name in enumerate(wts.NAMES)
+    }
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(123)
+        layers = [torch.nn.Linear(d_in, d_out, bias=False) for _ in range(3)]
+        out_proj = torch.nn.Linear(d_out, d_out)
+    split = {name: layer.weight.detach().T.contiguous() for name, layer in zip(wts.NAMES, layers, strict=True)}
+    split["W_out"] = out_proj.weight.detach().T.contiguous()
+    split["b_out"] = out_proj.bias.detach().clone()
+    return {"wrap": wrap, "split": split}
+
+
+def _inputs(rec: Recorder, inputs: torch.Tensor) -> tuple[Var, Var]:
+    with rec.stage("inputs"):
+        batch = torch.stack((inputs, inputs))
+        x = rec.input("x", batch, "bik", symbol=r"x^{(<i>)}_{<k>}", text="x[<b>,<i>,<k>]")
+        _, up = causal_masks(rec, int(inputs.shape[0]))
+    return x, up
+
+
+def wrapper_form(rec: Recorder, x: Var, up: Var, w: dict[str, torch.Tensor]) -> Var:
+    """(a) Two full causal heads side by side, outputs concatenated."""
+    syms = {"W_query": "W^{Q}", "W_key": "W^{K}", "W_value": "W^{V}"}
+    with rec.stage("wrapper"):
+        wv = {
+            n: rec.input(f"wrap.{n}", t, "hkc", symbol=rf"{syms[n]}_{{<k,c>}}", text=f"wrap.{n}[<h>,<k>,<c>]")
+            for n, t in w.items()
+        }
+        lead = ("h", "b")
+        q = projection(rec, "wrap.q", x, wv["W_query"], lead, r"q^{(<i>)}_{<c>}", r"W^{Q}")
+        k = projection(rec, "wrap.k", x, wv["W_key"], lead, r"k^{(<i>)}_{<c>}", r"W^{K}")
+        v = projection(rec, "wrap.v", x, wv["W_value"], lead, r"v^{(<i>)}_{<c>}", r"W^{V}")
+        omega = scores(rec, "wrap.omega", q, k, lead, r"\omega_{<i,j>}")
+        root = sqrt_dk(rec, k, pre="wrap.")
+        alpha = masked_softmax(rec, omega, up, root, pre="wrap.")
+        z = context(rec, "wrap.z", alpha, v, lead)
+        joined = z.data.permute(1, 2, 0, 3).reshape(z.data.shape[1], z.data.shape[2], -1)
+        return rec.tensor(
+            "wrap.concat",
+            "concat",
+            joined,
+            [z],
+            "bio",
+            latex=r"Z = [\,Z^{(1)} \;\; Z^{(2)}\,]",
+            text="head outputs side by side: torch.cat([head(x) for head in heads], dim=-1)",
+        )
+
+
+def split_form(rec: Recorder, x: Var, up: Var, w: dict[str, torch.Tensor]) -> Var:
+    """(b) Full-width projections viewed as heads, attended per head, joined, projected."""
+    syms = {"W_query": "W^{Q}", "W_key": "W^{K}", "W_value": "W^{V}", "W_out": "W^{O}"}
+    with rec.stage("split"):
+        wv = {
+            n: rec.input(f"split.{n}", w[n], "kc", symbol=rf"{syms[n]}_{{<k,c>}}", text=f"split.{n}[<k>,<c>]")
+            for n in (*wts.NAMES, "W_out")
+        }
+        bias = rec.input("split.b_out", w["b_out"], "c", symbol=r"b_{<c>}", text="split.b_out[<c>]")
+        full = {}
+        for name, wname in (("q", "W_query"), ("k", "W_key"), ("v", "W_value")):
+            full[name] = projection(
+                rec, f"split.{name}", x, wv[wname], ("b",), rf"{name}^{{(<i>)}}_{{<c>}}", syms[wname]
+            )
+        heads = {}
+        for name, var in full.items():
+            b, t, d_out = var.data.shape
+            view = var.data.reshape(b, t, HEADS, d_out // HEADS).permute(2, 0, 1, 3)
+            heads[name] = rec.tensor(
+                f"split.h{name}",
+                "split_heads",
+                view,
+                [var],
+                "hbic",
+                latex=rf"{name}^{{(h)}} = {name}_{{[\dots,\,(h-1)d_h+1 \,:\, h\,d_h]}}",
+                text=f"split.{name}.view(b, T, heads, d_h).transpose(1, 2)",
+                symbol=rf"{name}^{{(<i>)}}_{{<c>}}",
+            )
+        lead = ("h", "b")
+        omega = scores(rec, "split.omega", heads["q"], heads["k"], lead, r"\omega_{<i,j>}")
+        root = sqrt_dk(rec, heads["k"], pre="split.")
+        alpha = masked_softmax(rec, omega, up, root, pre="split.")
+        z = context(rec, "split.z", alpha, heads["v"], lead)
+        h, b, t, dh = z.data.shape
+        joined = rec.tensor(
+            "split.concat",
+            "join_heads",
+            z.data.permute(1, 2, 0, 3).reshape(b, t, h * dh),
+            [z],
+            "bik",
+            latex=r"Z = [\,Z^{(1)} \;\; Z^{(2)}\,]",
+            text="split.z.transpose(1, 2).reshape(b, T, d_out)",
+            symbol=r"z^{(<i>)}_{<k>}",
+        )
+        proj = projection(
+            rec, "split.proj", joined, wv["W_out"], ("b",), r"o^{(<i>)}_{<c>}", r"W^{O}", xsym=r"z^{(<i>)}"
+        )
+        return rec.elementwise(
+            "add",
+            "split.out",
+            [proj("b", "i", "c"), bias("c")],
+            "bic",
+            symbol=r"y^{(<i>)}_{<c>}",
+            latex=r"y^{(<i>)}_{<c>} = o^{(<i>)}_{<c>} + b_{<c>}",
+            text="split.proj[<b>,<i>,<c>] + split.b_out[<c>]",
+        )
+
+
+def build(
+    inputs: torch.Tensor,
+    tokens: list[str],
+    query: int,
+    dtype: torch.dtype,
+    meta: dict[str, Any],
+    wrap: dict[str, torch.Tensor],
+    split: dict[str, torch.Tensor],
+) -> Trace:
+    """Run both forms on the batch of two copies."""
+    rec = Recorder(dtype)
+    x, up = _inputs(rec, inputs)
+    wrapper_form(rec, x, up, wrap)
+    split_form(rec, x, up, split)
+    info = {"heads": HEADS, "modules": {"wrap": {"seed": 123}, "split": {"seed": 123, "out_bias": True}}}
+    return rec.trace({**meta, "lesson": "multihead", "tokens": tokens, "query": query, "stages": list(STAGES), **info})

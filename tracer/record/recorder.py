@@ -1,0 +1,334 @@
+"""Traced primitives: compute with torch, record every result as a node.
+
+A pipeline is ordinary torch code written with a :class:`Recorder`::
+
+    rec = Recorder(torch.float32)
+    with rec.stage("inputs"):
+        x = rec.input("x", inputs, axes="ik", symbol=r"x^{(<i>)}_{<k>}")
+    with rec.stage("scores"):
+        omega = rec.contract("omega", x("i", "k"), x("j", "k"), axes="ijk", over="k")
+
+``x("j", "k")`` says how an operand is read: here row j of x, component k.
+Each primitive records one node per tensor it makes (``omega.p`` the products,
+``omega.s`` the running sums, ``omega`` the totals) and returns a :class:`Var`
+for the next primitive.  Values are computed in the recorder's dtype with plain
+IEEE operations, left to right where a sum is accumulated, exactly as the
+tutorial's ``res += a * b`` loop does.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+from tracer.core.trace import ELEMENT, TENSOR, Node, Ref, Trace
+
+
+@dataclass(frozen=True)
+class Var:
+    """A recorded tensor, with the axis names and LaTeX symbol of its elements."""
+
+    name: str
+    axes: tuple[str, ...]
+    data: torch.Tensor
+    symbol: str  # LaTeX of one element, placeholders in this var's axes
+
+    def __call__(self, *index: str) -> Arg:
+        """Read this var with the given axis names (one per axis) in an operation."""
+        if len(index) != len(self.axes):
+            raise ValueError(f"{self.name} has {len(self.axes)} axes, got index {index}")
+        return Arg(self, tuple(index))
+
+    @property
+    def all(self) -> Arg:
+        """Read this var with its own axis names."""
+        return Arg(self, self.axes)
+
+
+@dataclass(frozen=True)
+class Arg:
+    """An operand of a primitive: a var and the axis names it is read with."""
+
+    var: Var
+    index: tuple[str, ...]
+
+    @property
+    def ref(self) -> Ref:
+        """The serializable reference stored in the trace."""
+        return Ref(self.var.name, self.index)
+
+    @property
+    def symbol(self) -> str:
+        """The var's element symbol with its axes renamed to this reading."""
+        from tracer.core.ids import rename
+
+        return rename(self.var.symbol, dict(zip(self.var.axes, self.index, strict=True)))
+
+    def aligned(self, axes: Sequence[str]) -> torch.Tensor:
+        """The operand permuted and unsqueezed to broadcast against ``axes``."""
+        if len(set(self.index)) != len(self.index):
+            raise ValueError(f"{self.var.name}{self.index}: repeated axis")
+        missing = [a for a in self.index if a not in axes]
+        if missing:
+            raise ValueError(f"{self.var.name}: axes {missing} are not among {tuple(axes)}")
+        order = sorted(range(len(self.index)), key=lambda d: axes.index(self.index[d]))
+        t = self.var.data.permute(order)
+        shape = [t.shape[[self.index[d] for d in order].index(a)] if a in self.index else 1 for a in axes]
+        return t.reshape(shape)
+
+
+def _axes(spec: str | Sequence[str]) -> tuple[str, ...]:
+    return tuple(spec)
+
+
+class Recorder:
+    """Collects nodes while a pipeline runs; :meth:`trace` hands them over."""
+
+    def __init__(self, dtype: torch.dtype = torch.float32) -> None:
+        self.dtype = dtype
+        self._nodes: list[Node] = []
+        self._stage = "main"
+
+    @contextmanager
+    def stage(self, name: str) -> Iterator[None]:
+        """Record the nodes made inside the block under stage ``name``."""
+        old, self._stage = self._stage, name
+        try:
+            yield
+        finally:
+            self._stage = old
+
+    def trace(self, meta: dict[str, Any]) -> Trace:
+        """The finished trace with ``meta`` (tokens, query, dtype, ...)."""
+        return Trace(self._nodes, meta)
+
+    # -- recording ---------------------------------------------------------
+    def _record(
+        self,
+        name: str,
+        op: str,
+        axes: tuple[str, ...],
+        value: torch.Tensor,
+        args: Sequence[Ref],
+        *,
+        split: Sequence[int] | None = None,
+        symbol: str = "",
+        latex: str = "",
+        text: str = "",
+        granularity: str = ELEMENT,
+        attrs: dict[str, Any] | None = None,
+    ) -> Var:
+        if split is None:
+            split = (0,) * name.count(".") + (len(axes),)
+        node = Node(
+            name=name,
+            op=op,
+            stage=self._stage,
+            axes=axes,
+            split=tuple(split),
+            value=value.detach().numpy(),
+            args=tuple(args),
+            latex=latex,
+            text=text,
+            granularity=granularity,
+            attrs=dict(attrs or {}),
+        )
+        self._nodes.append(node)
+        return Var(name, axes, value, symbol or name)
+
+    def input(self, name: str, value: torch.Tensor, axes: str | Sequence[str], *, symbol: str, text: str = "") -> Var:
+        """Record given data (embeddings, weights) as the leaves of the trace."""
+        data = value.detach().to(self.dtype).contiguous()
+        return self._record(name, "input", _axes(axes), data, (), symbol=symbol, text=text, latex=symbol)
+
+    def elementwise(
+        self,
+        op: str,
+        name: str,
+        args: Sequence[Arg],
+        axes: str | Sequence[str],
+        *,
+        symbol: str,
+        latex: str,
+        text: str,
+        split: Sequence[int] | None = None,
+        fill: float = float("-inf"),
+    ) -> Var:
+        """One of ``mul``, ``add``, ``sub``, ``div`` (two operands), ``exp`` (one) or
+        ``masked_fill`` (value, mask: entries where the mask is non-zero become
+        ``fill``), broadcast over ``axes``.
+
+        Operands are expanded to the full shape first, so torch never takes
+        its scalar fast path (a division by a one-element tensor becomes a
+        multiplication by its reciprocal there): every entry is one correctly
+        rounded IEEE operation, which is what the trace file relies on.
+        """
+        out = _axes(axes)
+        ts = [a.aligned(out) for a in args]
+        # aligned operands all have len(out) dims, each of size 1 or the full size; torch.broadcast_shapes
+        # would do, but it imports torch.fx's symbolic shapes (0.7 s) on first use
+        shape = tuple(max(int(t.shape[d]) for t in ts) for d in range(len(out)))
+        ts = [t.expand(shape) for t in ts]
+        fns: dict[str, Callable[..., torch.Tensor]] = {
+            "mul": torch.mul,
+            "add": torch.add,
+            "sub": torch.sub,
+            "div": torch.div,
+        }
+        attrs: dict[str, Any] = {}
+        if op == "exp" and len(ts) == 1:
+            value = torch.exp(ts[0])
+        elif op in fns and len(ts) == 2:
+            value = fns[op](ts[0], ts[1])
+        elif op == "masked_fill" and len(ts) == 2:
+            attrs["fill"] = str(fill)
+            value = ts[0].masked_fill(ts[1] != 0, fill)
+        else:
+            raise ValueError(f"unknown elementwise op {op!r} with {len(ts)} operands")
+        refs = [a.ref for a in args]
+        return self._record(name, op, out, value, refs, split=split, symbol=symbol, latex=latex, text=text, attrs=attrs)
+
+    def constant(self, name: str, value: float, *, symbol: str, text: str) -> Var:
+        """Record a scalar the lesson fixes (such as sqrt(d_k)), rounded to the dtype once."""
+        data = torch.tensor(value, dtype=self.dtype)
+        return self._record(name, "const", (), data, (), symbol=symbol, latex=symbol, text=text)
+
+    def max(self, name: str, arg: Arg, over: str, *, symbol: str, latex: str, text: str) -> Var:
+        """The largest entry along axis ``over`` (``torch.amax``)."""
+        out = tuple(a for a in arg.index if a != over)
+        t = arg.aligned((*out, over))
+        value = torch.amax(t, dim=-1)
+        ref = Ref(arg.var.name, tuple("*" if a == over else a for a in arg.index))
+        return self._record(name, "max", out, value, [ref], symbol=symbol, latex=latex, text=text, attrs={"over": over})
+
+    def contract(
+        self,
+        name: str,
+        a: Arg,
+        b: Arg | None,
+        axes: str | Sequence[str],
+        over: str,
+        *,
+        symbol: str,
+        latex: str,
+        text: str,
+        parts: tuple[str, str] = ("p", "s"),
+        part_latex: tuple[str, str] = ("", ""),
+        part_text: tuple[str, str] = ("", ""),
+    ) -> Var:
+        """Sum over axis ``over`` of ``a * b`` (or of ``a`` alone when ``b`` is None).
+
+        Records ``name.p`` (each product; skipped when ``b`` is None), ``name.s``
+        (each running sum, accumulated left to right in the dtype) and ``name``
+        (the totals).  The reduced axis is laid out first in memory, so each
+        accumulation step adds two contiguous planes.
+        """
+        out = _axes(axes)
+        if over not in out:
+            raise ValueError(f"{name}: axis {over!r} is not among {out}")
+        lead = [x for x in out[: out.index(over)]]
+        rest = tuple(x for x in out if x != over)
+        work = (over, *rest)
+        perm = [work.index(x) for x in out]  # work layout -> out layout
+        if b is None:
+            terms = a.aligned(work).expand(*[self._size(x, [a]) for x in work]).contiguous()
+            term_ref = a.ref
+            term_name = None
+        else:
+            terms = torch.empty([self._size(x, [a, b]) for x in work], dtype=self.dtype)
+            torch.mul(a.aligned(work), b.aligned(work), out=terms)
+            term_name = f"{name}.{parts[0]}"
+        sums = torch.empty_like(terms)
+        sums[0] = terms[0]
+        for n in range(1, terms.shape[0]):
+            torch.add(sums[n - 1], terms[n], out=sums[n])
+        split = (0,) * name.count(".") + (len(lead), len(out) - len(lead))
+        if term_name is not None and b is not None:
+            self._record(
+                term_name,
+                "mul",
+                out,
+                terms.permute(*perm),
+                [a.ref, b.ref],
+                split=split,
+                latex=part_latex[0],
+                text=part_text[0],
+            )
+            term_ref = Ref(term_name, out)
+        sums_name = f"{name}.{parts[1]}"
+        prev = Ref(sums_name, tuple(f"{x}-1" if x == over else x for x in out))
+        self._record(
+            sums_name,
+            "acc",
+            out,
+            sums.permute(*perm),
+            [prev, term_ref],
+            split=split,
+            latex=part_latex[1],
+            text=part_text[1],
+            attrs={"over": over},
+        )
+        total = sums[-1].clone()
+        star = Ref(term_ref.node, tuple("*" if x == over else x for x in (term_ref.index or ())))
+        return self._record(
+            name,
+            "sum",
+            rest,
+            total,
+            [star],
+            symbol=symbol,
+            latex=latex,
+            text=text,
+            attrs={"over": over, "partials": sums_name},
+        )
+
+    def softmax(self, name: str, arg: Arg, over: str, *, symbol: str, latex: str, text: str) -> Var:
+        """``torch.softmax`` along ``over``, recorded as one opaque op per entry."""
+        out = arg.index
+        t = arg.aligned(out)
+        value = torch.softmax(t, dim=out.index(over))
+        ref = Ref(arg.var.name, tuple("*" if a == over else a for a in arg.index))
+        return self._record(
+            name, "softmax", out, value, [ref], symbol=symbol, latex=latex, text=text, attrs={"over": over}
+        )
+
+    def tensor(
+        self,
+        name: str,
+        op: str,
+        value: torch.Tensor,
+        args: Sequence[Var],
+        axes: str | Sequence[str],
+        *,
+        latex: str,
+        text: str,
+        symbol: str = "",
+    ) -> Var:
+        """Record a tensor-level step: one step for the whole result (matrix forms, checks)."""
+        return self._record(
+            name,
+            op,
+            _axes(axes),
+            value.to(self.dtype),
+            [Ref(v.name) for v in args],
+            symbol=symbol,
+            latex=latex,
+            text=text,
+            granularity=TENSOR,
+        )
+
+    def maxabsdiff(self, name: str, a: Var, b: Var, *, latex: str, text: str) -> Var:
+        """Record max |a - b| over all entries: how far two forms of one quantity agree."""
+        value = (a.data - b.data).abs().amax() if a.data.numel() else torch.zeros(())
+        return self.tensor(name, "maxabsdiff", value, [a, b], (), latex=latex, text=text)
+
+    @staticmethod
+    def _size(axis: str, args: Sequence[Arg]) -> int:
+        for arg in args:
+            if axis in arg.index:
+                return int(arg.var.data.shape[arg.index.index(axis)])
+        raise ValueError(f"axis {axis!r} is not read by any operand")
