@@ -57,3 +57,34 @@ def simple(x: np.ndarray) -> dict[str, np.ndarray]:
     ref["z"] = alpha @ x
     ref["mat.z"] = alpha @ x
     return ref
+
+
+def scaled(x: np.ndarray, c: float, dtype: str) -> dict[str, np.ndarray]:
+    """The overflow stage's nodes (``scaled.*``) for inputs scaled by ``c``, in float64.
+
+    An exp beyond the largest number of ``dtype`` is set to inf, as the dtype
+    would hold it, so the naive softmax turns to nan where the trace's does.
+    """
+    big = float(np.finfo(np.dtype(dtype)).max)
+    inner = simple(np.asarray(x, dtype=np.float64) * c)
+    with np.errstate(over="ignore", invalid="ignore"):
+        e = np.exp(inner["omega"])
+        e[e > big] = np.inf
+        naive = e / e.sum(axis=1, keepdims=True)
+    ref = {"scaled.c": np.asarray(float(c)), "scaled.x": inner["x"]}
+    for name in ("omega.p", "omega.s", "omega", "stable.max", "stable.shift", "stable.exp", "stable.sum.s"):
+        ref[f"scaled.{name}"] = inner[name]
+    for name in ("stable.sum", "alpha", "alpha_sum.s", "alpha_sum"):
+        ref[f"scaled.{name}"] = inner[name]
+    with np.errstate(invalid="ignore"):
+        ref.update(
+            {
+                "scaled.naive.exp": e,
+                "scaled.naive.sum.s": np.cumsum(e, axis=1),
+                "scaled.naive.sum": e.sum(axis=1),
+                "scaled.naive.alpha": naive,
+                "scaled.naive.alpha_sum.s": np.cumsum(naive, axis=1),
+                "scaled.naive.alpha_sum": naive.sum(axis=1),
+            }
+        )
+    return ref

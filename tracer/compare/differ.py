@@ -20,20 +20,26 @@ so no Python loop ever runs over elements.
 
 This module is named ``differ`` so that ``tracer.diff`` can be the function.
 It imports numpy only (no torch): ``attn-trace diff`` and the pytest plugin
-stay light.  The reports are written by :mod:`tracer.compare.diffreport`.
+stay light.  The result's data classes live in :mod:`tracer.compare.result`,
+the reports are written by :mod:`tracer.compare.diffreport`; both sit below
+this module.
 """
 
 from __future__ import annotations
 
 import math
 import os
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
 
+from tracer.compare import diffreport
 from tracer.compare.diffmask import Comparison, carry, compare, first, relayout, scan, self_step, shift
+from tracer.compare.result import Change, DiffResult, StageCount, StepDiff
 from tracer.core.trace import ELEMENT, Node, Step, Trace
+
+__all__ = ["Change", "DiffResult", "StageCount", "StepDiff", "TraceDiff", "diff"]
 
 DEFAULT_RTOL = 1e-5
 """Relative tolerance: about 84 float32 ulps, room for a different summation order or kernel."""
@@ -49,105 +55,16 @@ _NODE_FIELDS = ("op", "stage", "axes", "split", "granularity", "args", "latex", 
 _ALL = np.ones((), dtype=bool)  # the status of an operand that cannot be matched entry by entry
 
 
-@dataclass(frozen=True)
-class StepDiff:
-    """One differing step as the report shows it.
-
-    ``kind`` is ``"value"`` (in both traces, not close), ``"only_a"`` or
-    ``"only_b"``.  For a tensor-level step (``mat.alpha``) ``a``, ``b`` and
-    ``abs_diff`` are taken at ``where``, the 1-based position of its first
-    entry that is not close.
-    """
-
-    id: str
-    node: str
-    stage: str
-    op: str
-    kind: str
-    formula: str
-    a: float | None
-    b: float | None
-    abs_diff: float | None
-    tol: float | None
-    root: bool
-    where: tuple[int, ...] | None = None
-
-
-@dataclass(frozen=True)
-class Change:
-    """A difference that is not a step's value: a metadata key, or a node's op, formula, inputs or shape.
-
-    ``subject`` is a metadata key (``dtype``, ``format_version``, ``inputs.x``)
-    or a node name; ``field`` is ``"value"`` for metadata, else the node field
-    that changed (``op``, ``latex``, ``args``, ``shape``, ``exists``, ...).
-    """
-
-    subject: str
-    field: str
-    a: Any
-    b: Any
-    note: str = ""
-
-
-@dataclass(frozen=True)
-class StageCount:
-    """Step counts of one stage: compared (in both), differing, only in A, only in B, root causes."""
-
-    stage: str
-    compared: int = 0
-    differing: int = 0
-    only_a: int = 0
-    only_b: int = 0
-    roots: int = 0
-    max_abs_diff: float = 0.0  # the largest finite |A-B| among compared values, close or not
-
-
-@dataclass(frozen=True)
-class TraceDiff:
-    """The result of :func:`diff`: what changed, how much, and where it started."""
-
-    a_name: str
-    b_name: str
-    rtol: float
-    atol: float
-    limit: int
-    meta: tuple[Change, ...]
-    nodes: tuple[Change, ...]
-    stages: tuple[StageCount, ...]
-    roots: tuple[StepDiff, ...]  # the first `limit` root causes, in dependency order
-    steps: tuple[StepDiff, ...]  # the first `limit` differing steps, in dependency order
-
-    @property
-    def totals(self) -> StageCount:
-        """The stage counts summed over all stages."""
-        s = self.stages
-        return StageCount(
-            "total",
-            sum(c.compared for c in s),
-            sum(c.differing for c in s),
-            sum(c.only_a for c in s),
-            sum(c.only_b for c in s),
-            sum(c.roots for c in s),
-            max((c.max_abs_diff for c in s), default=0.0),
-        )
-
-    @property
-    def equal(self) -> bool:
-        """True when nothing differs: every value close, no step, node or metadata change."""
-        t = self.totals
-        return not (self.meta or self.nodes or t.differing or t.only_a or t.only_b)
+class TraceDiff(DiffResult):
+    """The result of :func:`diff`: the data of :class:`~tracer.compare.result.DiffResult`, and its reports."""
 
     def text(self) -> str:
         """The human-readable report (see :func:`tracer.compare.diffreport.text`)."""
-        from tracer.compare.diffreport import text
-
-        return text(self)
+        return diffreport.text(self)
 
     def to_json(self) -> dict[str, Any]:
         """The JSON document ``attn-trace diff --format json`` prints (schema in ``docs/diff.md``)."""
-        from tracer.compare.diffreport import to_json
-
-        return to_json(self)
+        return diffreport.to_json(self)
 
 
 TraceLike = Trace | str | os.PathLike[str]

@@ -91,8 +91,8 @@ def _block(
         bad &= ~same
         ne &= ~same
         top = float(np.fmax.reduce(d)) if d.size else 0.0
-    if d.size and math.isinf(float(tol.max())):  # an infinite B: only the same infinity is close
-        inf = np.isinf(b)
+    inf = np.isinf(b)
+    if inf.any():  # an infinite B: only the same infinity is close (rtol * inf is nan when rtol is 0)
         bad[inf] = a[inf] != b[inf]
     return 0.0 if math.isnan(top) else top
 

@@ -1,4 +1,4 @@
-"""Write a :class:`~tracer.compare.differ.TraceDiff` for people (text) or machines (JSON).
+"""Write a comparison (:class:`~tracer.compare.result.DiffResult`) for people (text) or machines (JSON).
 
 The text report reads top to bottom: the verdict and tolerance, metadata
 changes, node changes (op, formula, inputs, shape), a table of counts per
@@ -14,7 +14,7 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
-from tracer.compare.differ import Change, StageCount, StepDiff, TraceDiff
+from tracer.compare.result import Change, DiffResult, StageCount, StepDiff
 from tracer.core.fmt import full, sci
 
 SCHEMA = "attn-trace-diff"
@@ -23,7 +23,7 @@ _STEP_HEAD = ("id", "formula", "A", "B", "|A-B|", "tol")
 _STAGE_HEAD = ("stage", "compared", "differing", "only A", "only B", "roots", "max |A-B|")
 
 
-def text(d: TraceDiff) -> str:
+def text(d: DiffResult) -> str:
     """The human-readable report, ending with a newline."""
     t = d.totals
     if d.equal:
@@ -98,7 +98,7 @@ def _table(head: Sequence[str], rows: list[list[str]], right: range) -> list[str
 
 
 # -- JSON --------------------------------------------------------------------
-def to_json(d: TraceDiff) -> dict[str, Any]:
+def to_json(d: DiffResult) -> dict[str, Any]:
     """The JSON document (see ``docs/diff.md``); non-finite numbers are the strings ``NaN``, ``Infinity``."""
     t = d.totals
     return {
@@ -122,7 +122,7 @@ def to_json(d: TraceDiff) -> dict[str, Any]:
     }
 
 
-def dumps(d: TraceDiff) -> str:
+def dumps(d: DiffResult) -> str:
     """The JSON document as text, keys sorted, ending with a newline."""
     return json.dumps(to_json(d), ensure_ascii=False, sort_keys=True, indent=1, allow_nan=False) + "\n"
 

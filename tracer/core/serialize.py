@@ -3,7 +3,7 @@
 The format is documented in ``docs/trace-format.md`` with a JSON Schema in
 ``docs/trace-format.schema.json``.  In short::
 
-    {"format": "attn-trace", "version": 1, "meta": {...},
+    {"format": "attn-trace", "version": 2, "meta": {...},
      "nodes": [{"name", "op", "stage", "axes", "split", "granularity",
                 "args", "latex", "text", "attrs", "value": {...}}, ...],
      "digest": "sha256:..."}
@@ -48,8 +48,13 @@ FORMAT = "attn-trace"
 
 # Version history of the trace file format:
 #   1  first version: nodes with list/base64/derived values, SHA-256 digest.
-FORMAT_VERSION = 1
-SUPPORTED_VERSIONS = (1,)
+#   2  lesson simple records its overflow demonstration: stage "overflow" (nodes
+#      scaled.*) and meta "overflow" ({"factor": 10**n or null, "max_power": 12}),
+#      so a report renders from the trace alone.  Nothing else changed: a
+#      version-1 file loads as it is, and its report says the overflow section
+#      needs a re-trace (tracer.present.overflow.recorded is False for it).
+FORMAT_VERSION = 2
+SUPPORTED_VERSIONS = (1, 2)
 
 LIST_LIMIT = 1024
 """Largest all-finite tensor written as a list of numbers."""

@@ -7,7 +7,8 @@ product of every dot product).  A :class:`Step` is a cheap view of one element
 node (``mat.omega``); steps are made on demand, never stored, so a trace of tens
 of millions of steps costs only its tensors.
 
-This module imports numpy only: no torch, no renderer, no I/O.
+This module imports numpy only: no torch, no renderer, no I/O.  Rich display
+and saving go through :mod:`tracer.core.hooks`, which the package's top fills in.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from tracer.core import ids
+from tracer.core import hooks, ids
 from tracer.errors import StepNotFound
 
 ELEMENT = "element"  # every entry of the node is a step of its own
@@ -160,9 +161,8 @@ class Step:
 
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, str]:
         """Jupyter's rich display: the repr, and the explanation as HTML (MathML) and Markdown."""
-        from tracer.present.display import select, step_bundle
-
-        return select(step_bundle(self), include, exclude)
+        bundle: dict[str, str] = hooks.call("display", self, include, exclude)
+        return bundle
 
 
 class Trace:
@@ -200,9 +200,8 @@ class Trace:
 
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, str]:
         """Jupyter's rich display: the repr, and a summary by stage as HTML (MathML) and Markdown."""
-        from tracer.present.display import select, trace_bundle
-
-        return select(trace_bundle(self), include, exclude)
+        bundle: dict[str, str] = hooks.call("display", self, include, exclude)
+        return bundle
 
     # -- metadata shortcuts ------------------------------------------------
     @property
@@ -306,10 +305,8 @@ class Trace:
         return out
 
     def save(self, path: Any) -> None:
-        """Write the trace file (see ``docs/trace-format.md``)."""
-        from tracer.core.serialize import save
-
-        save(self, path)
+        """Write the trace file (see ``docs/trace-format.md``); :func:`tracer.core.serialize.save` does the work."""
+        hooks.call("save", self, path)
 
     # -- helpers -----------------------------------------------------------
     def _resolve(self, ref: Ref, bound: Mapping[str, int], expand: bool) -> list[str]:

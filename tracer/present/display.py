@@ -1,8 +1,8 @@
 """Rich display in Jupyter: a trace or a step as HTML and Markdown, from the report's machinery.
 
-``Trace._repr_mimebundle_`` and ``Step._repr_mimebundle_`` import this module
-lazily.  Both bundles hold ``text/plain`` (the object's ``repr``),
-``text/html`` and ``text/markdown``, rendered by the one Jinja environment
+``Trace._repr_mimebundle_`` and ``Step._repr_mimebundle_`` reach :func:`bundle`
+through :mod:`tracer.core.hooks` (registered, lazily, by ``tracer/__init__.py``).  Both bundles hold
+``text/plain`` (the object's ``repr``), ``text/html`` and ``text/markdown``, rendered by the one Jinja environment
 from a small view model whose numbers come from :mod:`tracer.core.fmt` and
 :mod:`tracer.present.explain`.  The HTML is one ``<div class="attn-trace-display">``
 whose styles are all scoped under that class (they cannot restyle the
@@ -138,6 +138,12 @@ def trace_bundle(trace: Trace) -> dict[str, str]:
 def step_bundle(step: Step) -> dict[str, str]:
     """A step's MIME bundle: equation, formula, value, op, stage and inputs."""
     return _bundle(step, "display_step", s=step_view(step))
+
+
+def bundle(obj: Trace | Step, include: Any = None, exclude: Any = None) -> dict[str, str]:
+    """The MIME bundle of a trace or a step, restricted as IPython asks: the ``display`` hook."""
+    full = trace_bundle(obj) if isinstance(obj, Trace) else step_bundle(obj)
+    return select(full, include, exclude)
 
 
 def select(bundle: dict[str, str], include: Any = None, exclude: Any = None) -> dict[str, str]:

@@ -26,9 +26,7 @@ class MissingString(KeyError):
 
 def templates_dir() -> Path:
     """Where the templates live: inside the package (wheel) or beside it (source tree)."""
-    import tracer
-
-    here = Path(tracer.__file__).parent
+    here = Path(__file__).parent.parent.parent  # the tracer package folder
     packaged = here / "templates"
     return packaged if packaged.is_dir() else here.parent / "templates"
 

@@ -31,7 +31,8 @@ def show(name, ours, traced):
     print(name)
     print("  torch :", text(ours))
     print("  traced:", text(traced))
-    diff = torch.where(ours == traced, 0.0, (ours - traced).abs())  # -inf beside -inf differ by 0
+    same = (ours == traced) | (ours.isnan() & traced.isnan())  # -inf beside -inf, nan beside nan: 0
+    diff = torch.where(same, 0.0, (ours - traced).abs())
     print(f"  max |torch - traced| = {diff.max().item():.2e}")
     assert torch.allclose(ours, traced, rtol=1e-5, atol=1e-6, equal_nan=True), name'''
 

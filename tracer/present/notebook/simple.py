@@ -48,4 +48,22 @@ def cells(trace: Trace) -> dict[str, list[Cell]]:
         f"attn_weights = torch.softmax(attn_scores, dim=-1)\n{check(trace, 'mat.alpha', 'attn_weights')}\n",
         f"all_context_vecs = attn_weights @ inputs\n{check(trace, 'mat.z', 'all_context_vecs')}\n",
     ]
-    return {"inputs": [inputs], "scores": [scores], "normalize": normalize, "context": [context], "matrix": matrix}
+    out = {"inputs": [inputs], "scores": [scores], "normalize": normalize, "context": [context], "matrix": matrix}
+    if "overflow" in trace.stages:
+        out["overflow"] = [_overflow(trace)]
+    return out
+
+
+def _overflow(trace: Trace) -> Cell:
+    """The scaled inputs: the naive softmax breaks (inf / inf), the stable one does not."""
+    q, c = trace.query, int(trace["scaled.c"].value)
+    return (
+        f"c = {c}  # the smallest power of ten that pushes the largest score past ln(max) of the dtype\n"
+        "scaled = inputs * c\n"
+        f"scores_scaled = torch.empty(scaled.shape[0], dtype=dtype)\n"
+        "for i, x_i in enumerate(scaled):\n"
+        f"    scores_scaled[i] = torch.dot(x_i, scaled[{q - 1}])\n"
+        f"{check(trace, f'scaled.omega[{q}]', 'scores_scaled')}\n"
+        f"{check(trace, f'scaled.naive.alpha[{q}]', 'softmax_naive(scores_scaled)')}  # exp overflows: nan\n"
+        f"{check(trace, f'scaled.alpha[{q}]', 'torch.softmax(scores_scaled, dim=0)')}\n"
+    )

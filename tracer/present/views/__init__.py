@@ -8,7 +8,6 @@
 
 from __future__ import annotations
 
-import tracer
 from tracer.core.trace import Trace
 from tracer.errors import InputError
 from tracer.present.overflow import Overflow
@@ -18,6 +17,7 @@ from tracer.present.views.early import inputs, scores
 from tracer.present.views.late import context, pairs, recap
 from tracer.present.views.model import Page
 from tracer.present.views.normalize import normalize, overflow
+from tracer.version import __version__
 
 __all__ = ["Page", "build"]
 
@@ -52,6 +52,6 @@ def build(trace: Trace, lang: str = "en", decimals: int = 4, scaled: Overflow | 
         subtitle=s("page.subtitle", q=q, token=trace.tokens[q - 1]),
         summary=summary,
         sections=sections,
-        footer=s("page.footer", version=tracer.__version__),
+        footer=s("page.footer", version=__version__),
         strings=ui,
     )

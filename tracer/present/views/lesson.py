@@ -12,7 +12,6 @@ reported this way; the lesson supplies only its narrative.
 
 from __future__ import annotations
 
-import tracer
 from tracer.core.trace import Node, Trace
 from tracer.errors import InputError
 from tracer.present.narrative import Narrative, Stage
@@ -20,6 +19,7 @@ from tracer.present.strings import Strings
 from tracer.present.views.model import Block, Formula, Page, Para, Section
 from tracer.present.views.nodes import LessonCtx, node_blocks, values_table
 from tracer.present.views.worked import bars, heatmaps, written
+from tracer.version import __version__
 
 PART_SUFFIXES = (".p", ".s", ".t")
 """Nodes whose names end so are the parts of a sum (products, running sums, terms)."""
@@ -93,6 +93,6 @@ def build(trace: Trace, story: Narrative, decimals: int = 4) -> Page:
         subtitle=story.summary,
         summary=summary,
         sections=sections,
-        footer=s("page.footer", version=tracer.__version__),
+        footer=s("page.footer", version=__version__),
         strings=ui,
     )

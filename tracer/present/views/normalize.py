@@ -6,7 +6,7 @@ import numpy as np
 
 from tracer.core import fmt
 from tracer.present.figures import plots
-from tracer.present.overflow import MAX_POWER, Overflow
+from tracer.present.overflow import MAX_POWER, Overflow, recorded
 from tracer.present.views.common import Ctx, elided_row, gaps, index, pick_rows, token
 from tracer.present.views.model import Block, Figure, Formula, Num, Para, Row, Section, Table
 
@@ -22,12 +22,12 @@ COLUMNS = (
     ("torch.alpha", "torch.alpha_sum"),
 )
 OVERFLOW_COLUMNS = (
-    ("omega", ""),
-    ("naive.exp", "naive.sum"),
-    ("naive.alpha", "naive.alpha_sum"),
-    ("stable.shift", ""),
-    ("stable.exp", "stable.sum"),
-    ("alpha", "alpha_sum"),
+    ("scaled.omega", ""),
+    ("scaled.naive.exp", "scaled.naive.sum"),
+    ("scaled.naive.alpha", "scaled.naive.alpha_sum"),
+    ("scaled.stable.shift", ""),
+    ("scaled.stable.exp", "scaled.stable.sum"),
+    ("scaled.alpha", "scaled.alpha_sum"),
 )
 
 
@@ -36,7 +36,7 @@ def symbol(ctx: Ctx, node: str) -> str:
     return ctx.trace[f"{node}[{ctx.q}]"].latex.split(" = ")[0]
 
 
-def _table(ctx: Ctx, anchor: str, caption: str, cols: list[tuple[str, str]], rows: list[int | None], tag: str) -> Table:
+def _table(ctx: Ctx, anchor: str, caption: str, cols: list[tuple[str, str]], rows: list[int | None]) -> Table:
     """The query's row of each column node, one table row per key, and a row of sums."""
     tr, q = ctx.trace, ctx.q
     head = [Num(ctx.s("inputs.col_j")), Num(ctx.s("inputs.col_token"))]
@@ -47,10 +47,10 @@ def _table(ctx: Ctx, anchor: str, caption: str, cols: list[tuple[str, str]], row
             out.append(elided_row(ctx, missing))
             continue
         cells = [index(j), token(ctx, j)]
-        cells += [ctx.cell(f"{tag}{node}[{q},{j + 1}]", float(tr.tensor(node)[q - 1, j])) for node, _ in cols]
+        cells += [ctx.cell(f"{node}[{q},{j + 1}]", float(tr.tensor(node)[q - 1, j])) for node, _ in cols]
         out.append(Row(tuple(cells), focus=j == q - 1))
     sums = [Num(ctx.s("norm.col_sum"), cls="label"), Num("")]
-    sums += [ctx.cell(f"{tag}{total}[{q}]", float(tr.tensor(total)[q - 1])) if total else Num("") for _, total in cols]
+    sums += [ctx.cell(f"{total}[{q}]", float(tr.tensor(total)[q - 1])) if total else Num("") for _, total in cols]
     out.append(Row(tuple(sums), total=True))
     notes = []
     if all(r is not None for r in rows):
@@ -78,7 +78,7 @@ def normalize(ctx: Ctx) -> Section:
         Formula("formula-stable", tr[f"alpha[{q}]"].latex),
         Para(s("norm.torch")),
         Formula("formula-torch", tr[f"torch.alpha[{q}]"].latex),
-        _table(ctx, "norm-table", s("norm.table_caption"), list(COLUMNS), list(range(ctx.t)), ""),
+        _table(ctx, "norm-table", s("norm.table_caption"), list(COLUMNS), list(range(ctx.t))),
         Para(s("norm.max_note", q=q, m=ctx.num(float(tr.tensor("stable.max")[q - 1]))), note=True),
     ]
     series = [
@@ -94,29 +94,23 @@ def normalize(ctx: Ctx) -> Section:
 
 
 def overflow(ctx: Ctx, ov: Overflow | None) -> Section:
-    """The naive softmax on inputs scaled until exp overflows, beside the stable softmax."""
-    s, q = ctx.s, ctx.q
+    """The naive softmax on inputs scaled until exp overflows, beside the stable softmax (stage ``overflow``)."""
+    s, q, tr = ctx.s, ctx.q, ctx.trace
     if ov is None:
-        top = float(np.max(ctx.trace.tensor("omega")[q - 1]))
+        if not recorded(tr):  # a trace file from before the stage was recorded
+            return Section("overflow", s("overflow.title"), (Para(s("overflow.retrace")),))
+        top = float(np.max(tr.tensor("omega")[q - 1]))
         return Section("overflow", s("overflow.title"), (Para(s("overflow.none", max=MAX_POWER, m=ctx.num(top))),))
-    sub = Ctx(ov.trace, s, ctx.decimals)
     lim = ctx.num(ov.limit)
     c = f"{ov.factor:,}"
     blocks: list[Block] = [
-        Para(s("overflow.intro", c=c, c2=f"{ov.factor**2:,}", m=ctx.num(ov.top), dtype=ov.trace.dtype, limit=lim)),
+        Para(s("overflow.intro", c=c, c2=f"{ov.factor**2:,}", m=ctx.num(ov.top), dtype=tr.dtype, limit=lim)),
         Para(s("overflow.factor", c=c, limit=lim), note=True),
-        _table(
-            sub,
-            "overflow-table",
-            s("overflow.table_caption", c=c),
-            list(OVERFLOW_COLUMNS),
-            pick_rows(ctx.t, q),
-            "scaled:",
-        ),
+        _table(ctx, "overflow-table", s("overflow.table_caption", c=c), list(OVERFLOW_COLUMNS), pick_rows(ctx.t, q)),
     ]
-    exps = ov.trace.tensor("naive.exp")[q - 1]
-    naive = ov.trace.tensor("naive.alpha")[q - 1]
-    total = ctx.num(float(ov.trace.tensor("alpha_sum")[q - 1]))
+    exps = tr.tensor("scaled.naive.exp")[q - 1]
+    naive = tr.tensor("scaled.naive.alpha")[q - 1]
+    total = ctx.num(float(tr.tensor("scaled.alpha_sum")[q - 1]))
     counts = s("overflow.counts", inf=int(np.isinf(exps).sum()), t=ctx.t, nan=int(np.isnan(naive).sum()), sum=total)
     blocks.append(Para(counts))
     return Section("overflow", s("overflow.title"), tuple(blocks))

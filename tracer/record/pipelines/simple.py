@@ -9,7 +9,9 @@ query i and key j:
   ``torch.softmax``; the stable softmax gives the headline weights alpha_ij;
 * context vectors z(i) = sum_j alpha_ij x(j), term by term, per component;
 * the same quantities in matrix form (``X @ X.T``, ``softmax(dim=1)``,
-  ``A @ X``) and how far each form is from the loop form.
+  ``A @ X``) and how far each form is from the loop form;
+* the overflow demonstration: the inputs scaled until the naive softmax's
+  exp overflows, beside the stable softmax (:mod:`.overflow`).
 
 Step ids are documented in ``docs/step-ids.md``.
 """
@@ -21,10 +23,11 @@ from typing import Any
 import torch
 
 from tracer.core.trace import Trace
+from tracer.record.pipelines import overflow
 from tracer.record.pipelines.blocks import row_sum, stable_softmax, weights_sum
 from tracer.record.recorder import Recorder
 
-STAGES = ("inputs", "scores", "normalize", "context", "matrix")
+STAGES = ("inputs", "scores", "normalize", "context", "matrix", "overflow")
 
 
 def build(inputs: torch.Tensor, tokens: list[str], query: int, dtype: torch.dtype, meta: dict[str, Any]) -> Trace:
@@ -170,4 +173,7 @@ def build(inputs: torch.Tensor, tokens: list[str], query: int, dtype: torch.dtyp
             text="max |mat.z − z|",
         )
 
-    return rec.trace({**meta, "lesson": "simple", "tokens": tokens, "query": query, "stages": list(STAGES)})
+    scaled = overflow.record(rec, x, omega, query, str(dtype).removeprefix("torch."))
+    stages = [s for s in STAGES if s != "overflow" or scaled["factor"] is not None]
+    info = {"lesson": "simple", "tokens": tokens, "query": query, "stages": stages, "overflow": scaled}
+    return rec.trace({**meta, **info})
