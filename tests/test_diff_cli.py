@@ -103,7 +103,7 @@ def _bad_files(folder: Path, good: str) -> dict[str, Path]:
         ("tampered", "modified after it was written"),
         ("version", "format version 99"),
         ("no_version", "no format version"),
-        ("malformed", "cannot diff"),
+        ("malformed", "malformed node 1: a node must be an object, got int"),
         ("directory", "is a directory"),
         ("missing", "no such trace file"),
     ],
