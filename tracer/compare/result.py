@@ -83,6 +83,7 @@ class DiffResult:
     stages: tuple[StageCount, ...]
     roots: tuple[StepDiff, ...]  # the first `limit` root causes, in dependency order
     steps: tuple[StepDiff, ...]  # the first `limit` differing steps, in dependency order
+    notes: tuple[str, ...] = ()  # per file read: which of its values do not follow from their inputs
 
     @property
     def totals(self) -> StageCount:
