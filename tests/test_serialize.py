@@ -15,7 +15,7 @@ from tracer.core import serialize
 from tracer.core.trace import Trace
 from tracer.errors import TraceFormatError
 
-SCHEMA = json.loads((Path(__file__).parent.parent / "docs" / "trace-format.schema.json").read_text())
+SCHEMA = json.loads((Path(__file__).parent.parent / "tracer" / "core" / "trace-format.schema.json").read_text())
 
 
 def bits(a: np.ndarray) -> bytes:
@@ -161,7 +161,7 @@ def test_bad_files_are_refused_with_one_line(tmp_path: Path, good_text: str, mut
 def test_malformed_node_with_valid_digest(good_text: str) -> None:
     doc = json.loads(good_text)
     doc["nodes"][1]["value"]["shape"] = [7]
-    with pytest.raises(TraceFormatError, match=r"malformed node 2 \('omega.p'\)"):
+    with pytest.raises(TraceFormatError, match=r"at \$\.nodes\[1\]\.value\.shape \(node 'omega.p'\)"):
         serialize.loads(_reseal(doc))
     doc = json.loads(good_text)
     doc["nodes"][0]["args"] = [{"node": "later"}]
