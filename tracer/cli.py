@@ -17,7 +17,7 @@ from typing import Any, TypeVar
 import click
 
 import tracer
-from tracer.errors import TracerError
+from tracer.errors import InputError, TracerError
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -34,8 +34,15 @@ class App(click.Group):
     def invoke(self, ctx: click.Context) -> Any:
         try:
             return super().invoke(ctx)
+        except InputError as e:
+            flag = OPTION_OF.get(e.arg or "")
+            raise UserError(f"{flag} {e.problem}" if flag else str(e)) from None
         except TracerError as e:
             raise UserError(str(e)) from None
+
+
+OPTION_OF = {"text": "--text", "dim": "--dim", "spec": "--pipeline"}
+"""The CLI option that carries each library argument named in an :class:`~tracer.errors.InputError`."""
 
 
 @click.group(cls=App, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
@@ -116,9 +123,6 @@ def build_trace(
         source = {"kind": "text", "text": text, "dim": d, "seed": s}
     elif labels is not None:
         data, _ = inputs.tutorial()
-    if query is None:
-        rows = len(data) if isinstance(data, list) else (data.shape[0] if data is not None else 6)
-        query = 2 if rows >= 2 else 1
     ex = api.example(data, labels, query, dtype, source)
     if pipeline is not None:
         from tracer.record import custom
