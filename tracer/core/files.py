@@ -144,7 +144,10 @@ def write_folder(folder: Path, files: Mapping[str, bytes], replace: bool, is_our
     ``FileExistsError`` before anything is written.
     """
     refuse_link(folder)
-    folder.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        folder.parent.mkdir(parents=True, exist_ok=True)
+    except FileExistsError:  # a file where a folder should be
+        raise NotADirectoryError(20, "Not a directory", str(folder.parent)) from None
     recover(folder)
     keep: list[Path] = []
     if folder.exists():
