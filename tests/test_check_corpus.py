@@ -49,3 +49,11 @@ def test_corpus_covers_the_catalogue() -> None:
     assert {e.code for e in CATALOGUE} <= {w.get("diagnosis") for w in wants}
     assert {w["lesson"] for w in correct} == {"simple", "trainable", "causal", "multihead"}
     assert sum(1 for p in FILES if "two_bugs" in p.stem) >= 2
+
+
+def test_docs_list_the_catalogue() -> None:
+    from tracer.compare.check.catalogue import CATALOGUE
+
+    doc = (Path(__file__).parent.parent / "docs" / "check.md").read_text(encoding="utf-8")
+    for entry in CATALOGUE:
+        assert f"| `{entry.code}` |" in doc

@@ -87,11 +87,16 @@ def nearest(ref: np.ndarray, axes: Sequence[str], seen: Iterable[Seen], lead: in
     key: tuple[int, float] | None = None
     for s in seen:
         for m in readings(ref, axes, s, lead):
-            got = m.view()
-            k = (int((~np.isclose(got, ref, rtol=RTOL, atol=ATOL, equal_nan=True)).sum()), error(got, ref))
+            k = distance(m, ref)
             if key is None or k < key:
                 best, key = Match(m.seen, m.perm, m.lead, k[1]), k
     return best
+
+
+def distance(m: Match, ref: np.ndarray) -> tuple[int, float]:
+    """How far a reading is from ``ref``: entries out of tolerance, then max |difference|."""
+    got = m.view()
+    return int((~np.isclose(got, ref, rtol=RTOL, atol=ATOL, equal_nan=True)).sum()), error(got, ref)
 
 
 def first_difference(ref: np.ndarray, got: np.ndarray) -> tuple[int, ...]:

@@ -149,10 +149,14 @@ def _dropout_scores(c: Context) -> Hit | None:
 def _dropout_unscaled(c: Context) -> Hit | None:
     if not c.has("dropped"):
         return None
-    alpha, _ = c.ref("alpha")
+    alpha = c.ref("alpha")[0]
     first = alpha[(0,) * (alpha.ndim - 2)]
-    for s in c.train:
-        if s.value.ndim >= 2 and V.dropped_like(s.value[(0,) * (s.value.ndim - 2)], first, 1.0):
+    firsts = [(s, s.value[(0,) * (s.value.ndim - 2)]) for s in c.train if s.value.ndim >= 2]
+    scale = 1 / (1 - c.spec.dropout)
+    if any(V.dropped_like(v, first, scale) for _, v in firsts):
+        return None  # the kept weights are scaled (a hand-written dropout may hold the unscaled product first)
+    for s, v in firsts:
+        if V.dropped_like(v, first, 1.0):
             return Hit(s, (c.step("dropped"), "dropout.kept"), {"scale": f"{1 / (1 - c.spec.dropout):g}"})
     return None
 

@@ -61,7 +61,7 @@ def check(obj: Any, lesson: str = "simple", source: str | None = None) -> CheckR
     chosen, hit = _first(ctx, stages)
     if chosen is not None and chosen.quantity.run == "short" and ctx.short_error is not None and hit is None:
         raise ctx.short_error
-    divergence = _divergence(ctx, chosen, hit) if chosen is not None else None
+    divergence = _divergence(ctx, chosen, hit, stages) if chosen is not None else None
     if chosen is not None:
         after = stages[stages.index(chosen) + 1 :]
         for s in after:
@@ -165,13 +165,21 @@ def _first(ctx: Context, stages: list[StageResult]) -> tuple[StageResult | None,
     return head, hit
 
 
-def _divergence(ctx: Context, s: StageResult, hit: Hit | None) -> Divergence:
+def _divergence(ctx: Context, s: StageResult, hit: Hit | None, stages: list[StageResult]) -> Divergence:
     ref, axes = _ref(ctx, s.quantity)
     node = ctx.trace.node(s.quantity.step)
     near = s.nearest
-    if hit is not None and hit.seen is not None:
+    if s.quantity.run == "eval":  # nearest among what the code made from the last quantity it got right onwards
+        order = {id(t): n for n, t in enumerate(ctx.seen)}
+        done = [
+            order.get(id(t.match.seen), 0) for t in stages[: stages.index(s)] if t.match and t.quantity.run == "eval"
+        ]
+        later = align.nearest(ref, axes, ctx.seen[max(done, default=0) :])
+        near = later if later is not None else near
+    if hit is not None and hit.seen is not None:  # the mistake's own tensor, unless another is nearer
         shown = align.nearest(ref, axes, [hit.seen])
-        near = shown if shown is not None else near
+        if shown is not None and (near is None or align.distance(shown, ref) <= align.distance(near, ref)):
+            near = shown
     note = ""
     if near is not None:
         got = near.view()
