@@ -15,7 +15,7 @@ from itertools import product
 import numpy as np
 
 from tracer.core.trace import Node, Step
-from tracer.present.figures import plots
+from tracer.present.figures.bars import stacked
 from tracer.present.views.common import FULL_T, TOP, elide, heatmap_svg, tex
 from tracer.present.views.model import Block, Equation, Figure, Para
 from tracer.present.views.nodes import LessonCtx, anchor, lead_axes, parts, pattern
@@ -134,7 +134,7 @@ def bars(ctx: LessonCtx, node: Node) -> list[Block]:
         name = f"fig-{anchor(node.name)}{part.anchor}"
         comps = [f"c={c + 1}" for c in range(z.shape[0])]
         zlabel = f"{node.name}({ctx.q})"
-        svg = plots.context(name, terms, z, names, comps, zlabel, others)
+        svg = stacked(name, terms, z, names, comps, zlabel, others)
         what = pattern(node) + (f" · {part.label}" if part.label else "")
         alt = ctx.s("lesson.bars_alt", node=what, q=ctx.q)
         out.append(Figure(name, name, svg, alt, ctx.s("lesson.bars_caption", node=what, q=ctx.q)))
