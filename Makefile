@@ -13,9 +13,7 @@ install:  ## install attn-trace (editable) with its tested pins and test tools
 LESSONS = simple trainable causal multihead
 
 report: install  ## render every lesson's worked-example reports into reports/ (the main job)
-	@for lesson in $(LESSONS); do for lang in en zh; do \
-	  $(PYTHON) -m tracer report --lesson $$lesson --lang $$lang --force || exit 1; \
-	done; done
+	$(PYTHON) -m tracer report --lesson all --lang all --force
 
 test: install lint pytest  ## install, lint, type-check and run the whole test suite
 

@@ -67,9 +67,17 @@ def _save(trace: Any, path: Any) -> None:
     save(trace, path)
 
 
-# The trace cannot import the layers that draw or write it: they register here (see tracer.core.hooks).
+def _check_text(result: Any, lang: str = "en", verbose: bool = False) -> str:
+    from tracer.present.checktext import text
+
+    return text(result, lang, verbose)
+
+
+# Lower layers cannot import the layers that draw or write what they hold: those register here
+# (see tracer.core.hooks): a trace's display and file, a check result's text.
 _hooks.register("display", _display)
 _hooks.register("save", _save)
+_hooks.register("check_text", _check_text)
 
 
 def __getattr__(name: str) -> Any:

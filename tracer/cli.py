@@ -341,7 +341,7 @@ def verify(file: Path) -> None:
 @from_option
 @decimals_option
 @input_options
-@click.option("--lang", type=click.Choice(["en", "zh"]), default="en", show_default=True, help="Report language.")
+@click.option("--lang", default="en", show_default=True, help="Report language: en, zh, a list (en,zh) or all.")
 @click.option(
     "--format",
     "fmt",
@@ -367,32 +367,31 @@ def report(
 ) -> None:
     """Write the walk-through report (HTML and Markdown, with figures) of a trace.
 
+    --lesson and --lang also take lists or `all`: every combination is
+    rendered in one process into reports/<example>/<lang> (or under -o),
+    one status line per report.
+
     \b
     attn-trace report                      the tutorial's example, in English
     attn-trace report --lang zh            the same in Chinese
     attn-trace report --from trace.json    render a saved trace without recomputing
+    attn-trace report --lesson all --lang all --force    every committed report
     """
-    from tracer.core.files import write_folder
-    from tracer.present import report as reports
+    from tracer import batch
+    from tracer.record.pipelines import LESSONS
 
     if fragment and fmt == "md":
         raise UserError("--fragment is an HTML form: use it with --format html or all")
-    t = trace_source(from_file, options, check=True)
-    folder = output if output is not None else Path("reports") / reports.slug(t) / lang
-    if folder.is_symlink():
-        raise UserError(f"{folder} is a symbolic link: attn-trace does not write through links; name the target itself")
-    if folder.exists() and not folder.is_dir():
-        raise UserError(f"{folder} exists and is not a folder")
+    lessons = batch.choices(options.pop("lesson"), list(LESSONS), "--lesson")
+    langs = batch.choices(lang, batch.LANGS, "--lang")
+    if from_file is not None:
+        if lessons != ["simple"]:
+            raise UserError("--from reads a saved trace: --lesson cannot be combined with it")
+        traces = [trace_source(from_file, {**options, "lesson": "simple"}, check=True)]
+    else:
+        traces = [build_trace(lesson=name, **options) for name in lessons]
     formats = ("html", "md") if fmt == "all" else (fmt,)
-    files = reports.build(t, lang, formats, decimals, fragment)
-    try:
-        write_folder(folder, files, force, reports.is_report_file)
-    except FileExistsError as e:
-        raise UserError(f"{e.filename} already exists; use --force to overwrite the report") from None
-    except OSError as e:
-        raise UserError(f"cannot write into {folder}: {e.strerror or e}") from None
-    size = sum(len(d) for d in files.values())
-    status(f"wrote {folder}: {', '.join(files)} ({size:,} bytes)")
+    batch.write_all(batch.jobs(traces, langs, output), formats, decimals, fragment, force, status)
 
 
 @app.command()

@@ -11,7 +11,11 @@ lazily, so ``import tracer`` stays cheap.
 
     >>> from tracer.core import hooks
     >>> sorted(hooks.registered())
-    ['display', 'save']
+    ['check_text', 'display', 'save']
+
+``check_text`` is the same arrangement for a student-check result
+(:meth:`tracer.compare.check.result.CheckResult.explain`), whose text is
+written by :mod:`tracer.present.checktext`.
 """
 
 from __future__ import annotations
@@ -23,7 +27,7 @@ _SERVICES: dict[str, Callable[..., Any]] = {}
 
 
 def register(name: str, fn: Callable[..., Any]) -> None:
-    """Provide service ``name`` (``"display"`` or ``"save"``); a later registration replaces an earlier one."""
+    """Provide service ``name`` (``"display"``, ``"save"``, ``"check_text"``); a later one replaces an earlier."""
     _SERVICES[name] = fn
 
 

@@ -12,6 +12,7 @@ from typing import Any
 
 from tracer.compare.check.context import Hit
 from tracer.compare.check.model import Divergence, Role, StageResult
+from tracer.core import hooks
 from tracer.core.trace import Trace
 
 SCHEMA = "attn-trace-check"
@@ -62,9 +63,8 @@ class CheckResult:
 
     def explain(self, lang: str = "en", verbose: bool = False) -> str:
         """The verdict as text: 'matches at every stage', or the first divergence, its diagnosis and consequences."""
-        from tracer.present.checktext import text
-
-        return text(self, lang, verbose)
+        written: str = hooks.call("check_text", self, lang, verbose)  # tracer.present.checktext, registered above
+        return written
 
     def to_json(self, lang: str = "en") -> dict[str, Any]:
         """The JSON document (``docs/check.md``)."""

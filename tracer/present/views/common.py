@@ -10,7 +10,7 @@ import numpy as np
 
 from tracer.core import fmt
 from tracer.core.trace import Trace
-from tracer.present.figures import plots
+from tracer.present.figures import heat
 from tracer.present.strings import Strings
 from tracer.present.views.model import Num, Para, Row, Table
 
@@ -168,13 +168,14 @@ def heatmap_svg(ctx: Ctx, name: str, matrix: np.ndarray, hrefs: list[list[str]] 
     """
     m = np.asarray(matrix, dtype=np.float64)
     t, q = m.shape[0], ctx.q
+    titles = (ctx.s("figures.key"), ctx.s("figures.query"))
     if t <= HEAT_CELLS:
         cells = [[ctx.num(v) for v in row] for row in m]
-        labels = [f"{j + 1} {tok}" for j, tok in enumerate(ctx.trace.tokens[:t])]
-        return plots.heatmap(name, m, cells, labels, q - 1, hrefs), False
+        labels = list(ctx.trace.tokens[:t])
+        return heat.heatmap(name, m, cells, labels, q - 1, hrefs, *titles), False
     b = math.ceil(t / HEAT_BLOCKS)
     n = math.ceil(t / b)
     pad = np.full((n * b, n * b), np.nan)
     pad[:t, :t] = m
     blocks = np.nanmean(pad.reshape(n, b, n, b), axis=(1, 3))
-    return plots.heatmap(name, blocks, None, None, (q - 1) // b), True
+    return heat.heatmap(name, blocks, None, None, (q - 1) // b, None, *titles), True

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from tracer.present.figures import plots
+from tracer.present.figures.vectors import vectors
 from tracer.present.views.common import FULL_T, TOP, Ctx, elide, rows_table, tex
 from tracer.present.views.model import Block, Equation, Figure, Para, Section
 
@@ -20,7 +20,8 @@ def inputs(ctx: Ctx) -> Section:
 
 def _vectors_figure(ctx: Ctx, x: np.ndarray) -> Figure:
     s, q, t, d = ctx.s, ctx.q, ctx.t, ctx.d
-    svg = plots.vectors("fig-inputs", np.asarray(x, dtype=np.float64), ctx.trace.tokens, q, "x_%(k)s")
+    titles = [s("figures.component", k=k) for k in range(1, min(d, 3) + 1)]
+    svg = vectors("fig-inputs", np.asarray(x, dtype=np.float64), ctx.trace.tokens, q, titles)
     if d == 3:
         return Figure("fig-inputs", "fig-inputs", svg, s("inputs.fig_alt_3d", n=t, q=q), s("inputs.fig_caption_3d"))
     if d == 1:

@@ -7,7 +7,7 @@ import math
 import numpy as np
 
 from tracer.core import fmt, ids
-from tracer.present.figures import plots
+from tracer.present.figures import bars
 from tracer.present.views.common import (
     FULL_T,
     HEAT_BLOCKS,
@@ -95,7 +95,7 @@ def _context_figure(ctx: Ctx, terms: np.ndarray, z: np.ndarray) -> Figure:
         rest = np.delete(t64, keep, axis=0).sum(axis=0)
         parts = np.vstack([t64[keep], rest])[:, :d]
         names, others = [ctx.trace.tokens[j] for j in keep] + [s("context.others")], True
-    svg = plots.context("fig-context", parts, z64[:d], names, [f"z{k + 1}" for k in range(d)], f"z({q})", others)
+    svg = bars.stacked("fig-context", parts, z64[:d], names, [f"z{k + 1}" for k in range(d)], f"z({q})", others)
     caption = s("context.fig_caption", q=q)
     if d < ctx.d:
         caption += " " + s("context.dims_elided", n=d, d=ctx.d)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from tracer.core import fmt
-from tracer.present.figures import plots
+from tracer.present.figures import bars
 from tracer.present.overflow import MAX_POWER, Overflow, recorded
 from tracer.present.views.common import Ctx, elided_row, gaps, index, pick_rows, token
 from tracer.present.views.model import Block, Figure, Formula, Num, Para, Row, Section, Table
@@ -85,7 +85,7 @@ def normalize(ctx: Ctx) -> Section:
         (s(f"norm.s_{key}"), np.asarray(tr.tensor(node)[q - 1], dtype=np.float64))
         for key, node in (("div", "div.alpha"), ("naive", "naive.alpha"), ("stable", "alpha"), ("torch", "torch.alpha"))
     ]
-    svg = plots.weights("fig-weights", tr.tokens, q, series, s("norm.ylabel"))
+    svg = bars.grouped("fig-weights", tr.tokens, q, series, s("norm.ylabel"))
     blocks.append(Figure("fig-weights", "fig-weights", svg, s("norm.fig_alt", n=ctx.t, q=q), s("norm.fig_caption")))
     blocks.append(
         Para(s("norm.checks", naive=fmt.sci(tr["check.naive"].value), torch=fmt.sci(tr["check.torch"].value)))

@@ -16,7 +16,7 @@ import numpy as np
 
 from tracer.core import ids
 from tracer.core.trace import Node, Step
-from tracer.present.figures import plots
+from tracer.present.figures.bars import stacked
 from tracer.present.views.common import FULL_T, TOP, elide, heatmap_svg, tex
 from tracer.present.views.model import Block, Equation, Figure, Para
 from tracer.present.views.nodes import LessonCtx, Part, anchor, caption, lead_axes, parts
@@ -172,7 +172,7 @@ def bars(ctx: LessonCtx, node: Node) -> list[Block]:
         name = f"fig-{anchor(node.name)}{part.anchor}"
         comps = [ctx.s("lesson.bars_comp", c=c + 1) for c in range(z.shape[0])]
         zlabel = ctx.s("lesson.bars_total", q=ctx.q)
-        svg = plots.context(name, terms, z, names, comps, zlabel, others)
+        svg = stacked(name, terms, z, names, comps, zlabel, others)
         alt = _alt(ctx, ctx.s("lesson.bars_alt", q=ctx.q), part)
         out.append(Figure(name, name, svg, alt, _figure_caption(ctx, node, part, "lesson.bars_caption")))
     return out

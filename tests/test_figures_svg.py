@@ -1,0 +1,67 @@
+"""The hand-written figures: deterministic, escaped, labels apart, colours and ticks as intended."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from tracer.present.figures import bars, heat, marks
+from tracer.present.figures.vectors import spread
+
+
+def test_ticks_cover_the_range_with_round_steps() -> None:
+    for lo, hi in ((0.0, 0.2379), (-0.31, 0.66), (0.0, 1.0), (-2.5, 0.0), (0.1, 1849.0)):
+        t = marks.ticks(lo, hi, 5)
+        assert t[0] <= lo and t[-1] >= hi and len(t) <= 8
+        steps = np.diff(t)
+        assert np.allclose(steps, steps[0])
+        mantissa = steps[0] / 10 ** np.floor(np.log10(steps[0]))
+        assert round(mantissa, 6) in (1.0, 2.0, 5.0)
+    assert marks.tick_text(-0.2, 0.1) == "−0.2" and marks.tick_text(0.0, 0.1) == "0"
+
+
+def test_text_width_counts_cjk_as_one_em() -> None:
+    assert marks.width("注意力", 12) == 36
+    assert marks.width("0.9544", 12) > marks.width("0.95", 12)
+
+
+def test_blues_matches_matplotlib() -> None:
+    matplotlib = pytest.importorskip("matplotlib")
+    cmap = matplotlib.colormaps["Blues"]
+    for v in (0.0, 0.1, 0.37, 0.5, 0.93, 1.0):
+        want = "#" + "".join(f"{round(c * 255):02x}" for c in cmap(v)[:3])
+        got = marks.blues(v)
+        assert max(abs(int(got[k : k + 2], 16) - int(want[k : k + 2], 16)) for k in (1, 3, 5)) <= 1, v
+
+
+def test_heatmap_is_deterministic_escaped_and_linked() -> None:
+    m = np.array([[1.0, -np.inf], [0.25, 0.5]])
+    cells = [["1.0000", "-inf"], ["0.2500", "0.5000"]]
+    ticks = ["<b>", "a&b"]
+    links = [["#pair-1-1", ""], ["#pair-2-1", "#pair-2-2"]]
+    one = heat.heatmap("fig-x", m, cells, ticks, 1, links, "key j", "query i")
+    assert one == heat.heatmap("fig-x", m, cells, ticks, 1, links, "key j", "query i")
+    assert "&lt;b&gt;" in one and "a&amp;b" in one and "<b>" not in one
+    assert one.count('<a href="#pair-') == 3 and heat.MASKED in one
+    assert ">key j</text>" in one and ">query i</text>" in one
+
+
+def test_bar_charts_fit_a_phone_column_and_name_every_series() -> None:
+    tokens = ["Your", "journey", "starts"]
+    series = [("divide", np.array([0.2, 0.5, 0.3])), ("naive", np.array([np.nan, 0.0, 1.0]))]
+    svg = bars.grouped("fig-w", tokens, 2, series, "weight")
+    assert 'width="340"' in svg and ">divide</text>" in svg and ">naive</text>" in svg and "nan" not in svg
+    terms = np.array([[0.1, -0.2], [0.3, 0.4]])
+    svg = bars.stacked("fig-c", terms, terms.sum(axis=0), ["a", "b"], ["z1", "z2"], "z(2)")
+    assert ">z(2)</text>" in svg and ">z1</text>" in svg
+
+
+def test_spread_keeps_labels_apart() -> None:
+    anchors = [(10.0, 50.0), (11.0, 51.0), (12.0, 50.5), (200.0, 50.0)]
+    sizes = [(40.0, 12.0)] * 4
+    placed = spread(anchors, sizes)
+    assert placed[0] == anchors[0] and placed[3] == anchors[3]  # nothing in the way: left where it was
+    boxes = [(x, y - h / 2, x + w, y + h / 2) for (x, y), (w, h) in zip(placed, sizes, strict=True)]
+    for n, a in enumerate(boxes):
+        for b in boxes[n + 1 :]:
+            assert not (a[0] < b[2] and b[0] < a[2] and a[1] < b[3] and b[1] < a[3])

@@ -1,0 +1,99 @@
+"""Many reports in one process: every lesson x language asked for, sharing what one report pays for once.
+
+``attn-trace report --lesson all --lang all`` (or lists: ``--lesson
+simple,causal --lang en,zh``) traces each lesson once and renders it in each
+language, so the imports (torch, matplotlib, Jinja2), the Jinja environment,
+the string tables and the figure set-up are paid for once, not once per
+report.  Each report's files are exactly those a run of its own writes
+(tested byte for byte).
+
+Nothing is overwritten without ``force``: every report's main files are
+checked before the first one is written, and each report's folder is
+written whole or not at all (:func:`tracer.core.files.write_folder`).  One
+status line per report goes to ``say`` (the CLI's stderr).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from tracer.core.trace import Trace
+from tracer.errors import InputError
+
+LANGS = ("en", "zh")
+MAIN_FILES = ("index.html", "fragment.html", "index.md")
+"""Files every report has one of; an existing one means the folder holds a report."""
+
+
+def choices(value: str, allowed: Sequence[str], option: str) -> list[str]:
+    """``all`` or a comma-separated list of ``allowed`` names, in the order given, each once."""
+    if value.strip() == "all":
+        return list(allowed)
+    picked = [v.strip() for v in value.split(",")]
+    bad = [v for v in picked if v not in allowed]
+    if bad or not picked:
+        raise InputError(f"{option}: unknown {bad[0] if bad else value!r}; choose from all, {', '.join(allowed)}")
+    return list(dict.fromkeys(picked))
+
+
+@dataclass(frozen=True)
+class Job:
+    """One report: the trace, its language and the folder its files go into."""
+
+    trace: Trace
+    lang: str
+    folder: Path
+
+
+def jobs(traces: Sequence[Trace], langs: Sequence[str], output: Path | None) -> list[Job]:
+    """Every trace in every language; folders are ``<root>/<example>/<lang>`` (root ``reports`` or ``output``).
+
+    A single report keeps the old meaning of ``output``: the folder itself.
+    """
+    from tracer.present.report import slug
+
+    single = len(traces) * len(langs) == 1
+    out = []
+    for t in traces:
+        for lang in langs:
+            folder = output if single and output is not None else (output or Path("reports")) / slug(t) / lang
+            out.append(Job(t, lang, folder))
+    folders = [j.folder for j in out]
+    if len(set(folders)) != len(folders):
+        raise InputError("two of the reports asked for would go into the same folder")
+    return out
+
+
+def write_all(
+    todo: Sequence[Job],
+    formats: tuple[str, ...],
+    decimals: int,
+    fragment: bool,
+    force: bool,
+    say: Callable[[str], None],
+) -> None:
+    """Render and write each job, one status line each; refuse before writing anything if a report exists."""
+    from tracer.core.files import write_folder
+    from tracer.present import report
+
+    for job in todo:
+        if job.folder.is_symlink():
+            raise InputError(f"{job.folder} is a symbolic link: attn-trace does not write through links")
+        if job.folder.exists() and not job.folder.is_dir():
+            raise InputError(f"{job.folder} exists and is not a folder")
+        if not force:
+            for name in MAIN_FILES:
+                if (job.folder / name).exists():
+                    raise InputError(f"{job.folder / name} already exists; use --force to overwrite the report")
+    for job in todo:
+        files = report.build(job.trace, job.lang, formats, decimals, fragment)
+        try:
+            write_folder(job.folder, files, force, report.is_report_file)
+        except FileExistsError as e:
+            raise InputError(f"{e.filename} already exists; use --force to overwrite the report") from None
+        except OSError as e:
+            raise InputError(f"cannot write into {job.folder}: {e.strerror or e}") from None
+        size = sum(len(d) for d in files.values())
+        say(f"wrote {job.folder}: {', '.join(files)} ({size:,} bytes)")

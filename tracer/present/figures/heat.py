@@ -1,0 +1,98 @@
+"""A matrix as a heatmap in hand-written SVG: query rows, key columns, a number in each cell.
+
+Cells are sized to their longest number, labels to their text (see
+:mod:`.marks`), so a 6 x 6 matrix of weights stays about 350 CSS px wide and
+its numbers 12 px high on a phone.  Non-finite cells (a mask's ``-inf``)
+are drawn grey.  Each cell may link somewhere (``links``); the focus row is
+outlined.  A matrix shown without numbers gets a colour scale instead.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from html import escape
+
+import numpy as np
+
+from tracer.present.figures import marks
+from tracer.present.figures.marks import SIZE, blues, cut, line, rect, svg, text, width
+
+FOCUS = "#c2410c"
+MASKED = "#e2e8f0"
+PAD = 4.0
+TITLE = 18.0  # room for an axis title, across its line
+CELL_H = 24.0
+
+
+def heatmap(
+    name: str,
+    values: np.ndarray,
+    cells: Sequence[Sequence[str]] | None,
+    ticks: Sequence[str] | None,
+    focus: int | None,
+    links: Sequence[Sequence[str]] | None = None,
+    xlabel: str = "",
+    ylabel: str = "",
+) -> str:
+    """SVG of ``values`` (rows: queries, columns: keys); ``cells`` are the numbers written in the cells."""
+    r, c = values.shape
+    finite = values[np.isfinite(values)]
+    lo, hi = (float(finite.min()), float(finite.max())) if finite.size else (0.0, 1.0)
+    span = hi - lo if hi > lo else 1.0
+    labels = [cut(t, 12) for t in ticks] if ticks is not None else []
+    num = max((width(s) for row in cells for s in row), default=0) if cells is not None else 0
+    cw = max(num + 8.0, 30.0) if cells is not None else max(6.0, min(20.0, 320.0 / c))
+    ch = CELL_H if cells is not None else cw
+    left = PAD + (TITLE if ylabel else 0.0) + (max(width(t) for t in labels) + 6.0 if labels else 0.0)
+    gw, gh = c * cw, r * ch
+    below = (max(width(t) for t in labels) * math.sqrt(0.5) + SIZE if labels else 0.0) + 6.0
+    body: list[str] = []
+    for i in range(r):
+        for j in range(c):
+            v = float(values[i, j])
+            x, y = left + j * cw, PAD + i * ch
+            fill = blues((v - lo) / span) if math.isfinite(v) else MASKED
+            mark = rect(x, y, cw, ch, fill, ' stroke="#ffffff" stroke-width="1"')
+            if cells is not None:
+                ink = "#ffffff" if math.isfinite(v) and marks.dark((v - lo) / span) else marks.INK
+                mark += text(x + cw / 2, y + ch / 2 + SIZE * 0.35, cells[i][j], "middle", ink)
+            href = links[i][j] if links is not None else ""
+            body.append(f'<a href="{escape(href)}">{mark}</a>' if href else mark)
+    if focus is not None:
+        body.append(rect(left, PAD + focus * ch, gw, ch, "none", f' stroke="{FOCUS}" stroke-width="2"'))
+    for k, t in enumerate(labels):
+        ink = FOCUS if k == focus else marks.INK
+        if k < r:
+            body.append(text(left - 6, PAD + k * ch + ch / 2 + SIZE * 0.35, t, "end", ink))
+        if k < c:
+            x, y = left + k * cw + cw / 2 + SIZE * 0.3, PAD + gh + 8
+            body.append(text(x, y, t, "end", marks.INK, rotate=-45))
+    y = PAD + gh + below
+    if xlabel:
+        y += SIZE
+        body.append(text(left + gw / 2, y, xlabel, "middle", marks.MUTED))
+    if ylabel:
+        mid = PAD + gh / 2
+        body.append(text(PAD + SIZE, mid, ylabel, "middle", marks.MUTED, rotate=-90))
+    if cells is None:
+        y = _scale(body, left, y + 8, gw, lo, hi)
+    w = max(left + gw, PAD + width(xlabel) if xlabel else 0.0) + PAD
+    return svg(name, math.ceil(w), math.ceil(y + PAD), body, "")
+
+
+def _scale(body: list[str], x: float, y: float, w: float, lo: float, hi: float) -> float:
+    """A colour scale from ``lo`` to ``hi`` under the grid; returns the new bottom."""
+    steps = 32
+    for k in range(steps):
+        body.append(rect(x + k * w / steps, y, w / steps + 0.5, 10, blues((k + 0.5) / steps)))
+    body.append(line(x, y + 10, x + w, y + 10, marks.RULE, 0.5))
+    fmt = f"{{:.{_places(lo, hi)}f}}"
+    body.append(text(x, y + 12 + SIZE, fmt.format(lo).replace("-", "−"), "start", marks.MUTED))
+    body.append(text(x + w, y + 12 + SIZE, fmt.format(hi).replace("-", "−"), "end", marks.MUTED))
+    return y + 12 + SIZE
+
+
+def _places(lo: float, hi: float) -> int:
+    span = abs(hi - lo)
+    return 2 if span == 0 else max(0, min(6, 2 - math.floor(math.log10(span))))
