@@ -51,6 +51,8 @@ def test_bar_charts_fit_a_phone_column_and_name_every_series() -> None:
     series = [("divide", np.array([0.2, 0.5, 0.3])), ("naive", np.array([np.nan, 0.0, 1.0]))]
     svg = bars.grouped("fig-w", tokens, 2, series, "weight")
     assert 'width="340"' in svg and ">divide</text>" in svg and ">naive</text>" in svg and "nan" not in svg
+    zeros = bars.grouped("fig-0", tokens, 1, [("divide", np.zeros(3))], "weight")  # all zero: still a range
+    assert ">divide</text>" in zeros and "nan" not in zeros
     terms = np.array([[0.1, -0.2], [0.3, 0.4]])
     svg = bars.stacked("fig-c", terms, terms.sum(axis=0), ["a", "b"], ["z1", "z2"], "z(2)")
     assert ">z(2)</text>" in svg and ">z1</text>" in svg

@@ -27,14 +27,22 @@ MAIN_FILES = ("index.html", "fragment.html", "index.md")
 """Files every report has one of; an existing one means the folder holds a report."""
 
 
+class BadChoice(InputError):
+    """A name in an option's list that is not one of its choices (``option`` and ``detail`` for the CLI)."""
+
+    def __init__(self, option: str, detail: str) -> None:
+        super().__init__(f"{option}: {detail}")
+        self.option, self.detail = option, detail
+
+
 def choices(value: str, allowed: Sequence[str], option: str) -> list[str]:
     """``all`` or a comma-separated list of ``allowed`` names, in the order given, each once."""
     if value.strip() == "all":
         return list(allowed)
     picked = [v.strip() for v in value.split(",")]
     bad = [v for v in picked if v not in allowed]
-    if bad or not picked:
-        raise InputError(f"{option}: unknown {bad[0] if bad else value!r}; choose from all, {', '.join(allowed)}")
+    if bad:
+        raise BadChoice(option, f"unknown {bad[0]!r}; choose from all, {', '.join(allowed)}")
     return list(dict.fromkeys(picked))
 
 

@@ -382,8 +382,11 @@ def report(
 
     if fragment and fmt == "md":
         raise UserError("--fragment is an HTML form: use it with --format html or all")
-    lessons = batch.choices(options.pop("lesson"), list(LESSONS), "--lesson")
-    langs = batch.choices(lang, batch.LANGS, "--lang")
+    try:
+        lessons = batch.choices(options.pop("lesson"), list(LESSONS), "--lesson")
+        langs = batch.choices(lang, batch.LANGS, "--lang")
+    except batch.BadChoice as e:  # as click words a bad option value
+        raise click.BadParameter(e.detail, param_hint=f"'{e.option}'") from None
     if from_file is not None:
         if lessons != ["simple"]:
             raise UserError("--from reads a saved trace: --lesson cannot be combined with it")

@@ -117,6 +117,8 @@ def _frame(
     marker: int | None = None,
 ) -> _Frame:
     """Legend, value axis, zero line and category labels; the plot area for the marks."""
+    if not hi > lo:  # every value zero (or one value): a unit range around it
+        lo, hi = min(lo, 0.0), max(hi, 0.0) + 1.0
     marks_at = ticks(lo, hi, 5)
     step = marks_at[1] - marks_at[0] if len(marks_at) > 1 else 1.0
     lo, hi = min(lo, marks_at[0]), max(hi, marks_at[-1])
