@@ -22,7 +22,7 @@ from tracer.record.inputs import Example
 
 def load(spec: str) -> tuple[Callable[..., Any], dict[str, Any], str]:
     """The function named by ``spec``, its module's ``NARRATIVE`` and the pipeline's name."""
-    where, func = loader.split(spec, "--pipeline")
+    where, func = loader.split(spec, "spec")
     module = loader.module(where, "pipeline")
     fn = getattr(module, func, None)
     if not callable(fn):

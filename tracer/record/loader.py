@@ -16,11 +16,11 @@ from types import ModuleType
 from tracer.errors import InputError
 
 
-def split(spec: str, option: str) -> tuple[str, str]:
-    """``(where, function)`` of a spec, or a one-line error naming ``option``."""
+def split(spec: str, arg: str) -> tuple[str, str]:
+    """``(where, function)`` of a spec, or a one-line error naming the argument ``arg`` that carried it."""
     where, sep, func = spec.rpartition(":")
     if not sep or not where or not func:
-        raise InputError(f"{option} wants module:function or path/to/file.py:function, not {spec!r}")
+        raise InputError(f"wants module:function or path/to/file.py:function, not {spec!r}", arg=arg)
     return where, func
 
 

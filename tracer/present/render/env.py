@@ -17,9 +17,12 @@ from typing import Any
 from jinja2 import Environment, FileSystemLoader, StrictUndefined, select_autoescape
 from markupsafe import Markup, escape
 
+from tracer.present.render.sanitize import clean_mathml, markdown_math
 from tracer.present.strings import Strings, templates_dir
 
 _MD_SPECIAL = re.compile(r"([\\`*_\[\]{}#+!|$~])")
+_SPANS = re.compile(r"(\$[^$]*\$|`[^`]*`)")
+"""Inline spans of prose we write: ``$maths$`` and ```code```."""
 
 
 @lru_cache(maxsize=1)
@@ -38,6 +41,7 @@ def environment() -> Environment:
     env.filters["prose"] = prose
     env.filters["md"] = md
     env.filters["mdprose"] = mdprose
+    env.filters["mdmath"] = markdown_math
     return env
 
 
@@ -52,20 +56,38 @@ def render(template: str, strings: Strings, **context: Any) -> str:
 def _convert(latex: str, display: bool) -> str:
     from latex2mathml.converter import convert
 
-    return str(convert(latex, display="block" if display else "inline"))
+    mode = "block" if display else "inline"
+    try:
+        out = str(convert(latex, display=mode))
+    except Exception:  # LaTeX from a file that latex2mathml cannot parse: show its source as text
+        out = f'<math display="{mode}"><mtext>{escape(latex)}</mtext></math>'
+    return clean_mathml(out)
 
 
 def mathml(latex: str, display: bool = False) -> Markup:
-    """LaTeX (ours, never user text) as MathML, which browsers render natively."""
+    """LaTeX as MathML, which browsers render natively, through the MathML allow-list (it may come from a file)."""
     return Markup(_convert(latex, display))
 
 
 def prose(para: Any) -> Markup:
-    """A paragraph for HTML: escaped text, with ``$...$`` spans as MathML when the paragraph allows math."""
+    """A paragraph (or a caption) for HTML: escaped text, with ``$...$`` spans as MathML and ```...``` as code.
+
+    Spans are read only when the paragraph allows math (text we write); plain
+    strings (captions that may hold a token) are only escaped.
+    """
+    if isinstance(para, str):
+        return escape(para)
     if not para.math:
         return escape(para.text)
-    parts = para.text.split("$")
-    return Markup("").join(mathml(p) if n % 2 else escape(p) for n, p in enumerate(parts))
+    out = []
+    for n, part in enumerate(_SPANS.split(para.text)):
+        if n % 2 and part.startswith("$"):
+            out.append(mathml(part[1:-1]))
+        elif n % 2:
+            out.append(Markup("<code>%s</code>") % part[1:-1])
+        else:
+            out.append(escape(part))
+    return Markup("").join(out)
 
 
 def md(text: str) -> str:
@@ -81,8 +103,15 @@ def md(text: str) -> str:
 
 
 def mdprose(para: Any) -> str:
-    """A paragraph for Markdown: escaped text, ``$...$`` spans kept as math when the paragraph allows it."""
+    """A paragraph (or a caption) for Markdown: escaped text; ``$...$`` and ```...``` spans kept when it allows math."""
+    if isinstance(para, str):
+        return md(para)
     if not para.math:
         return md(para.text)
-    parts = para.text.split("$")
-    return "".join(f"${p}$" if n % 2 else md(p) for n, p in enumerate(parts))
+    out = []
+    for n, part in enumerate(_SPANS.split(para.text)):
+        if n % 2 and part.startswith("$"):
+            out.append(f"${markdown_math(part[1:-1])}$")
+        else:
+            out.append(part if n % 2 else md(part))
+    return "".join(out)

@@ -25,7 +25,7 @@ from tracer.record.capture import capture
 
 def run(spec: str, tokens: Sequence[str] | None = None, query: int | None = None) -> Trace:
     """Capture ``FN()`` of ``spec`` and return its trace (its module's ``NARRATIVE`` in the metadata)."""
-    where, func = loader.split(spec, "--torch")
+    where, func = loader.split(spec, "torch")
     module = loader.module(where, "torch code")
     fn = getattr(module, func, None)
     if fn is None:
