@@ -160,6 +160,15 @@ def index_expr(expr: str) -> IndexFn:
     return run
 
 
+def index_axes(expr: str) -> set[str]:
+    """The reader's axes an index expression uses (``"(h-1)*2+d"`` -> {h, d}); ``ValueError`` if it is not one."""
+    index_expr(expr)
+    plain = _PLAIN.fullmatch(expr)
+    if plain:
+        return {plain.group(1)}
+    return {n.id for n in ast.walk(ast.parse(expr, mode="eval")) if isinstance(n, ast.Name)}
+
+
 def _compile(node: ast.expr, expr: str) -> Callable[[Mapping[str, int]], int]:
     if isinstance(node, ast.Constant) and type(node.value) is int and node.value >= 0:
         const = int(node.value)

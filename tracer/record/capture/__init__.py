@@ -18,6 +18,7 @@ reports as a lesson's.  Ids follow the code (:mod:`.naming`, ``docs/capture.md``
 
 from __future__ import annotations
 
+import dataclasses
 import re
 import sys
 from collections.abc import Callable, Sequence
@@ -26,8 +27,9 @@ from typing import Any
 
 import torch
 
-from tracer.core.trace import Trace
+from tracer.core.trace import Node, Trace
 from tracer.errors import InputError
+from tracer.record.capture import axes as ax
 from tracer.record.capture.mode import Mode
 from tracer.record.capture.naming import final_names, rename
 from tracer.record.capture.session import Session
@@ -111,6 +113,7 @@ class Capture:
         query = self.query if self.query is not None else (2 if len(tokens) >= 2 else 1)
         if tokens and not 1 <= query <= len(tokens):
             raise InputError(f"--query must be from 1 to {len(tokens)}, got {query}")
+        nodes = [_untokened(n, len(tokens)) for n in nodes]
         dtype = next((str(n.value.dtype) for n in nodes if n.op != "input"), "float32")
         meta = {
             "lesson": self.name,
@@ -128,6 +131,13 @@ class Capture:
         if out_name is not None:
             meta["output"] = out_name
         return Trace(nodes, meta)
+
+
+def _untokened(node: Node, tokens: int) -> Node:
+    """An input whose rows are not the tokens does not call its first axis ``i`` (``i`` is one row per token)."""
+    if node.op != "input" or node.axes[:1] != ("i",) or node.value.shape[0] == tokens:
+        return node
+    return dataclasses.replace(node, axes=(ax.fresh(node.axes, ("r",)), *node.axes[1:]))
 
 
 def _modules(s: Session) -> list[tuple[torch.nn.Module, str]]:
