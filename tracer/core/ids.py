@@ -25,8 +25,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 _SEGMENT = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)(?:\[([0-9, ]*)\])?")
-_PLACEHOLDER = re.compile(r"<([a-z][a-z0-9_]*(?:[+-][0-9]+)?(?:,[a-z][a-z0-9_]*(?:[+-][0-9]+)?)*)>")
-_TERM = re.compile(r"([a-z][a-z0-9_]*)([+-][0-9]+)?")
+_PLACEHOLDER = re.compile(r"<([a-z][a-z0-9_]*'?(?:[+-][0-9]+)?(?:,[a-z][a-z0-9_]*'?(?:[+-][0-9]+)?)*)>")
+_TERM = re.compile(r"([a-z][a-z0-9_]*'?)([+-][0-9]+)?")  # a primed axis (j') is a summation index, never bound
 
 
 def parse(step_id: str) -> tuple[str, list[tuple[str, int]], tuple[int, ...]]:

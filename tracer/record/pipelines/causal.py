@@ -110,7 +110,7 @@ def build(
             latex=r"\alpha_{<i,j>} M_{<i,j>}",
             text="alpha[<i>,<j>] × mask.tril[<i>,<j>]",
         )
-        total = row_sum(rec, "masked.sum", kept, r"S_{<i>}", r"\alpha_{<i>j} M_{<i>j}")
+        total = row_sum(rec, "masked.sum", kept, r"S_{<i>}", r"\alpha_{<i,j>} M_{<i,j>}")
         renorm = rec.elementwise(
             "div",
             "masked.alpha",
