@@ -71,6 +71,15 @@ def render(node: str, split: Sequence[int], index: Sequence[int]) -> str:
     return ".".join(out)
 
 
+def pattern(node: str, split: Sequence[int], axes: Sequence[str]) -> str:
+    """The shape of a node's element ids, its axes as letters: ``omega[i,j].p[k]``."""
+    letters = iter(axes)
+    segs = []
+    for name, n in zip(node.split("."), split, strict=True):
+        segs.append(f"{name}[{','.join(next(letters) for _ in range(n))}]" if n else name)
+    return ".".join(segs)
+
+
 def fill(template: str, values: Mapping[str, int], sizes: Mapping[str, int]) -> str:
     """Substitute ``<i>``-style placeholders with 1-based index values.
 

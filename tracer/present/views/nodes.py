@@ -19,7 +19,8 @@ import numpy as np
 
 from tracer.core import fmt, ids
 from tracer.core.trace import ELEMENT, Node
-from tracer.present.views.common import FULL_T, Ctx, elide, gaps, index, pick_rows, token
+from tracer.present.board import elide
+from tracer.present.views.common import FULL_T, Ctx, gaps, index, pick_rows, token
 from tracer.present.views.model import Block, Num, Para, Row, Table
 
 LEAD = ("h", "b")
@@ -73,11 +74,9 @@ def anchor(name: str) -> str:
 
 def pattern(node: Node) -> str:
     """``omega[i,j]``: the node's name with its axes, as the step ids read."""
-    letters = iter(node.axes)
-    segs = []
-    for name, n in zip(node.name.split("."), node.split, strict=True):
-        segs.append(f"{name}[{','.join(next(letters) for _ in range(n))}]" if n else name)
-    return ".".join(segs) if node.granularity == ELEMENT else f"{node.name} [{','.join(node.axes)}]"
+    if node.granularity != ELEMENT:
+        return f"{node.name} [{','.join(node.axes)}]"
+    return ids.pattern(node.name, node.split, node.axes)
 
 
 def plain(text: str) -> str:
