@@ -67,7 +67,7 @@ def record(rec: Recorder, x: Var, omega: Var, query: int, dtype: str) -> dict[st
             latex=rf"e^{{{OMEGA}}}",
             text="exp(scaled.omega[<i>,<j>])",
         )
-        n_sum = row_sum(rec, "scaled.naive.sum", n_exp, r"\tilde{E}_{<i>}", r"e^{\tilde{\omega}_{<i>j}}")
+        n_sum = row_sum(rec, "scaled.naive.sum", n_exp, r"\tilde{E}_{<i>}", r"e^{\tilde{\omega}_{<i,j>}}")
         n_alpha = rec.elementwise(
             "div",
             "scaled.naive.alpha",
