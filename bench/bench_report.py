@@ -88,8 +88,8 @@ def main() -> None:
     width = max(len(r[0]) for r in rows) + 2
     print(f"{'measure':<{width}}{'A':>8}{'B':>8}{'A/B':>7}  target")
     for label, a, base, target in rows:
-        verdict = "ok" if a / base <= target else f"missed by {a / base - target:.2f}"
-        print(f"{label:<{width}}{a:>7.2f}s{base:>7.2f}s{a / base:>7.2f}  <= {target}  {verdict}")
+        verdict = "ok" if a / base <= target else f"missed by {a / base - target:.3f} ({a / base / target - 1:.1%})"
+        print(f"{label:<{width}}{a:>7.2f}s{base:>7.2f}s{a / base:>7.3f}  <= {target}  {verdict}")
     if "nbconvert" not in b:
         print("report vs nbconvert: not measured (install the bench extra: pip install -e '.[bench]')")
     print(f"attn-trace --help: {b['help']:.3f} s; report of T=512 d=64: {b['large']:.2f} s, {size / 1e6:.2f} MB")
