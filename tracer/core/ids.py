@@ -21,8 +21,7 @@ comma-separated (``12,3``) otherwise, so subscripts are never ambiguous.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Callable, Mapping, Sequence
 
 _SEGMENT = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)(?:\[([0-9, ]*)\])?")
 _PLACEHOLDER = re.compile(r"<([a-z][a-z0-9_]*'?(?:[+-][0-9]+)?(?:,[a-z][a-z0-9_]*'?(?:[+-][0-9]+)?)*)>")
@@ -126,7 +125,7 @@ def rename(template: str, mapping: Mapping[str, str]) -> str:
 
 
 # -- globs over ids ------------------------------------------------------------
-def glob_matcher(pattern: str) -> Any:
+def glob_matcher(pattern: str) -> Callable[[str], bool]:
     """A predicate for ids matching ``pattern``.
 
     ``*`` matches any run of characters within one segment (it never crosses a
@@ -134,8 +133,8 @@ def glob_matcher(pattern: str) -> Any:
     """
     parts = re.split(r"(\*\*|\*|\?)", pattern)
     wild = {"**": ".*", "*": "[^.]*", "?": "[^.]"}
-    rx = "".join(wild.get(p, re.escape(p)) for p in parts)
-    return re.compile(rx).fullmatch
+    compiled = re.compile("".join(wild.get(p, re.escape(p)) for p in parts))
+    return lambda step_id: compiled.fullmatch(step_id) is not None
 
 
 _SHAPED = re.compile(r"([A-Za-z0-9_*?]+)(?:\[([0-9*?,]*)\])?")
