@@ -10,7 +10,7 @@ import pytest
 
 import tracer
 from tracer.compare import differ
-from tracer.compare.diffmask import carry, compare, scan, shift
+from tracer.compare.diffmask import carry, compare, scan, self_step, shift
 from tracer.core.trace import Ref
 
 
@@ -202,6 +202,39 @@ def test_shift_and_scan() -> None:
     ne = np.array([True, True, False, True])
     base = np.array([True, False, False, False])
     assert scan(ne, base, 0, 1).tolist() == [True, True, False, False]
+    # a change starts wherever base has one, and never wraps around from the end
+    assert scan(ne, np.array([False, False, False, True]), 0, 1).tolist() == [False, False, False, True]
+    assert scan(np.ones(4, dtype=bool), np.array([False, False, True, False]), 0, 1).tolist() == [
+        False,
+        False,
+        True,
+        True,
+    ]
+    assert scan(np.ones(5, dtype=bool), np.array([True, False, False, False, False]), 0, 2).tolist() == [
+        True,
+        False,
+        True,
+        False,
+        True,
+    ]
+
+
+@pytest.mark.parametrize(
+    ("index", "want"),
+    [
+        (("i", "j", "k-1"), (2, 1)),  # a running sum reads its previous entry along k
+        (("i", "j-2", "k"), (1, 2)),
+        (("i", "j", "k"), None),  # no shift: not a running sum
+        (("i", "k", "j-1"), None),  # axes out of order
+        (("i-1", "j", "k-1"), None),  # two shifts
+        (("i", "j", "k+1"), None),  # reads ahead
+        (("*", "j", "k-1"), None),
+        (("i", "k-1"), None),  # too few
+        (None, None),
+    ],
+)
+def test_self_step(index: tuple[str, ...] | None, want: tuple[int, int] | None) -> None:
+    assert self_step(Ref("s", index), ("i", "j", "k")) == want
 
 
 def test_drift_within_tolerance_does_not_carry_a_change(tutorial: tracer.Trace) -> None:
