@@ -10,7 +10,7 @@ import pytest
 
 import tracer
 from tracer.compare import differ
-from tracer.compare.diffmask import carry, compare, scan, self_step, shift
+from tracer.compare.diffmask import carry, compare, first, scan, self_step, shift
 from tracer.core.trace import Ref
 
 
@@ -275,3 +275,15 @@ def test_only_in_rows_of_elements(tutorial: tracer.Trace) -> None:
     assert (row.a, row.b, row.abs_diff) == (pytest.approx(0.05), None, None)
     row = next(s for s in tracer.diff(five, tutorial, limit=1000).steps if s.id == "x[6,1]")
     assert (row.a, row.b) == (None, pytest.approx(0.05))
+
+
+def test_first_lists_the_first_true_entries_in_id_order() -> None:
+    assert first(np.array(True), 1) == [()]
+    assert first(np.array(True), 0) == []
+    assert first(np.array(False), 3) == []
+    assert first(np.array([False, True, True, True]), 2) == [(1,), (2,)]
+    m = np.zeros((3, 2, 2), dtype=bool)
+    m[0, 1, 1] = m[2, 0, 0] = m[2, 1, 0] = True
+    assert first(m, 10) == [(0, 1, 1), (2, 0, 0), (2, 1, 0)]
+    assert first(m, 2) == [(0, 1, 1), (2, 0, 0)]
+    assert first(m, 0) == []
