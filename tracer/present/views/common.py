@@ -73,6 +73,11 @@ class Ctx:
         return fmt.rounding_note([float(v) for v in terms], float(total), self.decimals)
 
 
+def said(text: str, note: bool = False) -> Para:
+    """A paragraph or caption we wrote: its ``$...$`` spans are maths, its ```...``` spans code (never a token)."""
+    return Para(text, note=note, math=True)
+
+
 def tex(text: str) -> str:
     """A displayed number inside a LaTeX sum: negatives in parentheses, non-finite as symbols."""
     if text in ("inf", "-inf"):
@@ -137,14 +142,17 @@ def index(j: int) -> Num:
     return Num(str(j + 1), cls="label")
 
 
-def rows_table(ctx: Ctx, anchor: str, caption: str, node: str, symbol: str, given: bool = False) -> Table:
+def rows_table(
+    ctx: Ctx, anchor: str, caption: str | Para, node: str, symbol: str, given: bool = False, row: str = "j"
+) -> Table:
     """A T x d node (``x``, ``z``) as a table: a row per token (some left out when many), a column per component.
 
-    ``symbol`` is the LaTeX of a column header with ``%(k)s`` for the component.
+    ``symbol`` is the LaTeX of a column header with ``%(k)s`` for the component; ``row`` names the rows'
+    index (``j`` for keys, ``i`` for queries).
     """
     m = ctx.trace.tensor(node)
     comps = elide(ctx.d)
-    head = [Num(ctx.s("inputs.col_j")), Num(ctx.s("inputs.col_token"))]
+    head = [Num(row, latex=True), Num(ctx.s("inputs.col_token"))]
     head += [Num(symbol % {"k": k + 1}, latex=True) if k is not None else Num("⋯") for k in comps]
     rows = []
     for i, missing in gaps(pick_rows(ctx.t, ctx.q), ctx.t):

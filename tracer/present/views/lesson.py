@@ -58,7 +58,7 @@ def section(ctx: LessonCtx, n: int, stage: str, story: Stage) -> Section:
         blocks += written(ctx, tr.node(name))
     for name in story.bars:
         blocks += bars(ctx, tr.node(name))
-    values = values_table(ctx, nodes, f"{stage}-values")
+    values = values_table(ctx, nodes, f"{stage}-values", n)
     if values is not None:
         blocks.append(values)
     return Section(stage, f"{n}. {story.title}", tuple(blocks))
