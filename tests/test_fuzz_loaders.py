@@ -11,6 +11,7 @@ test's name) and bounded by example counts, about 30 seconds in all.
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import json
 from functools import cache
@@ -86,10 +87,8 @@ def _use(text: str | bytes) -> None:
     assert isinstance(slug(t), str) and 1 <= t.query <= len(t.tokens) and t.dtype in ("float32", "float64")
     step = next(iter(t), None)
     if step is not None:
-        try:
+        with contextlib.suppress(TracerError):
             explain(t, step.id)
-        except TracerError:
-            pass
 
 
 @SETTINGS
