@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import sys
+import warnings
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, TypeVar
@@ -17,7 +18,7 @@ from typing import Any, TypeVar
 import click
 
 import tracer
-from tracer.errors import InputError, TracerError
+from tracer.errors import InputError, InputNote, TracerError
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -41,7 +42,7 @@ class App(click.Group):
             raise UserError(str(e)) from None
 
 
-OPTION_OF = {"text": "--text", "dim": "--dim", "spec": "--pipeline"}
+OPTION_OF = {"text": "--text", "dim": "--dim", "seed": "--seed", "d_out": "--d-out", "spec": "--pipeline"}
 """The CLI option that carries each library argument named in an :class:`~tracer.errors.InputError`."""
 
 
@@ -114,7 +115,11 @@ def build_trace(
     data: Any = None
     source: dict[str, Any] | None = None
     if inputs_file is not None:
-        data, file_tokens = inputs.read_file(inputs_file)
+        with warnings.catch_warnings(record=True) as said:
+            warnings.simplefilter("always", InputNote)
+            data, file_tokens = inputs.read_file(inputs_file)
+        for w in said:
+            status(f"note: {w.message}")
         labels = labels if labels is not None else file_tokens
         source = {"kind": "file", "name": inputs_file.name}
     elif text is not None:

@@ -43,8 +43,10 @@ def load(spec: str) -> tuple[Callable[..., Any], dict[str, Any], str]:
             module = importlib.import_module(where)
     except InputError:
         raise
-    except Exception as e:  # the teacher's code: any failure is reported in one line
-        raise InputError(f"cannot import pipeline {where}: {type(e).__name__}: {e}") from None
+    except KeyboardInterrupt:  # the person at the keyboard, not the pipeline
+        raise
+    except BaseException as e:  # the teacher's code: any failure, SystemExit included, is reported in one line
+        raise InputError(f"cannot import pipeline {where}: {_what(e)}") from None
     fn = getattr(module, func, None)
     if not callable(fn):
         raise InputError(f"pipeline module {where} has no function {func!r}")
@@ -65,8 +67,10 @@ def run(spec: str, ex: Example) -> Trace:
     meta = {"dtype": ex.dtype, "n_tokens": t, "dim": d, "source": ex.source, "query": ex.query, "tokens": ex.tokens}
     try:
         trace = fn(values, list(ex.tokens), ex.query, dt, dict(meta))
-    except Exception as e:
-        raise InputError(f"pipeline {spec} failed: {type(e).__name__}: {e}") from None
+    except KeyboardInterrupt:
+        raise
+    except BaseException as e:  # SystemExit(0) too: a pipeline that exits has not made a trace
+        raise InputError(f"pipeline {spec} failed: {_what(e)}") from None
     if not isinstance(trace, Trace):
         raise InputError(f"pipeline {spec} returned {type(trace).__name__}, not a Trace")
     trace.meta.setdefault("lesson", name)
@@ -74,3 +78,9 @@ def run(spec: str, ex: Example) -> Trace:
     trace.meta.setdefault("tokens", list(ex.tokens))
     trace.meta["narrative"] = story
     return trace
+
+
+def _what(e: BaseException) -> str:
+    """An exception in one line: its type and the first line of its message."""
+    text = str(e).strip().splitlines()[0] if str(e).strip() else ""
+    return f"{type(e).__name__}: {text}"[:300] if text else type(e).__name__
