@@ -117,7 +117,7 @@ def check_size(tokens: int, d_in: int, d_out: int, batch: int = 2) -> None:
     each for up to ``batch`` copies of the inputs.
     """
     if isinstance(d_out, bool) or not isinstance(d_out, int) or not 1 <= d_out <= limits.MAX_DIM:
-        raise InputError(f"must be a whole number from 1 to {limits.MAX_DIM}, got {d_out!r}"[:200], arg="d_out")
+        raise InputError(f"must be from 1 to {limits.MAX_DIM} (a whole number), got {d_out!r}"[:200], arg="d_out")
     cells = batch * tokens * max(d_in, tokens) * d_out
     if cells > limits.MAX_CELLS:
         raise InputError(
