@@ -8,8 +8,9 @@ allocation the limits forbid:
 - :func:`read_bytes`: regular files only (not ``/dev/zero`` or a pipe), at
   most :data:`~tracer.core.limits.MAX_INPUT_BYTES`, measured before reading;
 - :func:`parse_json`: integers of any length become floats (a 5000-digit
-  integer is just too large, not a crash), ``1e999``, ``NaN`` and
-  ``Infinity`` are refused, nesting too deep for the parser is refused;
+  integer is just too large, not a crash), ``1e999`` and nesting too deep
+  for the parser are refused, ``NaN`` and ``Infinity`` are left for
+  validation, which names the row and column that is not finite;
 - :func:`npy_shape`: a ``.npy`` header's shape and dtype are checked against
   the limits before the array is read;
 - :func:`tensor_values`: a tensor from a ``.pt`` file as float64 numbers:
@@ -44,6 +45,10 @@ def read_bytes(p: Path, what: str) -> bytes:
         raise InputError(f"cannot read {p}: {e.strerror or e}") from None
 
 
+def _integer(text: str) -> int | float:
+    return int(text) if len(text) <= 18 else _number(text)  # a long one as a float: never int()'s digit limit
+
+
 def _number(text: str) -> float:
     value = float(text)  # float() of any length of digits gives inf rather than raising
     if not math.isfinite(value):
@@ -51,14 +56,14 @@ def _number(text: str) -> float:
     return value
 
 
-def _constant(name: str) -> Any:
-    raise ValueError(f"{name} is not a number JSON allows")
+def _constant(name: str) -> float:
+    return float(name)  # NaN, Infinity: kept, so that validation names the row and column that is not finite
 
 
 def parse_json(raw: bytes, name: str) -> Any:
-    """The JSON document in ``raw`` with every number a finite float (``InputError`` otherwise)."""
+    """The JSON document in ``raw``, every number a float (``InputError`` for a number too large or bad JSON)."""
     try:
-        return json.loads(raw.decode("utf-8"), parse_int=_number, parse_float=_number, parse_constant=_constant)
+        return json.loads(raw.decode("utf-8"), parse_int=_integer, parse_float=_number, parse_constant=_constant)
     except RecursionError:
         raise InputError(f"{name} is not valid JSON: nested too deeply") from None
     except UnicodeDecodeError:
@@ -80,13 +85,13 @@ def npy_shape(p: Path, raw: bytes) -> None:
         shape, _, dtype = reader(f)
     except Exception as e:  # a malformed header can fail in many ways
         raise InputError(f"{p.name} is not a .npy file: {str(e).splitlines()[0] if str(e) else e!r}"[:300]) from None
+    if dtype.hasobject:
+        raise InputError(f"{p.name} is not a numeric .npy array: it holds Python objects")
     if len(shape) != 2:
         raise InputError(f"{p.name}: inputs must be a 2-d table (tokens x dims), got shape {shape}")
     t, d = shape
     if t > limits.MAX_TOKENS or d > limits.MAX_DIM or t * t * d > limits.MAX_CELLS:
-        raise InputError(f"{p.name}: an array of shape {shape} is past the limits (see docs/security.md)")
-    if dtype.hasobject:
-        raise InputError(f"{p.name} is not a numeric .npy array: it holds Python objects")
+        raise InputError(f"{p.name}: an array of shape {shape} is too large (past the limits in docs/security.md)")
 
 
 def tensor_values(t: Any, name: str, notes: list[str] | None = None) -> np.ndarray:

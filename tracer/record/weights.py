@@ -27,9 +27,15 @@ from tracer.errors import InputError
 from tracer.record import untrusted
 
 NAMES = ("W_query", "W_key", "W_value")
+RAND_SEED = 123
+"""The book's seed before its three ``torch.rand`` weight matrices."""
+LINEAR_SEED = 789
+"""The book's seed before its ``nn.Linear`` self-attention layers."""
+MODULE_SEED = 123
+"""The book's seed before its compact causal and multi-head modules, and before its dropout example."""
 
 
-def rand(d_in: int, d_out: int, seed: int = 123) -> dict[str, torch.Tensor]:
+def rand(d_in: int, d_out: int, seed: int = RAND_SEED) -> dict[str, torch.Tensor]:
     """The book's ``torch.rand`` weights (seed 123, drawn query, key, value)."""
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
@@ -43,7 +49,7 @@ def linear_layers(d_in: int, d_out: int, seed: int, count: int = 1, bias: bool =
         return [torch.nn.Linear(d_in, d_out, bias=bias) for _ in range(3 * count)]
 
 
-def linear(d_in: int, d_out: int, seed: int = 789) -> dict[str, torch.Tensor]:
+def linear(d_in: int, d_out: int, seed: int = LINEAR_SEED) -> dict[str, torch.Tensor]:
     """The book's ``nn.Linear`` weights (seed 789), as ``x @ W`` matrices (``weight.T``)."""
     layers = linear_layers(d_in, d_out, seed)
     return {name: layer.weight.detach().T.contiguous() for name, layer in zip(NAMES, layers, strict=True)}
@@ -117,7 +123,7 @@ def check_size(tokens: int, d_in: int, d_out: int, batch: int = 2) -> None:
     each for up to ``batch`` copies of the inputs.
     """
     if isinstance(d_out, bool) or not isinstance(d_out, int) or not 1 <= d_out <= limits.MAX_DIM:
-        raise InputError(f"must be a whole number from 1 to {limits.MAX_DIM}, got {d_out!r}"[:200], arg="d_out")
+        raise InputError(f"must be from 1 to {limits.MAX_DIM} (a whole number), got {d_out!r}"[:200], arg="d_out")
     cells = batch * tokens * max(d_in, tokens) * d_out
     if cells > limits.MAX_CELLS:
         raise InputError(
@@ -139,5 +145,5 @@ def choose(spec: str, d_in: int, d_out: int, tokens: int = 1) -> tuple[dict[str,
         return w, {"kind": "file", "name": Path(spec).name, "d_out": width}
     check_size(tokens, d_in, d_out)
     if spec == "rand":
-        return rand(d_in, d_out), {"kind": "rand", "seed": 123, "d_out": d_out}
-    return linear(d_in, d_out), {"kind": "linear", "seed": 789, "d_out": d_out}
+        return rand(d_in, d_out), {"kind": "rand", "seed": RAND_SEED, "d_out": d_out}
+    return linear(d_in, d_out), {"kind": "linear", "seed": LINEAR_SEED, "d_out": d_out}

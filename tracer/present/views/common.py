@@ -5,19 +5,21 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
 from tracer.core import fmt
 from tracer.core.trace import Trace
+from tracer.present.board import MAX_TERMS, elide
 from tracer.present.figures import plots
 from tracer.present.strings import Strings
 from tracer.present.views.model import Num, Para, Row, Table
 
 FULL_T = 12
 """Up to this many tokens, every row, matrix and expansion is shown."""
-FULL_D = 8
-"""Up to this many components, every component is shown."""
+FULL_D = MAX_TERMS
+"""Up to this many components, every component is shown (a dot product is a sum on the board)."""
 TOP = 8
 """With more tokens than FULL_T, the expansions shown are those of the TOP largest weights."""
 HEAT_CELLS = 16
@@ -69,8 +71,22 @@ class Ctx:
         return Num(text, step_id, "" if np.isfinite(value) else "bad")
 
     def rounds(self, terms: Sequence[float], total: float) -> bool:
-        """True when the displayed terms do not add up to the displayed total."""
-        return fmt.rounding_note([float(v) for v in terms], float(total), self.decimals)
+        """True when the displayed terms do not add up to the displayed total, though their exact values do.
+
+        An edited total (its exact terms add up to something else) gets no
+        rounding note: the page's summary names it instead (see :func:`unfollowed`).
+        """
+        values = [float(v) for v in terms]
+        fin = np.finfo(np.dtype(self.trace.dtype))
+        if not fmt.adds_up(values, float(total), float(fin.eps), float(fin.tiny)):
+            return False
+        return fmt.rounding_note(values, float(total), self.decimals)
+
+
+def unfollowed(trace: Trace, s: Any) -> tuple[tuple[str, str], ...]:
+    """The summary line naming values that do not follow from their inputs (none when all do)."""
+    check = trace.verify()
+    return () if check.ok else ((s("page.summary_unfollowed"), check.summary()),)
 
 
 def tex(text: str) -> str:
@@ -80,13 +96,6 @@ def tex(text: str) -> str:
     if text == "nan":
         return r"\mathrm{nan}"
     return f"({text})" if text.startswith("-") else text
-
-
-def elide(n: int, keep: int = FULL_D, head: int = 3, tail: int = 2) -> list[int | None]:
-    """0-based positions to show out of ``n``: all when ``n <= keep``, else a head, a gap (None) and a tail."""
-    if n <= keep:
-        return list(range(n))
-    return [*range(head), None, *range(n - tail, n)]
 
 
 def pick_rows(t: int, q: int) -> list[int | None]:
