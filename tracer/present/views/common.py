@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -70,8 +71,22 @@ class Ctx:
         return Num(text, step_id, "" if np.isfinite(value) else "bad")
 
     def rounds(self, terms: Sequence[float], total: float) -> bool:
-        """True when the displayed terms do not add up to the displayed total."""
-        return fmt.rounding_note([float(v) for v in terms], float(total), self.decimals)
+        """True when the displayed terms do not add up to the displayed total, though their exact values do.
+
+        An edited total (its exact terms add up to something else) gets no
+        rounding note: the page's summary names it instead (see :func:`unfollowed`).
+        """
+        values = [float(v) for v in terms]
+        fin = np.finfo(np.dtype(self.trace.dtype))
+        if not fmt.adds_up(values, float(total), float(fin.eps), float(fin.tiny)):
+            return False
+        return fmt.rounding_note(values, float(total), self.decimals)
+
+
+def unfollowed(trace: Trace, s: Any) -> tuple[tuple[str, str], ...]:
+    """The summary line naming values that do not follow from their inputs (none when all do)."""
+    check = trace.verify()
+    return () if check.ok else ((s("page.summary_unfollowed"), check.summary()),)
 
 
 def said(text: str, note: bool = False) -> Para:

@@ -17,6 +17,7 @@ from tracer.core.trace import Node, Trace
 from tracer.errors import InputError
 from tracer.present.narrative import Narrative, Stage
 from tracer.present.strings import Strings
+from tracer.present.views.common import unfollowed
 from tracer.present.views.model import Block, Formula, Page, Para, Section
 from tracer.present.views.nodes import LessonCtx, node_blocks, values_table
 from tracer.present.views.worked import bars, heatmaps, written
@@ -85,6 +86,7 @@ def build(trace: Trace, story: Narrative, decimals: int = 4) -> Page:
         (s("page.summary_query"), f"x({q}) · {trace.tokens[q - 1]}"),
         (s("page.summary_dtype"), trace.dtype),
         (s("page.summary_decimals"), s("page.decimals", n=decimals)),
+        *unfollowed(trace, s),
     )
     ui = {k: s(f"page.{k}") for k in ("nav_prev", "nav_next", "nav_label", "contents")}
     return Page(
