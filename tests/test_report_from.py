@@ -55,7 +55,7 @@ def test_nothing_is_scaled_when_no_score_is_positive() -> None:
     assert t.meta["overflow"] == {"factor": None, "max_power": 12}
     assert "overflow" not in t.stages and overflow.scaled(t) is None
     page = report.build(t, "en", ("md",))["index.md"].decode()
-    assert "no power of ten up to 10^12" in page
+    assert "no power of ten up to $10^{12}$" in page
 
 
 def test_a_saved_trace_renders_the_same_report(saved: Path) -> None:
