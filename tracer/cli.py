@@ -17,7 +17,9 @@ from typing import Any, TypeVar
 import click
 
 import tracer
+from tracer.compare.defaults import DEFAULT_ATOL, DEFAULT_LIMIT, DEFAULT_RTOL
 from tracer.errors import InputError, TracerError
+from tracer.present.strings import LANGS
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -41,7 +43,7 @@ class App(click.Group):
             raise UserError(str(e)) from None
 
 
-OPTION_OF = {"text": "--text", "dim": "--dim", "spec": "--pipeline"}
+OPTION_OF = {"text": "--text", "dim": "--dim", "spec": "--pipeline", "torch": "--torch"}
 """The CLI option that carries each library argument named in an :class:`~tracer.errors.InputError`."""
 
 
@@ -83,6 +85,12 @@ def input_options(func: F) -> F:
         click.option("--weights", help="Lesson trainable: rand (default, seed 123), linear (seed 789) or a file."),
         click.option("--d-out", "d_out", type=int, help="Lessons with projections: output size (default 2)."),
         click.option("--pipeline", help="Your own pipeline instead of a lesson: module:function or file.py:function."),
+        click.option(
+            "--torch",
+            "torch_fn",
+            metavar="FILE.py:FN",
+            help="Capture your own torch code: FN() builds and runs it and returns the output tensor.",
+        ),
     ]
     for opt in reversed(opts):
         func = opt(func)
@@ -101,11 +109,26 @@ def build_trace(
     weights: str | None = None,
     d_out: int | None = None,
     pipeline: str | None = None,
+    torch_fn: str | None = None,
 ) -> tracer.Trace:
     """Validate the input options and run the lesson."""
     from tracer import api
     from tracer.record import inputs
 
+    if torch_fn is not None:
+        others = {"--lesson": lesson != "simple", "--inputs": inputs_file is not None, "--text": text is not None}
+        others.update({"--dim": dim is not None, "--seed": seed is not None, "--dtype": dtype != "float32"})
+        others.update(
+            {"--weights": weights is not None, "--d-out": d_out is not None, "--pipeline": pipeline is not None}
+        )
+        clash = [k for k, v in others.items() if v]
+        if clash:
+            raise UserError(
+                f"--torch runs your code as it is: {', '.join(clash)} do not apply (only --tokens, --query)"
+            )
+        from tracer.record.capture import script
+
+        return script.run(torch_fn, tokens.split() if tokens is not None else None, query)
     if text is None and (dim is not None or seed is not None):
         raise UserError("--dim and --seed go with --text")
     if text is not None and (inputs_file is not None or tokens is not None):
@@ -225,7 +248,7 @@ def trace(output: str | None, force: bool, **options: Any) -> None:
 
 @app.command()
 @click.argument("pattern", required=False)
-@click.option("--stage", help="Only steps of this stage (inputs, scores, normalize, context, matrix).")
+@click.option("--stage", help="Only steps of this stage (scores, normalize, …; an unknown one lists the lesson's).")
 @click.option("--limit", type=click.IntRange(min=1), help="Stop after this many steps.")
 @from_option
 @decimals_option
@@ -279,10 +302,18 @@ def explain(step_id: str, from_file: Path | None, decimals: int, **options: Any)
 @app.command()
 @click.argument("a", type=click.Path(path_type=Path))
 @click.argument("b", type=click.Path(path_type=Path))
-@click.option("--rtol", type=click.FloatRange(min=0), default=1e-5, show_default=True, help="Relative tolerance.")
-@click.option("--atol", type=click.FloatRange(min=0), default=1e-6, show_default=True, help="Absolute tolerance.")
 @click.option(
-    "--limit", type=click.IntRange(min=0), default=20, show_default=True, help="Root causes and steps to list."
+    "--rtol", type=click.FloatRange(min=0), default=DEFAULT_RTOL, show_default=True, help="Relative tolerance."
+)
+@click.option(
+    "--atol", type=click.FloatRange(min=0), default=DEFAULT_ATOL, show_default=True, help="Absolute tolerance."
+)
+@click.option(
+    "--limit",
+    type=click.IntRange(min=0),
+    default=DEFAULT_LIMIT,
+    show_default=True,
+    help="Root causes and steps to list.",
 )
 @click.option(
     "--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True, help="Output format."
@@ -341,7 +372,7 @@ def verify(file: Path) -> None:
 @from_option
 @decimals_option
 @input_options
-@click.option("--lang", type=click.Choice(["en", "zh"]), default="en", show_default=True, help="Report language.")
+@click.option("--lang", type=click.Choice(LANGS), default=LANGS[0], show_default=True, help="Report language.")
 @click.option(
     "--format",
     "fmt",
@@ -397,7 +428,7 @@ def report(
 
 @app.command()
 @input_options
-@click.option("--lang", type=click.Choice(["en", "zh"]), default="en", show_default=True, help="Notebook language.")
+@click.option("--lang", type=click.Choice(LANGS), default=LANGS[0], show_default=True, help="Notebook language.")
 @click.option("-o", "--output", required=True, type=click.Path(path_type=Path), help="Notebook file to write (.ipynb).")
 @click.option("--force", is_flag=True, help="Overwrite an existing notebook.")
 def notebook(lang: str, output: Path, force: bool, **options: Any) -> None:
