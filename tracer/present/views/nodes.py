@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from tracer.core import fmt, ids
+from tracer.core import ids, portable
 from tracer.core.trace import ELEMENT, Node
 from tracer.present.views.common import FULL_T, Ctx, elide, gaps, index, pick_rows, token
 from tracer.present.views.model import Block, Num, Para, Row, Table
@@ -209,7 +209,7 @@ def values_table(ctx: LessonCtx, nodes: list[Node], anchor_id: str) -> Table | N
         if node.axes:
             continue
         v = float(node.value)
-        text = fmt.sci(v) if node.op == "maxabsdiff" else ctx.num(v)
+        text = portable.check_text(node) if node.op == "maxabsdiff" else ctx.num(v)
         value = Num(text, node.name, "" if np.isfinite(v) else "bad")
         rows.append(Row((Num(node.name, cls="label"), Num(plain(node.text)), value)))
     if not rows:
