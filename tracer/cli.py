@@ -16,7 +16,7 @@ from typing import Any, TypeVar
 import click
 
 import tracer
-from tracer.errors import TracerError
+from tracer.errors import InputError, TracerError
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -33,8 +33,15 @@ class App(click.Group):
     def invoke(self, ctx: click.Context) -> Any:
         try:
             return super().invoke(ctx)
+        except InputError as e:
+            flag = OPTION_OF.get(e.arg or "")
+            raise UserError(f"{flag} {e.problem}" if flag else str(e)) from None
         except TracerError as e:
             raise UserError(str(e)) from None
+
+
+OPTION_OF = {"text": "--text", "dim": "--dim", "spec": "--pipeline"}
+"""The CLI option that carries each library argument named in an :class:`~tracer.errors.InputError`."""
 
 
 @click.group(cls=App, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
@@ -115,9 +122,6 @@ def build_trace(
         source = {"kind": "text", "text": text, "dim": d, "seed": s}
     elif labels is not None:
         data, _ = inputs.tutorial()
-    if query is None:
-        rows = len(data) if isinstance(data, list) else (data.shape[0] if data is not None else 6)
-        query = 2 if rows >= 2 else 1
     ex = api.example(data, labels, query, dtype, source)
     if pipeline is not None:
         from tracer.record import custom
@@ -133,13 +137,20 @@ def build_trace(
     return api.run(lesson, ex, **extra)
 
 
-def trace_source(from_file: Path | None, options: dict[str, Any]) -> tracer.Trace:
-    """A saved trace (``--from``) or a freshly computed one, never both."""
+def trace_source(from_file: Path | None, options: dict[str, Any], check: bool = False) -> tracer.Trace:
+    """A saved trace (``--from``) or a freshly computed one, never both.
+
+    With ``check``, a saved trace is verified, and values that do not follow
+    from their inputs are named once on stderr (``explain`` and ``report``).
+    """
     if from_file is not None:
         given = [k for k, v in options.items() if v is not None and k not in ("lesson", "dtype")]
         if given or options.get("dtype") != "float32" or options.get("lesson") != "simple":
             raise UserError("--from reads a saved trace: input options cannot be combined with it")
-        return tracer.load(from_file)
+        t = tracer.load(from_file)
+        if check and not (result := t.verify()).ok:
+            status(f"note: {from_file.name}: {result.summary()}")
+        return t
     return build_trace(**options)
 
 
@@ -258,7 +269,7 @@ def explain(step_id: str, from_file: Path | None, decimals: int, **options: Any)
     from tracer.core import portable
     from tracer.present.explain import explain as explain_step
 
-    t = portable.shown(trace_source(from_file, options))
+    t = portable.shown(trace_source(from_file, options, check=True))
     click.echo(explain_step(t, step_id, decimals))
 
 
@@ -293,9 +304,34 @@ def diff(a: Path, b: Path, rtol: float, atol: float, limit: int, fmt: str) -> No
         raise
     except Exception as e:  # a crash must never look like "different" (exit 1)
         raise UserError(f"cannot diff {a} and {b}: {type(e).__name__}: {e}") from None
+    for note in result.notes:
+        status(f"note: {note}")
     click.echo(out, nl=False)
     if not result.equal:
         raise SystemExit(1)
+
+
+@app.command()
+@click.argument("file", type=click.Path(path_type=Path))
+def verify(file: Path) -> None:
+    """Recompute every value of a trace file from its recorded operands.
+
+    The digest of a trace file only catches accidents: anyone can edit a value
+    and recompute it. This checks that each value follows from its inputs
+    with its recorded op (exactly for products, sums, quotients, maxima and
+    masks; to a few units in the last place for exp and softmax) and lists
+    those that do not.
+
+    Exit status: 0 every value follows, 1 some do not, 2 an unreadable file.
+    """
+    t = tracer.load(file)
+    result = t.verify()
+    skipped = f"; not recomputed: {', '.join(result.unchecked)}" if result.unchecked else ""
+    if result.ok:
+        click.echo(f"{file.name}: all {result.checked} recomputed nodes follow from their inputs{skipped}")
+        return
+    click.echo(f"{file.name}: {result.summary()}{skipped}")
+    raise SystemExit(1)
 
 
 @app.command()
@@ -338,7 +374,7 @@ def report(
 
     if fragment and fmt == "md":
         raise UserError("--fragment is an HTML form: use it with --format html or all")
-    t = trace_source(from_file, options)
+    t = trace_source(from_file, options, check=True)
     folder = output if output is not None else Path("reports") / reports.slug(t) / lang
     if folder.exists() and not folder.is_dir():
         raise UserError(f"{folder} exists and is not a folder")
