@@ -8,6 +8,7 @@ the commands that need them, so ``--help`` stays fast.
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -169,22 +170,26 @@ def decimals_option(func: F) -> F:
 
 
 def write_output(data: bytes, output: str | None, force: bool) -> None:
-    """Write to stdout (no -o, or -o -), or atomically to a file that must not exist unless --force."""
-    from tracer.core.serialize import write_atomic
+    """Write to stdout (no -o, or -o -), or atomically to a file that must not exist unless --force.
+
+    A name ending in ``/`` names a folder, and a symbolic link is refused
+    rather than followed or replaced (see ``docs/security.md``).
+    """
+    from tracer.core.files import write_atomic
 
     if output in (None, "-"):
         sys.stdout.buffer.write(data)
         sys.stdout.flush()
         return
     path = Path(output)
-    if path.is_dir():
-        raise UserError(f"{path} is a directory; give a file name")
+    if output.endswith(("/", os.sep)) or path.is_dir():
+        raise UserError(f"{output} is a folder; give a file name")
     if path.exists() and not force:
         raise UserError(f"{path} already exists; use --force to overwrite it")
     try:
         write_atomic(path, data)
     except OSError as e:
-        raise UserError(f"cannot write {path}: {e.strerror}") from None
+        raise UserError(f"cannot write {path}: {e.strerror or e}") from None
 
 
 def status(message: str) -> None:
@@ -369,25 +374,25 @@ def report(
     attn-trace report --lang zh            the same in Chinese
     attn-trace report --from trace.json    render a saved trace without recomputing
     """
-    from tracer.core.serialize import write_atomic
+    from tracer.core.files import write_folder
     from tracer.present import report as reports
 
     if fragment and fmt == "md":
         raise UserError("--fragment is an HTML form: use it with --format html or all")
     t = trace_source(from_file, options, check=True)
     folder = output if output is not None else Path("reports") / reports.slug(t) / lang
+    if folder.is_symlink():
+        raise UserError(f"{folder} is a symbolic link: attn-trace does not write through links; name the target itself")
     if folder.exists() and not folder.is_dir():
         raise UserError(f"{folder} exists and is not a folder")
     formats = ("html", "md") if fmt == "all" else (fmt,)
     files = reports.build(t, lang, formats, decimals, fragment)
-    clash = [name for name in files if (folder / name).exists()]
-    if clash and not force:
-        raise UserError(f"{folder / clash[0]} already exists; use --force to overwrite the report")
     try:
-        for name, data in files.items():
-            write_atomic(folder / name, data)
+        write_folder(folder, files, force, reports.is_report_file)
+    except FileExistsError as e:
+        raise UserError(f"{e.filename} already exists; use --force to overwrite the report") from None
     except OSError as e:
-        raise UserError(f"cannot write into {folder}: {e.strerror}") from None
+        raise UserError(f"cannot write into {folder}: {e.strerror or e}") from None
     size = sum(len(d) for d in files.values())
     status(f"wrote {folder}: {', '.join(files)} ({size:,} bytes)")
 
@@ -414,6 +419,68 @@ def notebook(lang: str, output: Path, force: bool, **options: Any) -> None:
     data = notebooks.build(t, lang, options.get("pipeline"))
     write_output(data, str(output), force)
     status(f"wrote {output}: {len(data):,} bytes")
+
+
+@app.command()
+@click.argument("spec", metavar="FILE.py:NAME")
+@click.option(
+    "--lesson",
+    type=click.Choice(["simple", "trainable", "causal", "multihead"]),
+    required=True,
+    help="The lesson the code should compute.",
+)
+@click.option(
+    "--lang", type=click.Choice(["en", "zh"]), default="en", show_default=True, help="Language of the verdict."
+)
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["text", "json", "html"]),
+    default="text",
+    show_default=True,
+    help="Output format.",
+)
+@click.option("-o", "--output", help="File to write (default: stdout).")
+@click.option("--force", is_flag=True, help="Overwrite an existing output file.")
+@click.option("--verbose", is_flag=True, help="Show your code's traceback on a crash, and the nearest tensors.")
+def check(spec: str, lesson: str, lang: str, fmt: str, output: str | None, force: bool, verbose: bool) -> None:
+    """Check your attention code against a lesson: does it compute the lesson at every stage?
+
+    \b
+    attn-trace check attn.py:CausalAttention --lesson causal
+    attn-trace check attn.py:self_attention --lesson simple --lang zh
+    attn-trace check attn.py:MultiHeadAttention --lesson multihead --format html -o check.html
+
+    NAME is what the book's reader writes: for `simple` a function
+    f(inputs) -> context vectors; for the other lessons a module class with
+    the book's constructor (docs/check.md). Exit status: 0 matches at every
+    stage, 1 differs (the first divergence and its diagnosis are printed),
+    2 trouble (bad file, wrong signature, a crash in your code: one line;
+    the traceback with --verbose).
+    """
+    from tracer.compare.check import check as run_check
+    from tracer.compare.check.student import StudentError, load
+
+    try:
+        obj, source = load(spec)
+        result = run_check(obj, lesson, source)
+    except StudentError as e:
+        if verbose and e.details:
+            click.echo(e.details.rstrip(), err=True)
+        raise UserError(str(e)) from None
+    if fmt == "json":
+        data = result.dumps(lang).encode("utf-8")
+    elif fmt == "html":
+        from tracer.present.checkpage import render_check
+
+        data = render_check(result, lang).encode("utf-8")
+    else:
+        data = result.explain(lang, verbose).encode("utf-8")
+    write_output(data, output, force)
+    if output not in (None, "-"):
+        status(f"wrote {output}")
+    if not result.ok:
+        raise SystemExit(1)
 
 
 def main() -> None:

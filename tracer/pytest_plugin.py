@@ -93,7 +93,8 @@ class TraceSnapshot:
         __tracebackhide__ = True
         from tracer.compare.differ import DEFAULT_ATOL, DEFAULT_RTOL, diff
         from tracer.core import portable
-        from tracer.core.serialize import dumps, load, write_atomic
+        from tracer.core.files import write_atomic
+        from tracer.core.serialize import dumps, load
         from tracer.errors import TracerError
 
         path = self.path(name)
