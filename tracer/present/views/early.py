@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from tracer.present.board import elide
 from tracer.present.figures import plots
-from tracer.present.views.common import FULL_T, TOP, Ctx, elide, rows_table, tex
+from tracer.present.views.common import FULL_T, TOP, Ctx, rows_table, tex
 from tracer.present.views.model import Block, Equation, Figure, Para, Section
 
 

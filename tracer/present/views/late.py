@@ -7,12 +7,12 @@ import math
 import numpy as np
 
 from tracer.core import ids, portable
+from tracer.present.board import elide
 from tracer.present.figures import plots
 from tracer.present.views.common import (
     FULL_T,
     HEAT_BLOCKS,
     Ctx,
-    elide,
     elided_row,
     gaps,
     heatmap_svg,
