@@ -133,3 +133,24 @@ def test_the_report_names_edited_values_and_makes_no_rounding_claim_for_them(
     assert "Not following" not in ok
     at = bad.index(r"\omega_{21} = x^{(2)}")
     assert "5.0000" in bad[at : at + 200] and "unrounded" not in bad[at : at + 400]
+
+
+def test_bounded_checks_follow_on_the_trace_a_page_prints_but_not_past_their_bound() -> None:
+    """Pages print library results as loop forms; their bounded checks still follow, unless the bound breaks."""
+    import dataclasses
+
+    import numpy as np
+
+    from tracer.core import portable
+    from tracer.core.trace import Trace
+
+    t = tracer.trace_lesson("simple")
+    assert portable.shown(t).verify().ok
+    node = t.node("check.omega")
+    bound = portable.bound(node)
+    assert bound is not None
+    broken = [
+        dataclasses.replace(n, value=np.array(10 * bound, dtype=n.value.dtype)) if n is node else n for n in t.nodes
+    ]
+    result = Trace(broken, t.meta).verify()
+    assert [w.node for w in result.wrong] == ["check.omega"]
