@@ -119,3 +119,12 @@ def test_wrong_number_of_tokens_and_query() -> None:
     assert code == 2 and "3 token labels for inputs of 6 rows" in err
     code, _, err = run("trace", "--torch", f"{BOOK}:v1", "--query", "9")
     assert code == 2 and "from 1 to 6" in err
+
+
+def test_a_function_that_exits_is_one_line_exit_2(tmp_path: Path) -> None:
+    """SystemExit(0) inside the captured call is reported, not taken for success."""
+    path = tmp_path / "bye.py"
+    path.write_text("import sys\nimport torch\n\ndef run():\n    torch.ones(2) * 2\n    sys.exit(0)\n")
+    code, out, err = run("trace", "--torch", f"{path}:run")
+    assert code == 2 and out == "", (code, out, err)
+    assert err.count("\n") == 1 and "SystemExit" in err, err

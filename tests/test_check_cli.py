@@ -157,3 +157,23 @@ def test_verbose_shows_the_students_traceback(tmp_path: Path) -> None:
 def test_lesson_is_required() -> None:
     code, _, err = run(GOOD)
     assert code == 2 and "--lesson" in err
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        "raise SystemExit(0)\n",
+        HEAD + "import sys\n\nclass A(nn.Module):\n    def __init__(self, d_in, d_out, *a, **k):\n"
+        "        super().__init__()\n"
+        "        self.W_query = nn.Linear(d_in, d_out, bias=False)\n"
+        "        self.W_key = nn.Linear(d_in, d_out, bias=False)\n"
+        "        self.W_value = nn.Linear(d_in, d_out, bias=False)\n"
+        "    def forward(self, x):\n        sys.exit(0)\n",
+    ],
+    ids=["at-import", "in-forward"],
+)
+def test_a_student_file_that_exits_is_one_line_exit_2(tmp_path: Path, body: str) -> None:
+    """SystemExit(0) from the student's code is the student's failure, not a clean exit of ours."""
+    code, out, err = run(write(tmp_path, body) + ":A", "--lesson", "causal")
+    assert code == 2 and out == "", (code, out, err)
+    assert err.count("\n") == 1 and "SystemExit" in err, err

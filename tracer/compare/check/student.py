@@ -57,7 +57,9 @@ def load(spec: str) -> tuple[Any, str]:
     module = importlib.util.module_from_spec(loader)
     try:
         loader.loader.exec_module(module)
-    except Exception as e:  # the student's file: any failure is one line
+    except KeyboardInterrupt:
+        raise
+    except BaseException as e:  # the student's file: any failure, SystemExit included, is one line
         raise StudentError(f"{where} failed to import: {_one_line(e)}", traceback.format_exc()) from None
     if not hasattr(module, name):
         raise InputError(f"{where} defines no {name!r}")
@@ -84,7 +86,9 @@ def construct(cls: Any, args: Sequence[Any], names: Sequence[str], seed: int) ->
         torch.manual_seed(seed)
         try:
             module = cls(*args)
-        except Exception as e:
+        except KeyboardInterrupt:
+            raise
+        except BaseException as e:  # SystemExit too: the student's code, not ours
             raise StudentError(f"{_name(cls)}{_shape(names)} raised {_one_line(e)}", traceback.format_exc()) from None
     return module
 
@@ -98,9 +102,9 @@ def run(fn: Callable[..., Any], x: torch.Tensor, seed: int | None) -> Run:
             torch.manual_seed(seed)
         try:
             out, trace = capture(fn, x)
-        except TracerError:  # the capture's own verdict on the code (it computed nothing in torch, ...)
+        except (TracerError, KeyboardInterrupt):  # the capture's own verdict, or the person at the keyboard
             raise
-        except Exception as e:
+        except BaseException as e:  # SystemExit too: the student's code, not ours
             err = StudentError(f"{_name(fn)} raised {_one_line(e)}", traceback.format_exc(), _one_line(e))
             return Run([], None, err)
     return Run(seen(trace), out, None, trace)
@@ -113,7 +117,9 @@ def call(fn: Callable[..., Any], x: torch.Tensor, seed: int | None) -> Run:
             torch.manual_seed(seed)
         try:
             out = fn(x)
-        except Exception as e:
+        except KeyboardInterrupt:
+            raise
+        except BaseException as e:  # SystemExit too: the student's code, not ours
             err = StudentError(f"{_name(fn)} raised {_one_line(e)}", traceback.format_exc(), _one_line(e))
             return Run([], None, err)
     return Run([], out)

@@ -48,9 +48,9 @@ def run(spec: str, tokens: Sequence[str] | None = None, query: int | None = None
         with cap:
             out = fn()
             cap.output = out
-    except InputError:
+    except (InputError, KeyboardInterrupt):  # our own verdict, or the person at the keyboard
         raise
-    except Exception as e:  # the user's code: any failure is one line
+    except BaseException as e:  # the user's code: any failure, SystemExit included, is one line
         raise InputError(f"{spec} failed: {type(e).__name__}: {e}") from None
     if not isinstance(out, torch.Tensor):
         raise InputError(f"{spec} returned {type(out).__name__}, not a tensor: return the output of your module")
