@@ -273,9 +273,10 @@ def steps(
     PATTERN is a step id (a slice such as `omega[2]` lists its elements) or a
     glob where `*` and `?` are wild and brackets are literal: `'omega[2,*]'`.
     """
+    from tracer.core import portable
     from tracer.present.explain import value_text
 
-    t = trace_source(from_file, options)
+    t = portable.shown(trace_source(from_file, options))
     if stage is not None and stage not in t.stages:
         raise UserError(f"unknown stage {stage!r}: this trace has {', '.join(t.stages)}")
     it: Iterator[tracer.Step]
@@ -305,9 +306,10 @@ def steps(
 @input_options
 def explain(step_id: str, from_file: Path | None, decimals: int, **options: Any) -> None:
     """Explain one step as on a board: its formula, the numbers that went in, and its inputs' ids."""
+    from tracer.core import portable
     from tracer.present.explain import explain as explain_step
 
-    t = trace_source(from_file, options, check=True)
+    t = portable.shown(trace_source(from_file, options, check=True))
     click.echo(explain_step(t, step_id, decimals))
 
 

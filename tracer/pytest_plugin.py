@@ -80,11 +80,21 @@ class TraceSnapshot:
     def check(
         self, trace: Trace, rtol: float | None = None, atol: float | None = None, name: str | None = None
     ) -> None:
-        """Fail unless ``trace`` equals the stored snapshot within tolerance (defaults: :func:`tracer.diff`'s)."""
+        """Fail unless ``trace`` equals the stored snapshot.
+
+        By default every traced primitive must match bit for bit, and a
+        library result (a BLAS matrix product, torch's softmax) must stay
+        within the bound its check carries, whatever kernel ran on either
+        machine: the two traces are compared exactly in their
+        :func:`tracer.core.portable.canonical` form.  With ``rtol`` or
+        ``atol`` given, every value is compared within that tolerance
+        instead, as :func:`tracer.diff` does.
+        """
         __tracebackhide__ = True
         from tracer.compare.differ import DEFAULT_ATOL, DEFAULT_RTOL, diff
+        from tracer.core import portable
         from tracer.core.files import write_atomic
-        from tracer.core.serialize import dumps
+        from tracer.core.serialize import dumps, load
         from tracer.errors import TracerError
 
         path = self.path(name)
@@ -93,12 +103,16 @@ class TraceSnapshot:
         shown, shown_obtained = self._show(path), self._show(obtained)
         if path.exists():
             try:
-                result = diff(
-                    path,
-                    trace,
-                    rtol=DEFAULT_RTOL if rtol is None else rtol,
-                    atol=DEFAULT_ATOL if atol is None else atol,
-                )
+                if rtol is None and atol is None:
+                    stored = portable.canonical(load(path))
+                    result = diff(stored, portable.canonical(trace), rtol=0.0, atol=0.0)
+                else:
+                    result = diff(
+                        path,
+                        trace,
+                        rtol=DEFAULT_RTOL if rtol is None else rtol,
+                        atol=DEFAULT_ATOL if atol is None else atol,
+                    )
             except TracerError as e:
                 if not self.update:
                     pytest.fail(f"cannot read trace snapshot {shown}: {e}", pytrace=False)

@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from tracer.core import fmt
+from tracer.core import fmt, portable
 from tracer.core.trace import ELEMENT, Node, Step, Trace
 from tracer.present import explain
 from tracer.present.board import elide
@@ -132,12 +132,13 @@ def _bundle(obj: Any, name: str, **context: Any) -> dict[str, str]:
 
 def trace_bundle(trace: Trace) -> dict[str, str]:
     """A trace's MIME bundle: its lesson, tokens, stages and headline results."""
-    return _bundle(trace, "display_trace", t=summary(trace))
+    return _bundle(trace, "display_trace", t=summary(portable.shown(trace)))
 
 
 def step_bundle(step: Step) -> dict[str, str]:
     """A step's MIME bundle: equation, formula, value, op, stage and inputs."""
-    return _bundle(step, "display_step", s=step_view(step))
+    shown = portable.shown(step._trace)
+    return _bundle(step, "display_step", s=step_view(Step(shown, shown.node(step.node.name), step.index)))
 
 
 def select(bundle: dict[str, str], include: Any = None, exclude: Any = None) -> dict[str, str]:

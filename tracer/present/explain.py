@@ -13,7 +13,8 @@ import math
 
 import numpy as np
 
-from tracer.core.fmt import DECIMALS, adds_up, num, places, rounding_note, sci
+from tracer.core import portable
+from tracer.core.fmt import DECIMALS, adds_up, num, places, rounding_note
 from tracer.core.trace import Step, Trace
 from tracer.present.board import terms as shown_terms
 
@@ -24,7 +25,7 @@ def value_text(trace: Trace, step_id: str, decimals: int = DECIMALS) -> str:
     """A step's value as shown in an explanation: inputs as given (0.55), the rest fixed (0.9544)."""
     s = trace[step_id]
     if s.op == "maxabsdiff":
-        return sci(s.value)
+        return portable.check_text(s.node)
     if s.op == "input":
         return num(s.value, places(s.node.value, decimals))
     return num(s.value, decimals)
@@ -56,10 +57,10 @@ def equation(trace: Trace, step: Step, decimals: int = DECIMALS) -> str:
     """The one-line board equation for an element step."""
     node = step.node
     ins = list(step.inputs)
-    v = num(step.value, decimals) if node.op != "maxabsdiff" else sci(step.value)
+    v = num(step.value, decimals) if node.op != "maxabsdiff" else portable.check_text(node)
     head = f"{step.id} = {step.text}" if step.text else step.id
     if node.granularity != "element":
-        return f"{head} = {v}"
+        return f"{head} {v}" if v.startswith("≤") else f"{head} = {v}"
     vals = [value_text(trace, i, decimals) for i in ins]
     op = node.op
     if op == "input":
@@ -123,7 +124,24 @@ def explain(trace: Trace, step_id: str, decimals: int = DECIMALS) -> str:
             )
     if step.is_element and not np.isfinite(step.value):
         lines.append(f"  warning: {_nonfinite_note(trace, step)}")
+    if portable.bound(step.node) is not None:
+        lines.append(f"  note: {_bound_note(trace, step)}")
+    loop = portable.loop_forms(trace).get(step.node.name)
+    if loop is not None:
+        lines.append(
+            f"  note: shown are the values of {loop} (the loop form): this library result agrees with them within"
+            " its check's bound, and its own last bits depend on the machine"
+        )
     return "\n".join(lines)
+
+
+def _bound_note(trace: Trace, step: Step) -> str:
+    lib = step.node.args[0].node if step.node.args else "the library form"
+    return (
+        f"{lib} comes from a library kernel chosen by the CPU and thread count, so the exact difference varies"
+        f" from machine to machine; {trace.dtype} rounding in any order of operations keeps it within the bound"
+        " shown (the exact value of this machine is in the trace file)"
+    )
 
 
 def _input_note(trace: Trace, step: Step) -> str:

@@ -69,12 +69,14 @@ def build(
     The tutorial's lesson has its own walk-through; every other trace gets the
     generic stage report told by ``story`` (default: :func:`narrative_of`).
     """
+    from tracer.core import portable
     from tracer.present import overflow, views
     from tracer.present.figures.svg import standalone
     from tracer.present.render.html import render_html
     from tracer.present.render.markdown import render_markdown
     from tracer.present.views import lesson
 
+    trace = portable.shown(trace)  # library results print as their loop forms: the same on every machine
     if trace.meta.get("lesson", "simple") == "simple" and story is None:
         page = views.build(trace, lang, decimals, overflow.scaled(trace))
     else:

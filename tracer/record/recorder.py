@@ -26,6 +26,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from tracer.core import bounds, exact
 from tracer.core.trace import ELEMENT, TENSOR, Node, Ref, Trace
 
 
@@ -126,6 +127,13 @@ class Recorder:
                 return torch.from_numpy(np.array(v))
         raise KeyError(name)
 
+    def var(self, name: str) -> Var:
+        """The var recorded as ``name`` (for a step a helper recorded without returning it)."""
+        axes = next((n.axes for n in reversed(self._nodes) if n.name == name), None)
+        if axes is None:
+            raise KeyError(name)
+        return Var(name, axes, self.value(name), name)
+
     # -- recording ---------------------------------------------------------
     def _record(
         self,
@@ -195,6 +203,8 @@ class Recorder:
         its scalar fast path (a division by a one-element tensor becomes a
         multiplication by its reciprocal there): every entry is one correctly
         rounded IEEE operation, which is what the trace file relies on.
+        ``exp`` is correctly rounded too (:func:`tracer.core.exact.exp`), not
+        left to a vector library whose last bit depends on the CPU.
         """
         out = _axes(axes)
         ts = [a.aligned(out) for a in args]
@@ -210,7 +220,7 @@ class Recorder:
         }
         attrs: dict[str, Any] = {}
         if op == "exp" and len(ts) == 1:
-            value = torch.exp(ts[0])
+            value = torch.from_numpy(exact.exp(ts[0].contiguous().numpy()))
         elif op in fns and len(ts) == 2:
             value = fns[op](ts[0], ts[1])
         elif op == "masked_fill" and len(ts) == 2:
@@ -387,6 +397,7 @@ class Recorder:
         latex: str,
         text: str,
         symbol: str = "",
+        attrs: dict[str, Any] | None = None,
     ) -> Var:
         """Record a tensor-level step: one step for the whole result (matrix forms, checks)."""
         return self._record(
@@ -399,12 +410,24 @@ class Recorder:
             latex=latex,
             text=text,
             granularity=TENSOR,
+            attrs=attrs,
         )
 
-    def maxabsdiff(self, name: str, a: Var, b: Var, *, latex: str, text: str) -> Var:
-        """Record max |a - b| over all entries: how far two forms of one quantity agree."""
+    def maxabsdiff(self, name: str, a: Var, b: Var, *, latex: str, text: str, bound: np.ndarray | None = None) -> Var:
+        """Record max |a - b| over all entries: how far two forms of one quantity agree.
+
+        When ``a`` comes from a library kernel (a BLAS matrix product, torch's
+        softmax) its last bits depend on the machine; ``bound`` is then the
+        elementwise bound of ``|a − b|`` that the maths fixes
+        (:mod:`tracer.core.bounds`).  Its largest entry, rounded up to two
+        digits, is stored as the attribute ``bound``: reports print that, never
+        the residual itself, which stays in the trace.
+        """
         value = (a.data - b.data).abs().amax() if a.data.numel() else torch.zeros(())
-        return self.tensor(name, "maxabsdiff", value, [a, b], (), latex=latex, text=text)
+        attrs = {}
+        if bound is not None:
+            attrs["bound"] = bounds.shown(float(np.max(bound)) if np.size(bound) else 0.0)
+        return self.tensor(name, "maxabsdiff", value, [a, b], (), latex=latex, text=text, attrs=attrs)
 
     @staticmethod
     def _size(axis: str, args: Sequence[Arg]) -> int:

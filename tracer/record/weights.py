@@ -16,8 +16,9 @@ never disturbs the caller's random state.
 from __future__ import annotations
 
 import io
+import math
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import torch
@@ -42,17 +43,46 @@ def rand(d_in: int, d_out: int, seed: int = RAND_SEED) -> dict[str, torch.Tensor
         return {name: torch.rand(d_in, d_out) for name in NAMES}
 
 
-def linear_layers(d_in: int, d_out: int, seed: int, count: int = 1, bias: bool = False) -> list[torch.nn.Linear]:
-    """``count`` groups of query, key, value ``nn.Linear`` layers, built in that order after one seed."""
+def linear_layers(d_in: int, d_out: int, seed: int, count: int = 1, bias: bool = False) -> list[Layer]:
+    """``count`` groups of query, key, value ``nn.Linear(d_in, d_out)`` layers, drawn in that order after one seed."""
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
-        return [torch.nn.Linear(d_in, d_out, bias=bias) for _ in range(3 * count)]
+        return [draw_linear(d_in, d_out, bias) for _ in range(3 * count)]
+
+
+class Layer(NamedTuple):
+    """The parameters of one ``nn.Linear`` layer: ``weight`` is d_out x d_in, ``bias`` d_out or None."""
+
+    weight: torch.Tensor
+    bias: torch.Tensor | None
+
+
+def draw_linear(d_in: int, d_out: int, bias: bool = True) -> Layer:
+    """The weights ``nn.Linear(d_in, d_out, bias)`` draws from torch's generator, the same on every CPU.
+
+    ``nn.Linear`` draws ``uniform_(-b, b)`` with ``b = 1/sqrt(d_in)`` (Kaiming's
+    rule with ``a = sqrt(5)``), weight first, then bias.  torch maps each raw
+    24-bit draw ``r`` to ``r * (to - from) + from`` in float64 on AVX2 and
+    AVX-512 CPUs but in float32 on others, so the last bit of a weight
+    depended on the CPU.  Here the same draws (``torch.rand`` consumes the
+    generator exactly as ``uniform_`` does) go through the float64 formula
+    always: the weights of an AVX2 or AVX-512 machine, on every machine.
+    """
+    gain = torch.nn.init.calculate_gain("leaky_relu", math.sqrt(5))
+    weight = _uniform((d_out, d_in), math.sqrt(3.0) * (gain / math.sqrt(d_in)))
+    return Layer(weight, _uniform((d_out,), 1 / math.sqrt(d_in)) if bias else None)
+
+
+def _uniform(shape: tuple[int, ...], bound: float) -> torch.Tensor:
+    lo, hi = np.float32(-bound), np.float32(bound)
+    r = torch.rand(shape, dtype=torch.float32).numpy().astype(np.float64)
+    return torch.from_numpy((r * np.float64(hi - lo) + np.float64(lo)).astype(np.float32))
 
 
 def linear(d_in: int, d_out: int, seed: int = LINEAR_SEED) -> dict[str, torch.Tensor]:
     """The book's ``nn.Linear`` weights (seed 789), as ``x @ W`` matrices (``weight.T``)."""
     layers = linear_layers(d_in, d_out, seed)
-    return {name: layer.weight.detach().T.contiguous() for name, layer in zip(NAMES, layers, strict=True)}
+    return {name: layer.weight.T.contiguous() for name, layer in zip(NAMES, layers, strict=True)}
 
 
 def load(path: str | Path, d_in: int) -> dict[str, torch.Tensor]:

@@ -19,6 +19,7 @@ import json
 import re
 from typing import Any
 
+from tracer.core import portable
 from tracer.core.trace import Trace
 from tracer.errors import InputError
 from tracer.present import narrative
@@ -100,7 +101,7 @@ def cells(trace: Trace, lang: str = "en", pipeline: str | None = None) -> list[d
 def build(trace: Trace, lang: str = "en", pipeline: str | None = None) -> bytes:
     """The notebook file's bytes: nbformat 4.5 JSON, keys sorted, the same for the same trace."""
     nb = {
-        "cells": cells(trace, lang, pipeline),
+        "cells": cells(portable.shown(trace), lang, pipeline),
         "metadata": {
             "attn_trace": {"lang": lang, "lesson": trace.meta.get("lesson", "simple"), "query": trace.query},
             "kernelspec": KERNEL,

@@ -6,7 +6,7 @@ import math
 
 import numpy as np
 
-from tracer.core import fmt, ids
+from tracer.core import ids, portable
 from tracer.present.board import elide
 from tracer.present.figures import plots
 from tracer.present.views.common import (
@@ -145,11 +145,15 @@ def pairs(ctx: Ctx) -> Section:
     blocks.append(
         Formula("formula-matrix", r",\qquad ".join(tr.node(n).latex for n in ("mat.omega", "mat.alpha", "mat.z")))
     )
-    checks = {n: float(tr[f"check.{n}"].value) for n in ("omega", "alpha", "z")}
-    blocks.append(said(s("pairs.checks", **{n: fmt.sci(v) for n, v in checks.items()})))
+    checks = {n: tr.node(f"check.{n}") for n in ("omega", "alpha", "z")}
+    blocks.append(said(s("pairs.checks", **{n: portable.check_text(c) for n, c in checks.items()})))
     eps = float(np.finfo(np.dtype(tr.dtype)).eps)
     scale = max(1.0, float(np.max(np.abs(tr.tensor("omega")))))
-    ok = all(v <= 64 * eps * scale for v in checks.values())
+    # a check carries the bound the maths fixes; an older trace file without one gets a rough tolerance
+    ok = all(
+        portable.within(c) if portable.bound(c) is not None else float(c.value) <= 64 * eps * scale
+        for c in checks.values()
+    )
     blocks.append(said(s("pairs.agree" if ok else "pairs.differ", dtype=tr.dtype), note=True))
     if t <= FULL_T:
         eqs = []

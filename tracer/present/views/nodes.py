@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from tracer.core import fmt, ids
+from tracer.core import ids, portable
 from tracer.core.trace import ELEMENT, Node
 from tracer.present.board import elide
 from tracer.present.narrative import Narrative, NodeText
@@ -241,7 +241,7 @@ def values_table(ctx: LessonCtx, nodes: list[Node], anchor_id: str, section: int
         if node.axes:
             continue
         v = float(node.value)
-        text = fmt.sci(v) if node.op == "maxabsdiff" else ctx.num(v)
+        text = portable.check_text(node) if node.op == "maxabsdiff" else ctx.num(v)
         value = Num(text, node.name, "" if np.isfinite(v) else "bad")
         what = caption(ctx, node, Part((), "", ""))
         rows.append(Row((Num(what.text, math=True), value)))

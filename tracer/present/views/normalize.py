@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from tracer.core import fmt
+from tracer.core import portable
 from tracer.present.figures import plots
 from tracer.present.overflow import MAX_POWER, Overflow
 from tracer.present.views.common import Ctx, elided_row, gaps, index, pick_rows, said, token
@@ -90,7 +90,13 @@ def normalize(ctx: Ctx) -> Section:
     svg = plots.weights("fig-weights", tr.tokens, q, series, s("norm.ylabel"))
     blocks.append(Figure("fig-weights", "fig-weights", svg, s("norm.fig_alt", n=ctx.t, q=q), s("norm.fig_caption")))
     blocks.append(
-        said(s("norm.checks", naive=fmt.sci(tr["check.naive"].value), torch=fmt.sci(tr["check.torch"].value)))
+        said(
+            s(
+                "norm.checks",
+                naive=portable.check_text(tr.node("check.naive")),
+                torch=portable.check_text(tr.node("check.torch")),
+            )
+        )
     )
     return Section("normalize", s("norm.title"), tuple(blocks))
 

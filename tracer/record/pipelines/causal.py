@@ -20,10 +20,12 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
 import torch
 
 from tracer.core.trace import Trace
 from tracer.errors import InputError
+from tracer.record import agree
 from tracer.record import weights as wts
 from tracer.record.pipelines.blocks import context, row_sum, scores, stable_softmax
 from tracer.record.pipelines.trainable import attention_core, inputs_and_weights, projections, sqrt_dk
@@ -45,7 +47,7 @@ def prepare(values: torch.Tensor, d_out: int = 2, **unknown: Any) -> dict[str, A
         drop.train()
         keep = (drop(torch.ones(t, t)) != 0).to(torch.float64)
     layers = wts.linear_layers(d_in, d_out, seed=wts.MODULE_SEED)
-    module = {name: layer.weight.detach().T.contiguous() for name, layer in zip(wts.NAMES, layers, strict=True)}
+    module = {name: layer.weight.T.contiguous() for name, layer in zip(wts.NAMES, layers, strict=True)}
     return {"weights": linear, "weights_meta": info, "keep": keep, "module": module}
 
 
@@ -192,8 +194,27 @@ def batch_module(
             latex=r"Z = \mathrm{CausalAttention}(X)",
             text="the book's CausalAttention module, matrix form",
         )
-        rec.maxabsdiff(f"check.{pre}z", mat, z, latex=r"\max \lvert Z - z \rvert", text=f"max |{pre}mat.z − {pre}z|")
+        rec.maxabsdiff(
+            f"check.{pre}z",
+            mat,
+            z,
+            latex=r"\max \lvert Z - z \rvert",
+            text=f"max |{pre}mat.z − {pre}z|",
+            bound=_module_bound(rec, bx, bw, (q, k, v), root, alpha, pre),
+        )
     return z
+
+
+def _module_bound(
+    rec: Recorder, x: Var, w: dict[str, Var], qkv: tuple[Var, Var, Var], root: Var, alpha: Var, pre: str
+) -> np.ndarray:
+    """How far the module's matrix form may be from the loop form, by the maths (:mod:`tracer.record.agree`)."""
+    e = [agree.matmul("bik,kc->bic", x, 0.0, w[n], 0.0) for n in wts.NAMES]
+    q, k, v = qkv
+    e_omega = agree.matmul("bic,bjc->bij", q, e[0], k, e[1])
+    scaled = rec.var(f"{pre}neg.scaled")
+    e_alpha = agree.softmax(alpha, scaled, agree.scaled(scaled, e_omega, root))
+    return agree.matmul("bij,bjc->bic", alpha, e_alpha, v, e[2])
 
 
 def _module_output(batch: torch.Tensor, w: dict[str, torch.Tensor]) -> torch.Tensor:

@@ -42,17 +42,15 @@ def prepare(values: torch.Tensor, d_out: int = 2, **unknown: Any) -> dict[str, A
     if d_out % HEADS:
         raise InputError(f"d_out must be divisible by the {HEADS} heads, got {d_out}")
     heads = wts.linear_layers(d_in, d_out, seed=wts.MODULE_SEED, count=HEADS)
-    wrap = {
-        name: torch.stack([heads[3 * h + n].weight.detach().T for h in range(HEADS)])
-        for n, name in enumerate(wts.NAMES)
-    }
+    wrap = {name: torch.stack([heads[3 * h + n].weight.T for h in range(HEADS)]) for n, name in enumerate(wts.NAMES)}
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(wts.MODULE_SEED)
-        layers = [torch.nn.Linear(d_in, d_out, bias=False) for _ in range(3)]
-        out_proj = torch.nn.Linear(d_out, d_out)
-    split = {name: layer.weight.detach().T.contiguous() for name, layer in zip(wts.NAMES, layers, strict=True)}
-    split["W_out"] = out_proj.weight.detach().T.contiguous()
-    split["b_out"] = out_proj.bias.detach().clone()
+        layers = [wts.draw_linear(d_in, d_out, bias=False) for _ in range(3)]
+        out_proj = wts.draw_linear(d_out, d_out)
+    split = {name: layer.weight.T.contiguous() for name, layer in zip(wts.NAMES, layers, strict=True)}
+    split["W_out"] = out_proj.weight.T.contiguous()
+    assert out_proj.bias is not None
+    split["b_out"] = out_proj.bias
     return {"wrap": wrap, "split": split}
 
 

@@ -21,6 +21,7 @@ from typing import Any
 import torch
 
 from tracer.core.trace import Trace
+from tracer.record import agree
 from tracer.record.pipelines.blocks import row_sum, stable_softmax, weights_sum
 from tracer.record.recorder import Recorder
 
@@ -112,6 +113,7 @@ def build(inputs: torch.Tensor, tokens: list[str], query: int, dtype: torch.dtyp
             alpha,
             latex=r"\max_{i,j} \lvert \alpha^{\mathrm{torch}}_{ij} - \alpha_{ij} \rvert",
             text="max |torch.alpha − alpha|",
+            bound=agree.softmax(alpha, omega, 0.0),
         )
 
     with rec.stage("context"):
@@ -148,12 +150,15 @@ def build(inputs: torch.Tensor, tokens: list[str], query: int, dtype: torch.dtyp
         m_z = rec.tensor(
             "mat.z", "matmul", m_alpha.data @ x.data, [m_alpha, x], "ik", latex=r"Z = A X", text="mat.alpha @ X"
         )
+        e_omega = agree.matmul("ik,jk->ij", x, 0.0, x, 0.0)
+        e_alpha = agree.softmax(alpha, omega, e_omega)
         rec.maxabsdiff(
             "check.omega",
             m_omega,
             omega,
             latex=r"\max_{i,j} \lvert \Omega_{ij} - \omega_{ij} \rvert",
             text="max |mat.omega − omega|",
+            bound=e_omega,
         )
         rec.maxabsdiff(
             "check.alpha",
@@ -161,6 +166,7 @@ def build(inputs: torch.Tensor, tokens: list[str], query: int, dtype: torch.dtyp
             alpha,
             latex=r"\max_{i,j} \lvert A_{ij} - \alpha_{ij} \rvert",
             text="max |mat.alpha − alpha|",
+            bound=e_alpha,
         )
         rec.maxabsdiff(
             "check.z",
@@ -168,6 +174,7 @@ def build(inputs: torch.Tensor, tokens: list[str], query: int, dtype: torch.dtyp
             z,
             latex=r"\max_{i,k} \lvert Z_{ik} - z^{(i)}_{k} \rvert",
             text="max |mat.z − z|",
+            bound=agree.matmul("ij,jk->ik", alpha, e_alpha, x, 0.0),
         )
 
     return rec.trace({**meta, "lesson": "simple", "tokens": tokens, "query": query, "stages": list(STAGES)})

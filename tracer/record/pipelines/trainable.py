@@ -20,6 +20,7 @@ import torch
 
 from tracer.core.trace import Trace
 from tracer.errors import InputError
+from tracer.record import agree
 from tracer.record.pipelines.blocks import context, projection, scores, stable_softmax
 from tracer.record.recorder import Recorder, Var
 
@@ -118,11 +119,12 @@ def build(
             alpha,
             latex=r"\max \lvert \alpha^{\mathrm{torch}} - \alpha \rvert",
             text="max |torch.alpha − alpha|",
+            bound=agree.softmax(alpha, scaled, 0.0),
         )
     with rec.stage("context"):
         z = context(rec, "z", alpha, v, ())
     with rec.stage("matrix"):
-        matrix_form(rec, x, w, q, k, v, omega, alpha, z, root)
+        matrix_form(rec, x, w, (q, k, v, omega, root, scaled, alpha), z)
     return rec.trace(
         {
             **meta,
@@ -136,9 +138,19 @@ def build(
 
 
 def matrix_form(
-    rec: Recorder, x: Var, w: dict[str, Var], q: Var, k: Var, v: Var, omega: Var, alpha: Var, z: Var, root: Var
+    rec: Recorder, x: Var, w: dict[str, Var], core: tuple[Var, Var, Var, Var, Var, Var, Var], z: Var
 ) -> None:
-    """The same lesson as the book's matrix code, and how far each stage is from the loop form."""
+    """The same lesson as the book's matrix code, and how far each stage is from the loop form.
+
+    ``core`` is what :func:`attention_core` returned; each check carries the
+    bound the maths puts on its difference (:mod:`tracer.record.agree`).
+    """
+    q, k, v, omega, root, scaled, alpha = core
+    names = (("q", "W_query"), ("k", "W_key"), ("v", "W_value"))
+    err = {name: agree.matmul("ik,kc->ic", x, 0.0, w[wname], 0.0) for name, wname in names}
+    err["omega"] = agree.matmul("ic,jc->ij", q, err["q"], k, err["k"])
+    err["alpha"] = agree.softmax(alpha, scaled, agree.scaled(scaled, err["omega"], root))
+    err["z"] = agree.matmul("ij,jc->ic", alpha, err["alpha"], v, err["v"])
     mats = {}
     for name, wname in (("q", "W_query"), ("k", "W_key"), ("v", "W_value")):
         mats[name] = rec.tensor(
@@ -191,4 +203,5 @@ def matrix_form(
             loop,
             latex=rf"\max \lvert {mat_sym} - {loop_sym} \rvert",
             text=f"max |mat.{name} − {name}|",
+            bound=err[name],
         )
