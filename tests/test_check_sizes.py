@@ -58,3 +58,22 @@ def test_widths_the_lesson_cannot_take() -> None:
         tracer.check(obj, lesson="multihead", d_out=5)
     with pytest.raises(InputError, match="lesson simple has no d_out"):
         tracer.check(lambda x: x, lesson="simple", d_out=4)
+
+
+def test_cli_d_out_and_timeout(tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from tracer.cli import app
+
+    def run(*args: str) -> tuple[int, str]:
+        res = CliRunner().invoke(app, ["check", *args])
+        return res.exit_code, res.stdout + res.stderr
+
+    book = f"{CORPUS / 'multihead_book.py'}:MultiHeadAttention"
+    assert run(book, "--lesson", "multihead", "--d-out", "4")[0] == 0
+    code, said = run(book, "--lesson", "multihead", "--d-out", "5")
+    assert code == 2 and "multiple of the lesson's 2 heads" in said and said.count("\n") == 1
+    slow = tmp_path / "slow.py"
+    slow.write_text("def f(inputs):\n    while True:\n        pass\n", encoding="utf-8")
+    code, said = run(f"{slow}:f", "--lesson", "simple", "--timeout", "0.5")
+    assert code == 2 and "did not finish within 0.5 s" in said and said.count("\n") == 1
