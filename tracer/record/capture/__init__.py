@@ -89,7 +89,7 @@ class Capture:
         v = self.session.known(t)
         if v is None:
             return None
-        return self._names.get(v.name, v.name) if "§" in v.name else v.name
+        return re.sub(r"§[0-9]+", lambda m: self._names.get(m.group(0), m.group(0)), v.name)
 
     def _finish(self) -> Trace:
         s = self.session

@@ -114,7 +114,7 @@ def _regroup(src_names: Sequence[str], src: list[int], dst: list[int]) -> tuple[
         if len(gi) == 1 and len(gj) == 1:
             exprs[gi[0]] = names[gj[0]]
             continue
-        flat = [f"({names[d]}-1)*{math.prod(dst[d + 1 : gj[-1] + 1])}" for d in gj if dst[d] != 1]
+        flat = [_times(f"({names[d]}-1)", math.prod(dst[d + 1 : gj[-1] + 1])) for d in gj if dst[d] != 1]
         f = "+".join(flat) or "0"
         for e in gi:
             stride = math.prod(src[e + 1 : gi[-1] + 1])
@@ -125,6 +125,10 @@ def _regroup(src_names: Sequence[str], src: list[int], dst: list[int]) -> tuple[
             else:
                 exprs[e] = f"({f})//{stride}%{src[e]}+1" if stride != 1 else f"({f})%{src[e]}+1"
     return names, exprs
+
+
+def _times(expr: str, n: int) -> str:
+    return expr if n == 1 else f"{expr}*{n}"
 
 
 def unsqueeze(s: Session, c: Call) -> None:
