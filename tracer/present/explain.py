@@ -65,6 +65,11 @@ def equation(trace: Trace, step: Step, decimals: int = DECIMALS) -> str:
     op = node.op
     if op == "input":
         return f"{step.id} = {value_text(trace, step.id, decimals)}"
+    if op == "write" and len(ins) == 1:  # an entry written through indexing: the step whose value it got
+        src = trace[ins[0]]
+        while src.node.name.endswith(".put") and len(src.inputs) == 1:
+            src = trace[src.inputs[0]]
+        return f"{step.id} = {equation(trace, src, decimals)}"
     if op in ("mul", "div", "sub", "add") and len(vals) == 2:
         sign = {"mul": "×", "div": "/", "sub": "−", "add": "+"}[op]
         return f"{head} = {vals[0]} {sign} {factor(vals[1])} = {v}"

@@ -93,6 +93,8 @@ class Capture:
 
     def _finish(self) -> Trace:
         s = self.session
+        for p in list(s.pending.values()):  # writes the code made last and never read back
+            s.known(p.tensor)
         raw = s.rec.trace({}).nodes
         if not raw:
             raise InputError("the captured code computed nothing in torch")

@@ -54,7 +54,8 @@ def matmul(s: Session, c: Call) -> None:
     shape = tuple(out.shape)
     ia = [*_lead(s, a, min(a.dim(), 2), lead, shape), *rows, over]
     ib = [*_lead(s, b, min(b.dim(), 2), lead, shape), over, *cols]
-    _contract(s, c, va(*ia), vb(*ib), names, over, "matmul", f"{va.name} @ {vb.name}")
+    op = c.key if c.key in ("dot", "inner", "mv", "mm", "bmm") else "matmul"
+    _contract(s, c, va(*ia), vb(*ib), names, over, op, f"{va.name} @ {vb.name}")
 
 
 def linear(s: Session, c: Call) -> None:
