@@ -89,7 +89,7 @@ def stage_story(trace: Trace, stage: str, s: Strings) -> dict[str, object]:
     else:
         title = s("capture.stage_title", name=stage)
     checks = [n.name for n in own if n.name.startswith("check.")]
-    shown = [n for n in main if n.op != "opaque"][:MAX_TABLES]
+    shown = sorted((n for n in main if n.op != "opaque"), key=lambda n: n.op != "write")[:MAX_TABLES]  # filled first
     table: dict[str, object] = {
         "title": title,
         "text": "\n\n".join(paras) or title,
