@@ -91,6 +91,18 @@ class Capture:
             return None
         return re.sub(r"§[0-9]+", lambda m: self._names.get(m.group(0), m.group(0)), v.name)
 
+    def sites(self) -> dict[str, str]:
+        """Node id -> ``"file.py:LINE"`` of the user statement whose op made it (ops run in user code only).
+
+        The line is read off the stack when the op runs, so a loop body or a
+        module's ``forward`` points at the student's own line, not at torch.
+        """
+        out = {}
+        for base, info in self.session.info.items():
+            if info.site is not None and base in self._names:
+                out[self._names[base]] = info.site.where
+        return out
+
     def _finish(self) -> Trace:
         s = self.session
         for p in list(s.pending.values()):  # writes the code made last and never read back
