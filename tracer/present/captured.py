@@ -21,6 +21,7 @@ PARTS = {"p", "s", "t", "max", "shift", "exp", "sum", "quot", "keep", "kept", "s
 PARTS |= {"scores", "scaled", "causal", "masked", "masked_by", "hide", "biased", "weights"}
 PARTS |= {"mean", "dev", "sq", "ss", "count", "var", "eps", "veps", "std", "norm", "shifted", "cube", "cubec", "inner"}
 PARTS |= {"u", "tanh", "erf", "onep", "half", "prod", "three", "k", "root", "r2", "one", "h", "flat", "put"}
+PARTS |= {"left", "right", "drop", "dropped", "dscale"}
 """Last segments of the nodes that are parts of another node's step-by-step form."""
 
 KINDS = (
@@ -36,7 +37,7 @@ KINDS = (
     ("opaque", "op_opaque"),
 )
 LAYOUT = {"view", "reshape", "transpose", "permute", "unsqueeze", "squeeze", "expand", "getitem", "cat", "stack"}
-LAYOUT |= {"split", "chunk", "unbind", "flatten", "unflatten"}
+LAYOUT |= {"split", "chunk", "unbind", "flatten", "unflatten", "lookup", "permute"}
 ARITH = {"add", "sub", "mul", "div", "exp", "sqrt", "rsqrt", "pow", "neg", "abs", "tanh", "log", "square"}
 ARITH |= {"reciprocal", "sigmoid", "relu", "maximum", "minimum", "erf", "var", "layer_norm", "gelu"}
 MAX_TABLES = 6

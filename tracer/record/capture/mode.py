@@ -60,6 +60,7 @@ class Mode(TorchFunctionMode):
             self._safe(lambda: writes.prepare(self.s, args[0]))
             out = func(*args, **kwargs)
             self._record(Call(key, func, args, kwargs, args[0]), writes.setitem)
+            self._safe(lambda: writes.through_view(self.s, args[0]))
             return out
         if _inplace(key) and key not in ops.INITS and args and isinstance(args[0], torch.Tensor):
             self._safe(lambda: self.s.var(args[0]))  # snapshot what an in-place op overwrites

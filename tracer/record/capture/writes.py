@@ -19,7 +19,8 @@ a one-entry view (``N.put``), which gives that arithmetic an axis to act on.
 
 A region is whole numbers and slices (``...`` too); a value fills it
 exactly or broadcasts from size one.  Anything else (a tensor index, a bool
-mask) is recorded as an opaque step of the tensor after the write.
+mask) is recorded as an opaque step of the tensor after the write, and so is
+a tensor another one views after a write into the view (``t[i][j] = v``).
 """
 
 from __future__ import annotations
@@ -28,9 +29,10 @@ from dataclasses import dataclass, field, replace
 
 import torch
 
-from tracer.core.trace import Ref
+from tracer.core.trace import TENSOR, Ref
 from tracer.record.capture import axes as ax
 from tracer.record.capture.ops.common import Call, Unsupported, constant
+from tracer.record.capture.ops.layout import entry
 from tracer.record.capture.session import Session
 from tracer.record.capture.site import variable
 from tracer.record.recorder import Var
@@ -94,6 +96,35 @@ def setitem(s: Session, c: Call) -> None:
     ref, data = _value(s, value, name, items, names, tuple(t.shape), shape, t.dtype)
     p.writes.append(Write(items, ref, data, name, stage))
     p.covered[where] = True
+
+
+def through_view(s: Session, t: torch.Tensor) -> None:
+    """A write into a view (``t[i][j] = v`` writes into the row ``t[i]``) changes the tensor viewed.
+
+    Which entries of that tensor changed is not followed: its new content is
+    recorded as an opaque step read from its earlier state and the view, so
+    later reads see the written values.
+    """
+    base = t._base
+    got = s.vars.get(id(base)) if base is not None else None
+    if base is None or got is None or got[0] is not base:
+        return
+    view, old = s.var(t), s.var(base)
+    name, info = s.begin("view_write", old.name)
+    info.receiver = old.name
+    if "__setitem__ into a view" not in s.opaque:
+        s.opaque.append("__setitem__ into a view")
+    v = s.rec.apply(
+        "opaque",
+        name,
+        base.detach().clone(),
+        [Ref(old.name), Ref(view.name)],
+        old.axes,
+        text=f"{old.name} after a write into its view {view.name}",
+        attrs={"func": "__setitem__", "why": "a write into a view of this tensor"},
+        granularity=TENSOR,
+    )
+    s.bind(base, v)
 
 
 def _where(items: tuple[Item, ...]) -> tuple[int | slice, ...]:
@@ -186,20 +217,13 @@ def _value(
             exprs.append(f"{off}//{step}+1+{far}*({off}%{step})")
     guard = "*".join(c for c in conds if c)
     if not exprs:  # a number or 0-d value: read through a one-entry view, so the guard has an axis
-        var = _put(s, var)
+        var = entry(s, var)
         exprs = ["1"]
     if guard:
         exprs[0] = f"({exprs[0]})*{guard}"
     if any(len(e) > MAX_EXPR for e in exprs):
         raise Unsupported("a write whose region is too intricate to name")
     return Ref(var.name, tuple(exprs)), data
-
-
-def _put(s: Session, var: Var) -> Var:
-    """A 0-d value as a one-entry vector (``N.put``), the operand a write's reference reads."""
-    name, info = s.begin("put", var.name)
-    info.derived = True
-    return s.rec.apply("view", name, var.data.reshape(1), [Ref(var.name, ())], ("w",), text=var.name)
 
 
 def _old(p: Pending, w: Write, names: tuple[str, ...], shape: tuple[int, ...]) -> tuple[str, ...]:

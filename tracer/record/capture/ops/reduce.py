@@ -41,8 +41,8 @@ def _dims(c: Call, x: torch.Tensor) -> list[int]:
     return [int(d) % x.dim()]
 
 
-def _flat(s: Session, name: str, vx: Var, x: torch.Tensor, dims: list[int]) -> tuple[Var, str]:
-    """``x`` with the reduced axes ``dims`` read as one axis (in C order), and that axis' name.
+def flat(s: Session, name: str, vx: Var, x: torch.Tensor, dims: list[int]) -> tuple[Var, str]:
+    """``x`` with the axes ``dims`` read as one axis (in that order, C order), as node ``name``, and its axis.
 
     One reduced axis is read as it is.  Several are laid out one after
     another in a layout node ``N.flat`` whose entries name the entry of
@@ -64,7 +64,7 @@ def _flat(s: Session, name: str, vx: Var, x: torch.Tensor, dims: list[int]) -> t
     names = (*rest, over)
     flat = s.rec.apply(
         "view",
-        f"{name}.flat",
+        name,
         value,
         [Ref(vx.name, tuple(exprs))],
         names,
@@ -167,7 +167,7 @@ def total(s: Session, c: Call) -> None:
     rest = tuple(a for d, a in enumerate(vx.axes) if d not in dims)
     value = out.reshape([int(x.shape[d]) for d in range(x.dim()) if d not in dims]) if keep else out
     name, _ = s.begin(c.key, vx.name)
-    src, over = _flat(s, name, vx, x, dims)
+    src, over = flat(s, f"{name}.flat", vx, x, dims)
     n = math.prod(int(x.shape[d]) for d in dims)
     if c.key == "sum":
         v = s.rec.contract(
@@ -223,7 +223,7 @@ def maximum(s: Session, c: Call) -> None:
         return
     keep = bool(c.arg(2, "keepdim", False))
     name, _ = s.begin(c.key, vx.name)
-    src, over = _flat(s, name, vx, x, dims)
+    src, over = flat(s, f"{name}.flat", vx, x, dims)
     row = ax.ref_text(src.name, ["*" if a == over else a for a in src.axes])
     v = s.rec.max(
         name, src(*src.axes), over, symbol=rf"\mathrm{{{name}}}", latex=rf"\max_{{{over}}}", text=f"max {row}"
