@@ -22,6 +22,7 @@ from __future__ import annotations
 import ast
 import subprocess
 import sys
+import tomllib
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 
@@ -165,3 +166,11 @@ def test_lower_layers_import_nothing_heavy(statement: str, banned: tuple[str, ..
     code = f"import sys; {statement}; print(sorted(m for m in {banned!r} if m in sys.modules))"
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+def test_the_wheel_ships_every_package_folder() -> None:
+    """A folder of ``tracer/`` missing from pyproject's package list would be missing from an installed wheel."""
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+    listed = set(config["tool"]["setuptools"]["packages"])
+    folders = {".".join(p.parent.relative_to(ROOT).parts) for p in PACKAGE.rglob("__init__.py")}
+    assert folders - listed == set()
