@@ -67,11 +67,15 @@ def test_docs_list_the_catalogue() -> None:
 
 
 def test_changelog_counts_the_corpus() -> None:
-    """The CHANGELOG's corpus size and expected-failure note say what ``tests/check_corpus`` holds."""
+    """The CHANGELOG's corpus size, catalogue size and expected-failure note say what the check holds."""
     import re
 
     text = " ".join((Path(__file__).parent.parent / "CHANGELOG.md").read_text(encoding="utf-8").split())
     said = re.findall(r"A corpus of (\d+) student implementations", text)
     assert said == [str(len(FILES))], f"CHANGELOG says {said}, tests/check_corpus holds {len(FILES)}"
+    from tracer.compare.check.catalogue import CATALOGUE
+
+    entries = re.findall(r"\((\d+) in the catalogue", text)
+    assert entries == [str(len(CATALOGUE))], f"CHANGELOG says {entries}, the catalogue has {len(CATALOGUE)}"
     xfails = [p.stem for p in FILES if "xfail" in expectation(p)]
     assert ("strict expected failure" in text) == bool(xfails), xfails
