@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 import tracer
+from tests.mutation import shared
 
 TABLES = Path(__file__).parent / "formulas"
 OPTIONS = {"multihead": {"d_out": 4}}  # head width 2, so a head split is visible in the ids
@@ -30,12 +31,17 @@ def _rows(lesson: str) -> list[tuple[str, str, str, tuple[str, ...]]]:
     return rows
 
 
-@pytest.fixture(scope="module")
+class _Traces(dict[str, tracer.Trace]):
+    """Each lesson's trace, recorded when a test first asks for it."""
+
+    def __missing__(self, lesson: str) -> tracer.Trace:
+        self[lesson] = tracer.trace_lesson(lesson, **OPTIONS.get(lesson, {}))
+        return self[lesson]
+
+
+@pytest.fixture(scope=shared("module"))
 def traces() -> dict[str, tracer.Trace]:
-    return {
-        lesson: tracer.trace_lesson(lesson, **OPTIONS.get(lesson, {}))
-        for lesson in ("simple", "trainable", "causal", "multihead")
-    }
+    return _Traces()
 
 
 CASES = [(lesson, *row) for lesson in ("simple", "trainable", "causal", "multihead") for row in _rows(lesson)]
