@@ -7,6 +7,7 @@ grammar), an id with too many or too few indices, an index out of range.
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 import tracer
@@ -73,3 +74,12 @@ def test_listed_and_expanded_steps_belong_to_the_trace(t: tracer.Trace) -> None:
     assert expanded[0].inputs == ("stable.exp[2,1]", "stable.sum[2]")
     assert [s.id for s in t.expand(t["alpha[2,1]"])] == ["alpha[2,1]"]
     assert list(t.steps(pattern="omega[2,1].q[*]")) == []
+
+
+def test_values_are_floats_or_read_only_arrays(t: tracer.Trace) -> None:
+    """``Step.value``: a Python float for an element, the node's float32 array (read-only) for a slice."""
+    element, row = t["omega[2,1]"].value, t["omega[2]"].value
+    assert type(element) is float and element == float(t.tensor("omega")[1, 0])
+    assert isinstance(row, np.ndarray) and row.dtype == np.float32 and not row.flags.writeable
+    with pytest.raises(ValueError):
+        row[0] = 1.0

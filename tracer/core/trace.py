@@ -14,18 +14,23 @@ and saving go through :mod:`tracer.core.hooks`, which the package's top fills in
 from __future__ import annotations
 
 import difflib
+import os
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import product
-from typing import TYPE_CHECKING, Any
+from typing import IO, TYPE_CHECKING, Any
 
 import numpy as np
+import numpy.typing as npt
 
 from tracer.core import hooks, ids
 from tracer.errors import StepNotFound
 
 if TYPE_CHECKING:
     from tracer.core.verify import Verification
+
+Values = npt.NDArray[np.floating[Any]]
+"""What a node holds: float32 or float64 values (the only dtypes a trace file may declare)."""
 
 ELEMENT = "element"  # every entry of the node is a step of its own
 TENSOR = "tensor"  # the node is one step (matrix-form results, comparisons)
@@ -120,8 +125,8 @@ class Step:
         return ids.render(self.node.name, self.node.split, [i + 1 for i in self.index])
 
     @property
-    def value(self) -> Any:
-        """A float for an element step; a read-only array for a slice or a whole node."""
+    def value(self) -> float | Values:
+        """A float for an element step; a read-only float32 or float64 array for a slice or a whole node."""
         v = self.node.value[self.index]
         return float(v) if self.is_element else v
 
@@ -320,7 +325,7 @@ class Trace:
 
         return verify(self)
 
-    def save(self, path: Any) -> None:
+    def save(self, path: str | os.PathLike[str] | IO[str]) -> None:
         """Write the trace file (see ``docs/trace-format.md``); :func:`tracer.core.serialize.save` does the work."""
         hooks.call("save", self, path)
 
