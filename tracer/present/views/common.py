@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, SupportsFloat
 
 import numpy as np
 
@@ -70,7 +70,7 @@ class Ctx:
         text = self.given(value) if given else self.num(value)
         return Num(text, step_id, "" if np.isfinite(value) else "bad")
 
-    def rounds(self, terms: Sequence[float], total: float) -> bool:
+    def rounds(self, terms: Sequence[SupportsFloat], total: SupportsFloat) -> bool:
         """True when the displayed terms do not add up to the displayed total, though their exact values do.
 
         An edited total (its exact terms add up to something else) gets no
