@@ -9,6 +9,7 @@ names the wrong file, fails here.
 
 from __future__ import annotations
 
+import fractions
 import io
 import json
 from pathlib import Path
@@ -17,7 +18,8 @@ import numpy as np
 import pytest
 import torch
 
-from tracer.errors import InputError
+from tracer.core import limits
+from tracer.errors import InputError, InputNote
 from tracer.record import inputs
 
 
@@ -167,3 +169,50 @@ def test_the_seed_range_is_torchs() -> None:
     for seed in inputs.SEEDS:
         rows, _ = inputs.from_text("a", dim=2, seed=seed)
         assert len(rows[0]) == 2
+
+
+@pytest.mark.parametrize("name", ["big.json", "big.csv", "big.npy", "big.pt"])
+def test_a_file_past_the_size_limit(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, name: str) -> None:
+    monkeypatch.setattr(limits, "MAX_INPUT_BYTES", 10)
+    (tmp_path / name).write_bytes(b"1" * 19)
+    with pytest.raises(InputError) as err:
+        inputs.read_file(tmp_path / name)
+    assert str(err.value) == f"{tmp_path / name} is 19 bytes, past the 10-byte limit for an inputs file"
+
+
+def test_pt_files_are_loaded_as_weights_only(tmp_path: Path) -> None:
+    """A pickle of any other object is refused by torch itself, before it can run code."""
+    torch.save(fractions.Fraction(1, 3), tmp_path / "f.pt")
+    text = refused(tmp_path, "f.pt", (tmp_path / "f.pt").read_bytes())
+    assert text.startswith("f.pt is not a readable PyTorch file: Weights only load failed")
+
+
+def test_torchs_own_reason_is_kept_and_cut(tmp_path: Path) -> None:
+    text = refused(tmp_path, "z.pt", b"PK\x03\x04 no zip")
+    assert "zip archive" in text and len(text) == 300  # torch's first line, cut at 300 characters
+
+
+def test_tensor_problems_name_the_file(tmp_path: Path) -> None:
+    torch.save(torch.zeros(2, 2, dtype=torch.bool), tmp_path / "b.pt")
+    assert refused(tmp_path, "b.pt", (tmp_path / "b.pt").read_bytes()) == "b.pt is a tensor of booleans, not numbers"
+    torch.save(torch.tensor([[0.5, 1.0]], dtype=torch.float16), tmp_path / "h.pt")
+    with pytest.warns(InputNote) as notes:
+        got, _ = inputs.read_file(tmp_path / "h.pt")
+    assert [str(n.message) for n in notes] == ["h.pt holds float16: converted exactly to float64"]
+    assert np.array_equal(np.asarray(got), [[0.5, 1.0]])
+
+
+def test_a_label_column_beside_one_number_column(tmp_path: Path) -> None:
+    assert read(tmp_path, "l.csv", b"tok,1\nu,2\n") == ([[1.0], [2.0]], ["tok", "u"])
+
+
+def test_text_limits_are_inclusive() -> None:
+    assert [len(r) for r in inputs.from_text("a", dim=1)[0]] == [1]
+    assert len(inputs.from_text("a", dim=DIMS)[0][0]) == DIMS
+    assert len(inputs.from_text("a " * TOKENS)[1]) == TOKENS
+
+
+def test_a_huge_seed_is_cut_in_the_message() -> None:
+    with pytest.raises(InputError) as err:
+        inputs.from_text("a", seed=10**300)
+    assert str(err.value).startswith("seed must be a whole number from ") and len(str(err.value)) == len("seed ") + 200
