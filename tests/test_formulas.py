@@ -108,3 +108,10 @@ def test_the_causal_weights_have_one_name(traces: dict[str, tracer.Trace]) -> No
     assert t["dropout.kept[4,3]"].latex == causal + " B_{43}"
     assert t["dropout.alpha[4,3]"].latex.endswith(r"\frac{" + t["dropout.kept[4,3]"].latex + "}{1-p}")
     assert r"\alpha^{\mathrm{causal}} \rvert" in t["check.mask"].latex
+
+
+@pytest.mark.parametrize("lesson", ["simple", "trainable", "causal", "multihead"])
+def test_every_value_follows_from_its_recorded_op(traces: dict[str, tracer.Trace], lesson: str) -> None:
+    """Each node recomputed from its operands with the op and attributes it records (a wrong op name fails)."""
+    checked = traces[lesson].verify()
+    assert checked.ok, checked.summary()
