@@ -17,6 +17,7 @@ from typing import Any
 from jinja2 import Environment, FileSystemLoader, StrictUndefined, select_autoescape
 from markupsafe import Markup, escape
 
+from tracer.present.render.mdmath import aligned
 from tracer.present.strings import Strings, templates_dir
 
 _MD_SPECIAL = re.compile(r"([\\`*_\[\]{}#+!|$~])")
@@ -35,9 +36,13 @@ def environment() -> Environment:
         keep_trailing_newline=True,
     )
     env.filters["mathml"] = mathml
+    env.filters["chunk"] = chunk
+    env.filters["pieces"] = pieces
     env.filters["prose"] = prose
     env.filters["md"] = md
     env.filters["mdprose"] = mdprose
+    env.filters["aligned"] = aligned
+    env.filters["mdcell"] = mdcell
     return env
 
 
@@ -60,6 +65,37 @@ def mathml(latex: str, display: bool = False) -> Markup:
     return Markup(_convert(latex, display))
 
 
+def chunk(latex: str) -> Markup:
+    """One chunk of a worked equation (``= 0.2365``, ``+ 0.1305``) as display MathML.
+
+    A chunk that starts with ``+`` or ``-`` would have it laid out as a sign
+    (no space after it): a medium space puts back the gap that the operator
+    has in the whole line; the gap before it is the space between chunks.
+    """
+    if latex[:1] in "+-":
+        latex = latex[0] + r"\:" + latex[1:]
+    return mathml(latex, True)
+
+
+_APART = re.compile(r",\s*\\qquad\s*")
+
+
+def pieces(latex: str) -> list[str]:
+    """A display formula cut where it lists formulas side by side (``a,\\qquad b``), commas kept.
+
+    The page shows the pieces side by side when they fit and one under the
+    other when they do not, so none runs off a phone's screen.
+    """
+    out, depth, start = [], 0, 0
+    for n, ch in enumerate(latex):
+        depth += {"{": 1, "}": -1}.get(ch, 0)
+        m = _APART.match(latex, n) if depth == 0 and ch == "," else None
+        if m:
+            out.append(latex[start:n] + ",")
+            start = m.end()
+    return [*out, latex[start:]]
+
+
 def prose(para: Any) -> Markup:
     """A paragraph for HTML: escaped text, with ``$...$`` spans as MathML when the paragraph allows math."""
     if not para.math:
@@ -78,6 +114,11 @@ def md(text: str) -> str:
     text = text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
     text = _MD_SPECIAL.sub(r"\\\1", text)
     return re.sub(r"[\r\n]+", " ", text)
+
+
+def mdcell(latex: str) -> str:
+    """LaTeX for a Markdown table cell: a ``|`` (``|x|``, ``\\|``) is escaped so that it cannot end the cell."""
+    return latex.replace("|", "\\|")
 
 
 def mdprose(para: Any) -> str:

@@ -74,12 +74,16 @@ class Ctx:
 
 
 def tex(text: str) -> str:
-    """A displayed number inside a LaTeX sum: negatives in parentheses, non-finite as symbols."""
+    """A displayed number inside a LaTeX sum: negatives in parentheses, non-finite as symbols.
+
+    A minus sign is grouped with its number (``({-0.45})``), so that MathML
+    sets it as a sign, close to the digits, not as a subtraction.
+    """
     if text in ("inf", "-inf"):
-        return text.replace("inf", r"\infty")
-    if text == "nan":
+        text = text.replace("inf", r"\infty")
+    elif text == "nan":
         return r"\mathrm{nan}"
-    return f"({text})" if text.startswith("-") else text
+    return f"({{{text}}})" if text.startswith("-") else text
 
 
 def elide(n: int, keep: int = FULL_D, head: int = 3, tail: int = 2) -> list[int | None]:

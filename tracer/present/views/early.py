@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from tracer.present.figures import plots
+from tracer.present.views.board import board, terms
 from tracer.present.views.common import FULL_T, TOP, Ctx, elide, rows_table, tex
 from tracer.present.views.model import Block, Equation, Figure, Para, Section
 
@@ -39,7 +40,7 @@ def dot(ctx: Ctx, i: int, j: int, focus: bool) -> Equation:
     x, p, run = tr.tensor("x"), tr.tensor("omega.p"), tr.tensor("omega.s")
     total = float(tr.tensor("omega")[i - 1, j - 1])
     sid = f"omega[{i},{j}]"
-    lhs = " = ".join(tr[sid].latex.split(" = ")[:2])
+    lhs, definition = tr[sid].latex.split(" = ")[:2]
     factors, products, sums = [], [], []
     for k in elide(ctx.d):
         if k is None:
@@ -51,17 +52,9 @@ def dot(ctx: Ctx, i: int, j: int, focus: bool) -> Equation:
         factors.append(rf"{tex(a)} \times {tex(b)}")
         products.append(tex(ctx.num(float(p[i - 1, j - 1, k]))))
         sums.append(rf"s_{{{k + 1}}} = {ctx.num(float(run[i - 1, j - 1, k]))}")
-    latex = f"{lhs} = {' + '.join(factors)} = {' + '.join(products)} = {ctx.num(total)}"
     note = ctx.s("scores.rounding", n=ctx.decimals) if ctx.rounds(p[i - 1, j - 1], total) else ""
-    return Equation(
-        f"omega-{i}-{j}",
-        sid,
-        latex,
-        ctx.s("scores.partial"),
-        r",\quad ".join(sums),
-        note,
-        focus,
-    )
+    steps = [definition, terms(factors), terms(products), ctx.num(total)]
+    return board(f"omega-{i}-{j}", sid, lhs, steps, ctx.s("scores.partial"), sums, note, focus)
 
 
 def shown_keys(ctx: Ctx) -> list[int]:

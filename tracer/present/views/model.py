@@ -32,6 +32,11 @@ class Row:
     total: bool = False
     elided: str = ""
 
+    @property
+    def strong(self) -> tuple[bool, ...]:
+        """Per cell: set in bold where the format has no row styles (Markdown): the focus and total rows' values."""
+        return tuple((self.focus or self.total) and bool(c.text) for c in self.cells)
+
 
 @dataclass(frozen=True)
 class Table:
@@ -44,19 +49,44 @@ class Table:
     notes: tuple[Para, ...] = ()
     kind: Literal["table"] = "table"
 
+    @property
+    def align(self) -> tuple[Literal["left", "right"], ...]:
+        """Per column: labels (indices, tokens) left, numbers right, decided by the cells (not by position)."""
+        rows = [r.cells for r in self.rows if not r.elided]
+        return tuple(
+            "left" if any(len(c) > n and c[n].cls == "label" for c in rows) else "right" for n in range(len(self.head))
+        )
+
 
 @dataclass(frozen=True)
 class Equation:
-    """A worked equation: the formula filled with the trace's numbers, and an optional second line."""
+    """A worked equation, written as a teacher writes it on the board.
+
+    ``lhs`` is the quantity (``\\omega_{21}``); each entry of ``rhs`` is one
+    ``= …`` step (the formula, the numbers that go in, the terms, the total),
+    given as *chunks*: LaTeX pieces between which a line may break, the first
+    starting with ``=`` and the later ones with their operator (``+ 0.1305``).
+    A ``broken`` equation puts every step on a line of its own, aligned at the
+    ``=``, so its result is in view on a phone; a short one stays on one line.
+    ``extra`` (the running sums) is a second line of chunks under ``extra_label``.
+    Build one with :func:`tracer.present.views.board.board`.
+    """
 
     anchor: str
     step: str
-    latex: str
+    lhs: str
+    rhs: tuple[tuple[str, ...], ...]
     extra_label: str = ""
-    extra: str = ""
+    extra: tuple[str, ...] = ()
     note: str = ""
     focus: bool = False
+    broken: bool = False
     kind: Literal["equation"] = "equation"
+
+    @property
+    def latex(self) -> str:
+        """The whole equation on one line of LaTeX."""
+        return " ".join([self.lhs, *(c for part in self.rhs for c in part)])
 
 
 @dataclass(frozen=True)
@@ -80,6 +110,7 @@ class Para:
     text: str
     note: bool = False
     math: bool = False
+    interactive: bool = False  # speaks of clicking the figures: left out where they are images (Markdown)
     kind: Literal["para"] = "para"
 
 
@@ -128,6 +159,16 @@ class Page:
     sections: tuple[Section, ...]
     footer: str
     strings: dict[str, str] = field(default_factory=dict)  # the few UI labels the page script needs
+
+    @property
+    def html_lang(self) -> str:
+        """The page's language as an HTML ``lang`` attribute (Chinese pages are in simplified script)."""
+        return {"zh": "zh-Hans"}.get(self.lang, self.lang)
+
+    @property
+    def italic_captions(self) -> bool:
+        """Whether Markdown sets captions in italics (not in Chinese, where slanted glyphs read poorly)."""
+        return self.lang != "zh"
 
     @property
     def figures(self) -> tuple[Figure, ...]:

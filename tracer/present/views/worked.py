@@ -16,14 +16,13 @@ import numpy as np
 
 from tracer.core.trace import Node, Step
 from tracer.present.figures import plots
+from tracer.present.views.board import board, terms
 from tracer.present.views.common import FULL_T, TOP, elide, heatmap_svg, tex
 from tracer.present.views.model import Block, Equation, Figure, Para
 from tracer.present.views.nodes import LessonCtx, anchor, lead_axes, parts, pattern
 
 MAX_TERMS = 8
 """Longer sums show their first and last terms around an ellipsis."""
-LONG = 3
-"""Sums of more products than this write their terms on a second line."""
 SIGNS = {"mul": r"\times", "sub": "-", "add": "+"}
 """LaTeX of the binary ops written out inline."""
 FIG_PARTS = 8
@@ -61,24 +60,21 @@ def _cut(items: list[str]) -> list[str]:
 
 
 def equation(ctx: LessonCtx, step: Step) -> Equation:
-    """One entry written out: formula = factors = terms = total (``running sums`` on a second line)."""
+    """One entry written out: formula = factors = terms = total, with the running sums below."""
     tr = ctx.trace
     ins = [tr[i] for i in step.inputs]
     vals = [_val(ctx, s) for s in ins]
-    chain: list[str] = []
-    extra = note = ""
+    chain: list[list[str] | str] = []
+    extra: list[str] = []
+    note = ""
     op = step.op
     if op == "sum" and ins:
         if all(t.op == "mul" for t in ins):
-            chain.append(" + ".join(_cut([r" \times ".join(_val(ctx, tr[f]) for f in t.inputs) for t in ins])))
+            chain.append(terms(_cut([r" \times ".join(_val(ctx, tr[f]) for f in t.inputs) for t in ins])))
+        chain.append(terms(_cut(vals)))
         runs = [tr.get(t.id.rsplit(".", 1)[0] + "." + "s" + t.id.rsplit(".", 1)[1][1:]) for t in ins]
-        if len(chain) and len(ins) > LONG:  # too wide for one line: the terms and the total go below
-            total = tex(ctx.num(float(step.value)))
-            extra, runs = " + ".join(_cut(vals)) + f" = {total}", []
-        else:
-            chain.append(" + ".join(_cut(vals)))
         if runs and all(r is not None for r in runs) and len(runs) <= MAX_TERMS:
-            extra = r",\quad ".join(rf"s_{{{n + 1}}} = {_val(ctx, r)}" for n, r in enumerate(runs) if r is not None)
+            extra = [rf"s_{{{n + 1}}} = {_val(ctx, r)}" for n, r in enumerate(runs) if r is not None]
         if len(ins) <= MAX_TERMS and ctx.rounds([t.value for t in ins], step.value):
             note = ctx.s("lesson.rounding", n=ctx.decimals)
     elif op == "div" and len(vals) == 2:
@@ -89,9 +85,10 @@ def equation(ctx: LessonCtx, step: Step) -> Equation:
         chain.append(f"e^{{{vals[0]}}}")
     elif op == "max":
         chain.append(rf"\max({', '.join(_cut(vals))})")
-    latex = " = ".join([step.latex or step.id, *chain, tex(ctx.num(float(step.value)))])
-    label = (ctx.s("lesson.terms") if not runs else ctx.s("lesson.partial")) if extra else ""
-    return Equation(anchor(step.id), step.id, latex, label, extra, note, focus=True)
+    lhs, *formula = (step.latex or step.id).split(" = ")
+    label = ctx.s("lesson.partial") if extra else ""
+    steps = [*formula, *chain, tex(ctx.num(float(step.value)))]
+    return board(anchor(step.id), step.id, lhs, steps, label, extra, note, focus=True)
 
 
 def written(ctx: LessonCtx, node: Node) -> list[Block]:
