@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 import tracer
@@ -38,3 +40,27 @@ def test_unknown_language_and_missing_stage_are_errors() -> None:
         narrative.load("simple", "fr")
     with pytest.raises(InputError, match="no stage"):
         narrative.load("simple", "en").stage("nope")
+
+
+@pytest.mark.parametrize("name", ["../../../../../srv/x/evil", "/etc/passwd", "simple/../simple", "..", ""])
+def test_a_lesson_name_from_a_file_never_becomes_a_path(name: str) -> None:
+    with pytest.raises(InputError, match="unknown lesson") as e:
+        narrative.load(name, "en")
+    assert "toml" not in str(e.value)
+    assert not narrative.available(name)
+
+
+def test_report_of_a_trace_naming_a_foreign_lesson_is_refused(tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from tests.hostile import seal
+    from tracer.cli import app
+    from tracer.core import serialize
+
+    doc = serialize.to_dict(tracer.trace_lesson("trainable"))
+    doc["meta"]["lesson"] = "../../../../../srv/x/evil"
+    src = tmp_path / "t.json"
+    src.write_text(seal(doc), encoding="utf-8")
+    res = CliRunner().invoke(app, ["report", "--from", str(src), "-o", str(tmp_path / "r")])
+    assert res.exit_code == 2 and "unknown lesson" in res.output and ".toml" not in res.output
+    assert not (tmp_path / "r").exists()

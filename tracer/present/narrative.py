@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import tomllib
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from tracer.errors import InputError
@@ -92,18 +93,37 @@ class Narrative:
         }
 
 
+def shipped() -> dict[tuple[str, str], Path]:
+    """The narrative files that ship with attn-trace: ``(lesson, lang)`` -> path.
+
+    A lesson name may come from a trace file (``meta.lesson``), so it is looked
+    up here, among the files found, and never joined into a path.
+    """
+    out: dict[tuple[str, str], Path] = {}
+    for path in sorted((templates_dir() / "lessons").glob("*.toml")):
+        lesson, _, lang = path.stem.rpartition(".")
+        if lesson and lang in LANGS:
+            out[(lesson, lang)] = path
+    return out
+
+
 def available(lesson: str) -> bool:
-    """Whether ``lesson`` has narrative files."""
-    return all((templates_dir() / "lessons" / f"{lesson}.{lang}.toml").is_file() for lang in LANGS)
+    """Whether ``lesson`` has narrative files in every language."""
+    files = shipped()
+    return all((lesson, lang) in files for lang in LANGS)
 
 
 def load(lesson: str, lang: str) -> Narrative:
-    """The narrative of ``lesson`` in ``lang`` from ``templates/lessons``."""
+    """The narrative of ``lesson`` in ``lang`` from ``templates/lessons`` (only a lesson that ships one)."""
     if lang not in LANGS:
         raise InputError(f"unknown language {lang!r}: choose from {', '.join(LANGS)}")
-    path = templates_dir() / "lessons" / f"{lesson}.{lang}.toml"
-    if not path.is_file():
-        raise InputError(f"lesson {lesson!r} has no {lang!r} narrative yet")
+    files = shipped()
+    path = files.get((lesson, lang))
+    if path is None:
+        known = sorted({name for name, _ in files})
+        if lesson in known:
+            raise InputError(f"lesson {lesson!r} has no {lang!r} narrative yet")
+        raise InputError(f"unknown lesson {lesson!r} (lessons with narratives: {', '.join(known)})")
     with path.open("rb") as f:
         return from_dict(tomllib.load(f), lesson, lang)
 

@@ -18,6 +18,7 @@ from jinja2 import Environment, FileSystemLoader, StrictUndefined, select_autoes
 from markupsafe import Markup, escape
 
 from tracer.present.render.mdmath import aligned
+from tracer.present.render.sanitize import clean_mathml, markdown_math
 from tracer.present.strings import Strings, templates_dir
 
 _MD_SPECIAL = re.compile(r"([\\`*_\[\]{}#+!|$~])")
@@ -43,6 +44,7 @@ def environment() -> Environment:
     env.filters["mdprose"] = mdprose
     env.filters["aligned"] = aligned
     env.filters["mdcell"] = mdcell
+    env.filters["mdmath"] = markdown_math
     return env
 
 
@@ -57,11 +59,16 @@ def render(template: str, strings: Strings, **context: Any) -> str:
 def _convert(latex: str, display: bool) -> str:
     from latex2mathml.converter import convert
 
-    return str(convert(latex, display="block" if display else "inline"))
+    mode = "block" if display else "inline"
+    try:
+        out = str(convert(latex, display=mode))
+    except Exception:  # LaTeX from a file that latex2mathml cannot parse: show its source as text
+        out = f'<math display="{mode}"><mtext>{escape(latex)}</mtext></math>'
+    return clean_mathml(out)
 
 
 def mathml(latex: str, display: bool = False) -> Markup:
-    """LaTeX (ours, never user text) as MathML, which browsers render natively."""
+    """LaTeX as MathML, which browsers render natively, through the MathML allow-list (it may come from a file)."""
     return Markup(_convert(latex, display))
 
 
@@ -126,4 +133,4 @@ def mdprose(para: Any) -> str:
     if not para.math:
         return md(para.text)
     parts = para.text.split("$")
-    return "".join(f"${p}$" if n % 2 else md(p) for n, p in enumerate(parts))
+    return "".join(f"${markdown_math(p)}$" if n % 2 else md(p) for n, p in enumerate(parts))

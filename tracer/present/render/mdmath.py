@@ -9,6 +9,7 @@ so no row is wider than GitHub's text column.
 
 from __future__ import annotations
 
+from tracer.present.render.sanitize import markdown_math
 from tracer.present.views.board import width
 from tracer.present.views.model import Equation
 
@@ -31,13 +32,13 @@ def rows(chunks: tuple[str, ...]) -> list[str]:
 
 
 def aligned(eq: Equation) -> str:
-    """The display LaTeX of ``eq`` for a ``$$`` block."""
+    """The display LaTeX of ``eq`` for a ``$$`` block (each piece through :func:`markdown_math`)."""
     if not eq.broken:
-        return eq.latex
+        return markdown_math(eq.latex)
     lines = []
     for n, part in enumerate(eq.rhs):
-        first, *more = rows(part)
-        lines.append(f"{eq.lhs if n == 0 else ''} &{first}")
+        first, *more = (markdown_math(r) for r in rows(part))
+        lines.append(f"{markdown_math(eq.lhs) if n == 0 else ''} &{first}")
         lines += [rf"&\quad {r}" for r in more]
     body = " \\\\\n".join(lines)
     return f"\\begin{{aligned}}\n{body}\n\\end{{aligned}}"

@@ -147,7 +147,7 @@ def matrix_form(
             x.data @ w[wname].data,
             [x, w[wname]],
             "ic",
-            latex=rf"{name.upper()} = X W",
+            latex=rf"{name.upper()} = X W^{{{name.upper()}}}",
             text=f"X @ {wname}",
         )
     m_omega = rec.tensor(
@@ -177,18 +177,18 @@ def matrix_form(
         latex=r"Z = A V",
         text="mat.alpha @ V",
     )
-    for name, mat, loop in (
-        ("q", mats["q"], q),
-        ("k", mats["k"], k),
-        ("v", mats["v"], v),
-        ("omega", m_omega, omega),
-        ("alpha", m_alpha, alpha),
-        ("z", m_z, z),
+    for name, mat, loop, mat_sym, loop_sym in (
+        ("q", mats["q"], q, "Q", "q"),
+        ("k", mats["k"], k, "K", "k"),
+        ("v", mats["v"], v, "V", "v"),
+        ("omega", m_omega, omega, r"\Omega", r"\omega"),
+        ("alpha", m_alpha, alpha, "A", r"\alpha"),
+        ("z", m_z, z, "Z", "z"),
     ):
         rec.maxabsdiff(
             f"check.{name}",
             mat,
             loop,
-            latex=rf"\max \lvert \mathrm{{mat}}_{{{name}}} - {name} \rvert",
+            latex=rf"\max \lvert {mat_sym} - {loop_sym} \rvert",
             text=f"max |mat.{name} − {name}|",
         )
