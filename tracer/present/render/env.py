@@ -45,6 +45,8 @@ def environment() -> Environment:
     env.filters["aligned"] = aligned
     env.filters["mdcell"] = mdcell
     env.filters["mdmath"] = markdown_math
+    env.filters["python"] = python
+    env.filters["fence"] = fence
     return env
 
 
@@ -101,6 +103,21 @@ def pieces(latex: str) -> list[str]:
             out.append(latex[start:n] + ",")
             start = m.end()
     return [*out, latex[start:]]
+
+
+def python(source: str) -> Markup:
+    """Python source highlighted by Pygments: ``<span class="k">`` and the like, styled by report.css (no script)."""
+    from pygments import highlight
+    from pygments.formatters import HtmlFormatter
+    from pygments.lexers import PythonLexer
+
+    return Markup(highlight(source, PythonLexer(), HtmlFormatter(nowrap=True)).rstrip("\n"))
+
+
+def fence(text: str) -> str:
+    """A Markdown code fence longer than any run of backticks in ``text`` (a token may hold some)."""
+    longest = max((len(run) for run in re.findall(r"`+", text)), default=0)
+    return "`" * max(3, longest + 1)
 
 
 def prose(para: Any) -> Markup:

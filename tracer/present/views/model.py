@@ -127,6 +127,17 @@ class Figure:
 
 
 @dataclass(frozen=True)
+class Code:
+    """Plain PyTorch lines that compute a stage (the notebook's cell, verbatim) and what their checks print."""
+
+    anchor: str
+    label: str
+    source: str
+    output: tuple[str, ...]
+    kind: Literal["code"] = "code"
+
+
+@dataclass(frozen=True)
 class Group:
     """A titled list of blocks that the HTML page may fold away (the all-pairs expansions)."""
 
@@ -136,7 +147,7 @@ class Group:
     kind: Literal["group"] = "group"
 
 
-Block = Table | Equation | Formula | Para | Figure | Group
+Block = Table | Equation | Formula | Para | Figure | Code | Group
 
 
 @dataclass(frozen=True)
