@@ -115,3 +115,14 @@ def test_the_pages_language_is_set_by_the_view_model(lang: str, attr: str) -> No
     page = page_with(Table("t", "T", (Num("j"),), ()), lang)
     assert page.html_lang == attr
     assert f'<html lang="{attr}">' in render_html(page)
+
+
+@pytest.mark.parametrize("lesson", LESSONS)
+def test_every_stage_has_its_code_fenced_and_highlighted(lesson: str) -> None:
+    md = markdown(lesson, "zh")
+    stages = md.count("\n## ")
+    assert md.count("\n```python\n") >= stages - 1  # the tutorial's recap has no code of its own
+    assert md.count("\n```text\n") >= stages - 1 and "  traced: " in md
+    page = (ROOT / "reports" / lesson / "zh" / "index.html").read_text("utf-8")
+    assert page.count('<pre class="py"><code>') == md.count("\n```python\n")
+    assert '<span class="nb">' in page or '<span class="n">torch</span>' in page  # Pygments' classes, no script
