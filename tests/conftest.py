@@ -11,10 +11,40 @@ this is not a ``pytest_plugins`` line.
 
 from __future__ import annotations
 
+import os
+from collections.abc import Iterator
+
 import pytest
 
 import tracer
 import tracer.pytest_plugin
+
+REQUIRED_IN_CI = ("could not import", "chromium is not installed")
+"""Skip reasons that mean a declared test dependency or Chromium is missing: failures when ``CI`` is set."""
+
+
+def _must_not_skip(report: pytest.CollectReport | pytest.TestReport) -> None:
+    """Under CI, turn a skip for a missing test dependency into a failure (CI must run every test)."""
+    if not (report.skipped and os.environ.get("CI") and isinstance(report.longrepr, tuple)):
+        return
+    reason = str(report.longrepr[2])
+    if any(key in reason for key in REQUIRED_IN_CI):
+        report.outcome = "failed"
+        report.longrepr = f"skipped, but CI must run it: {reason}"
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[None]:
+    """Skips inside tests and fixtures (``importorskip``, ``skipif`` marks)."""
+    outcome = yield
+    _must_not_skip(outcome.get_result())  # type: ignore[attr-defined]
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_make_collect_report(collector: pytest.Collector) -> Iterator[None]:
+    """Skips while importing a test module (a module-level ``importorskip``)."""
+    outcome = yield
+    _must_not_skip(outcome.get_result())  # type: ignore[attr-defined]
 
 
 def pytest_addoption(parser: pytest.Parser, pluginmanager: pytest.PytestPluginManager) -> None:

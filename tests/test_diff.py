@@ -196,3 +196,18 @@ def test_shift_and_scan() -> None:
     ne = np.array([True, True, False, True])
     base = np.array([True, False, False, False])
     assert scan(ne, base, 0, 1).tolist() == [True, True, False, False]
+
+
+def test_drift_within_tolerance_does_not_carry_a_change(tutorial: tracer.Trace) -> None:
+    """Products that drifted by a rounding (another kernel) do not hide the score that was really changed."""
+    nodes = []
+    for n in tutorial.nodes:
+        if n.name == "omega.p":
+            n = dataclasses.replace(n, value=np.nextafter(n.value, np.float32(np.inf)))  # one ulp up, everywhere
+        nodes.append(n)
+    drifted = tracer.Trace(nodes, tutorial.meta)
+    assert tracer.diff(tutorial, drifted).equal  # within tolerance on its own
+    changed = edit(drifted, "omega", (1, 0), 0.5)  # omega[2,1]
+    d = tracer.diff(tutorial, changed)
+    assert [r.id for r in d.roots] == ["omega[2,1]"]
+    assert d.totals.differing == 1

@@ -42,6 +42,20 @@ def test_unknown_language_and_missing_stage_are_errors() -> None:
         narrative.load("simple", "en").stage("nope")
 
 
+def test_node_tables_are_checked() -> None:
+    base = {"title": "t", "summary": "s", "stages": {"a": {"title": "A", "text": "x"}}}
+    story = narrative.from_dict({**base, "nodes": {"z": {"caption": "The $z$", "row": 3}}}, "mine", "en")
+    assert story.node("z").caption == "The $z$" and story.node("z").row == 3
+    assert story.node("other").caption == ""
+    assert narrative.from_dict(story.to_dict(), "mine", "en") == story
+    with pytest.raises(InputError, match="unknown keys colour"):
+        narrative.from_dict({**base, "nodes": {"z": {"colour": "red"}}}, "mine", "en")
+    with pytest.raises(InputError, match="row must be"):
+        narrative.from_dict({**base, "nodes": {"z": {"row": "two"}}}, "mine", "en")
+    with pytest.raises(InputError, match="caption must be text"):
+        narrative.from_dict({**base, "nodes": {"z": {"caption": 3}}}, "mine", "en")
+
+
 @pytest.mark.parametrize("name", ["../../../../../srv/x/evil", "/etc/passwd", "simple/../simple", "..", ""])
 def test_a_lesson_name_from_a_file_never_becomes_a_path(name: str) -> None:
     with pytest.raises(InputError, match="unknown lesson") as e:

@@ -43,12 +43,27 @@ def test_narratives_have_the_same_keys_and_node_lists(lesson: str) -> None:
     en, zh = narrative.load(lesson, "en"), narrative.load(lesson, "zh")
     assert en.keys() == zh.keys()
     assert {n: s.lists() for n, s in en.stages.items()} == {n: s.lists() for n, s in zh.stages.items()}
+    same = {n: (x.formula, x.row) for n, x in en.nodes.items()}
+    assert same == {n: (x.formula, x.row) for n, x in zh.nodes.items()}
     t = lesson_trace(lesson)
     assert set(en.stages) == set(t.stages)
     for st in en.stages.values():
         for names in st.lists().values():
             for name in names:
                 t.node(name)  # every featured node exists
+    for name in en.nodes:
+        t.node(name)  # every node the narrative speaks of exists
+
+
+@pytest.mark.parametrize("lang", LANGS)
+@pytest.mark.parametrize("lesson", LESSONS)
+def test_every_shown_node_is_captioned_by_the_narrative(lesson: str, lang: str) -> None:
+    story = narrative.load(lesson, lang)
+    for st in story.stages.values():
+        for name in [*(st.show or ()), *st.heatmap, *st.bars]:
+            assert story.node(name).caption, f"{lesson}.{lang}: {name} has no caption"
+        for name in [*st.heatmap, *st.bars]:
+            assert story.node(name).figure, f"{lesson}.{lang}: {name} has no figure caption"
 
 
 @pytest.mark.parametrize("lesson", LESSONS)
@@ -81,7 +96,7 @@ def test_markdown_tables_show_the_trace(lesson: str) -> None:
 def test_worked_dot_product_matches_the_trace() -> None:
     t = lesson_trace("trainable")
     page = lesson_report("trainable", "en")["index.html"].decode()
-    block = re.search(r'data-id="omega\[2,1\]">.*?<div class="extra">', page, re.S)
+    block = re.search(r'class="equation[^>]*data-id="omega\[2,1\]">.*?<div class="extra">', page, re.S)
     assert block is not None
     numbers = [n for n in re.findall(r"<mn>([^<]+)</mn>", block.group(0)) if "." in n]
     want = []
@@ -93,7 +108,7 @@ def test_worked_dot_product_matches_the_trace() -> None:
 
 def test_multihead_report_splits_and_joins_heads() -> None:
     page = lesson_report("multihead", "en")["index.html"].decode()
-    for head in ("1 · h1", "2 · h1", "3 · h2", "4 · h2"):
+    for head in ("1 · head 1", "2 · head 1", "3 · head 2", "4 · head 2"):
         assert f'<th scope="col">{head}</th>' in page  # wrap.concat: heads side by side
     assert "head 2" in page and 'id="split-split-hq-h2"' in page
 

@@ -99,8 +99,8 @@ def test_derived_values_keep_edits(tmp_path: Path, name: str) -> None:
     edited = _replace(trace, name, (where, 123.25))
     doc = serialize.to_dict(edited)
     spec = next(n for n in doc["nodes"] if n["name"] == name)
-    if node.value.size > serialize.LIST_LIMIT:
-        assert spec["value"]["encoding"] == "derived" and spec["value"]["patch"] is not None
+    assert node.value.size > serialize.LIST_LIMIT  # so the node is stored derived, with the edit as a patch
+    assert spec["value"]["encoding"] == "derived" and spec["value"]["patch"] is not None
     back = roundtrip(edited, tmp_path)
     assert_identical(edited, back)
     assert back.node(name).value[where] == 123.25
@@ -139,6 +139,8 @@ def _reseal(doc: dict[str, object]) -> str:
     [
         (lambda text: text[: len(text) // 2], "truncated"),
         (lambda text: "", "truncated"),
+        (lambda text: text[: text.index("}") + 1], "truncated"),  # cut right after an inner '}'
+        (lambda text: text.rstrip()[:-1].rstrip() + "]}", "not valid JSON"),  # complete, but brackets crossed
         (lambda text: "hello", "not valid JSON"),
         (lambda text: "[1, 2]", "not an attn-trace trace file"),
         (lambda text: text.replace('"version": 1', '"version": 99'), "format version 99"),
@@ -177,3 +179,16 @@ def test_missing_and_directory(tmp_path: Path) -> None:
     (tmp_path / "bin.json").write_bytes(b"\xff\xfe\x00garbage")
     with pytest.raises(TraceFormatError, match="not UTF-8"):
         tracer.load(tmp_path / "bin.json")
+
+
+@pytest.mark.parametrize(("nodes", "message"), [([1], "got int"), (["x"], "got str"), ([None], "got NoneType")])
+def test_a_node_that_is_not_an_object_is_named(
+    tmp_path: Path, good_text: str, nodes: list[object], message: str
+) -> None:
+    """``tracer.load`` itself says which node is malformed (it used to raise AttributeError)."""
+    doc = json.loads(good_text)
+    doc["nodes"] = nodes
+    path = tmp_path / "bad.json"
+    path.write_text(_reseal(doc))
+    with pytest.raises(TraceFormatError, match=rf"bad.json: malformed node 1: a node must be an object, {message}"):
+        tracer.load(path)

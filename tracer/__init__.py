@@ -25,6 +25,7 @@ __all__ = [
     "TraceFormatError",
     "TracerError",
     "__version__",
+    "check",
     "diff",
     "load",
     "trace_lesson",
@@ -38,6 +39,7 @@ _LAZY = {
     "InputError": "tracer.errors",
     "TraceFormatError": "tracer.errors",
     "StepNotFound": "tracer.errors",
+    "check": "tracer.compare.check",  # the function check(obj, lesson=...) -> CheckResult
     "diff": "tracer.compare.differ",  # the function; the module is `differ`, so `tracer.diff` names one thing
     "load": "tracer.api",
     "trace_lesson": "tracer.api",
@@ -46,6 +48,7 @@ _LAZY = {
 
 if TYPE_CHECKING:
     from tracer.api import load, trace_lesson, trace_self_attention
+    from tracer.compare.check import check
     from tracer.compare.differ import diff
     from tracer.core.trace import Step, Trace
     from tracer.errors import InputError, StepNotFound, TraceFormatError, TracerError

@@ -19,7 +19,7 @@ from tracer.record.pipelines import LESSONS
 def trace_self_attention(
     inputs: Any = None,
     tokens: Any = None,
-    query: int = 2,
+    query: int | None = None,
     dtype: Any = "float32",
 ) -> Trace:
     """Trace simple self-attention (no trainable weights), the tutorial's lesson.
@@ -27,7 +27,7 @@ def trace_self_attention(
     ``inputs`` is a T x d array-like (nested lists, numpy, torch); ``None``
     means the tutorial's six tokens.  ``tokens`` labels the rows (default:
     the tutorial's words, or ``t1..tT``).  ``query`` is the 1-based focus row
-    the reports dwell on; ``dtype`` is ``torch.float32`` (default, as in the
+    the reports dwell on (default 2, or 1 for a single token); ``dtype`` is ``torch.float32`` (default, as in the
     tutorial) or ``torch.float64``, or their names.
     """
     return trace_lesson("simple", inputs=inputs, tokens=tokens, query=query, dtype=dtype)
@@ -50,7 +50,7 @@ def trace_lesson(name: str, **options: Any) -> Trace:
 def example(
     inputs: Any = None,
     tokens: Any = None,
-    query: int = 2,
+    query: int | None = None,
     dtype: Any = "float32",
     source: dict[str, Any] | None = None,
 ) -> Example:

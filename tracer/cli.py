@@ -16,7 +16,7 @@ from typing import Any, TypeVar
 import click
 
 import tracer
-from tracer.errors import TracerError
+from tracer.errors import InputError, TracerError
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -33,8 +33,15 @@ class App(click.Group):
     def invoke(self, ctx: click.Context) -> Any:
         try:
             return super().invoke(ctx)
+        except InputError as e:
+            flag = OPTION_OF.get(e.arg or "")
+            raise UserError(f"{flag} {e.problem}" if flag else str(e)) from None
         except TracerError as e:
             raise UserError(str(e)) from None
+
+
+OPTION_OF = {"text": "--text", "dim": "--dim", "spec": "--pipeline"}
+"""The CLI option that carries each library argument named in an :class:`~tracer.errors.InputError`."""
 
 
 @click.group(cls=App, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
@@ -115,9 +122,6 @@ def build_trace(
         source = {"kind": "text", "text": text, "dim": d, "seed": s}
     elif labels is not None:
         data, _ = inputs.tutorial()
-    if query is None:
-        rows = len(data) if isinstance(data, list) else (data.shape[0] if data is not None else 6)
-        query = 2 if rows >= 2 else 1
     ex = api.example(data, labels, query, dtype, source)
     if pipeline is not None:
         from tracer.record import custom
@@ -133,13 +137,20 @@ def build_trace(
     return api.run(lesson, ex, **extra)
 
 
-def trace_source(from_file: Path | None, options: dict[str, Any]) -> tracer.Trace:
-    """A saved trace (``--from``) or a freshly computed one, never both."""
+def trace_source(from_file: Path | None, options: dict[str, Any], check: bool = False) -> tracer.Trace:
+    """A saved trace (``--from``) or a freshly computed one, never both.
+
+    With ``check``, a saved trace is verified, and values that do not follow
+    from their inputs are named once on stderr (``explain`` and ``report``).
+    """
     if from_file is not None:
         given = [k for k, v in options.items() if v is not None and k not in ("lesson", "dtype")]
         if given or options.get("dtype") != "float32" or options.get("lesson") != "simple":
             raise UserError("--from reads a saved trace: input options cannot be combined with it")
-        return tracer.load(from_file)
+        t = tracer.load(from_file)
+        if check and not (result := t.verify()).ok:
+            status(f"note: {from_file.name}: {result.summary()}")
+        return t
     return build_trace(**options)
 
 
@@ -256,7 +267,7 @@ def explain(step_id: str, from_file: Path | None, decimals: int, **options: Any)
     """Explain one step as on a board: its formula, the numbers that went in, and its inputs' ids."""
     from tracer.present.explain import explain as explain_step
 
-    t = trace_source(from_file, options)
+    t = trace_source(from_file, options, check=True)
     click.echo(explain_step(t, step_id, decimals))
 
 
@@ -291,9 +302,34 @@ def diff(a: Path, b: Path, rtol: float, atol: float, limit: int, fmt: str) -> No
         raise
     except Exception as e:  # a crash must never look like "different" (exit 1)
         raise UserError(f"cannot diff {a} and {b}: {type(e).__name__}: {e}") from None
+    for note in result.notes:
+        status(f"note: {note}")
     click.echo(out, nl=False)
     if not result.equal:
         raise SystemExit(1)
+
+
+@app.command()
+@click.argument("file", type=click.Path(path_type=Path))
+def verify(file: Path) -> None:
+    """Recompute every value of a trace file from its recorded operands.
+
+    The digest of a trace file only catches accidents: anyone can edit a value
+    and recompute it. This checks that each value follows from its inputs
+    with its recorded op (exactly for products, sums, quotients, maxima and
+    masks; to a few units in the last place for exp and softmax) and lists
+    those that do not.
+
+    Exit status: 0 every value follows, 1 some do not, 2 an unreadable file.
+    """
+    t = tracer.load(file)
+    result = t.verify()
+    skipped = f"; not recomputed: {', '.join(result.unchecked)}" if result.unchecked else ""
+    if result.ok:
+        click.echo(f"{file.name}: all {result.checked} recomputed nodes follow from their inputs{skipped}")
+        return
+    click.echo(f"{file.name}: {result.summary()}{skipped}")
+    raise SystemExit(1)
 
 
 @app.command()
@@ -336,7 +372,7 @@ def report(
 
     if fragment and fmt == "md":
         raise UserError("--fragment is an HTML form: use it with --format html or all")
-    t = trace_source(from_file, options)
+    t = trace_source(from_file, options, check=True)
     folder = output if output is not None else Path("reports") / reports.slug(t) / lang
     if folder.exists() and not folder.is_dir():
         raise UserError(f"{folder} exists and is not a folder")
@@ -376,6 +412,68 @@ def notebook(lang: str, output: Path, force: bool, **options: Any) -> None:
     data = notebooks.build(t, lang, options.get("pipeline"))
     write_output(data, str(output), force)
     status(f"wrote {output}: {len(data):,} bytes")
+
+
+@app.command()
+@click.argument("spec", metavar="FILE.py:NAME")
+@click.option(
+    "--lesson",
+    type=click.Choice(["simple", "trainable", "causal", "multihead"]),
+    required=True,
+    help="The lesson the code should compute.",
+)
+@click.option(
+    "--lang", type=click.Choice(["en", "zh"]), default="en", show_default=True, help="Language of the verdict."
+)
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["text", "json", "html"]),
+    default="text",
+    show_default=True,
+    help="Output format.",
+)
+@click.option("-o", "--output", help="File to write (default: stdout).")
+@click.option("--force", is_flag=True, help="Overwrite an existing output file.")
+@click.option("--verbose", is_flag=True, help="Show your code's traceback on a crash, and the nearest tensors.")
+def check(spec: str, lesson: str, lang: str, fmt: str, output: str | None, force: bool, verbose: bool) -> None:
+    """Check your attention code against a lesson: does it compute the lesson at every stage?
+
+    \b
+    attn-trace check attn.py:CausalAttention --lesson causal
+    attn-trace check attn.py:self_attention --lesson simple --lang zh
+    attn-trace check attn.py:MultiHeadAttention --lesson multihead --format html -o check.html
+
+    NAME is what the book's reader writes: for `simple` a function
+    f(inputs) -> context vectors; for the other lessons a module class with
+    the book's constructor (docs/check.md). Exit status: 0 matches at every
+    stage, 1 differs (the first divergence and its diagnosis are printed),
+    2 trouble (bad file, wrong signature, a crash in your code: one line;
+    the traceback with --verbose).
+    """
+    from tracer.compare.check import check as run_check
+    from tracer.compare.check.student import StudentError, load
+
+    try:
+        obj, source = load(spec)
+        result = run_check(obj, lesson, source)
+    except StudentError as e:
+        if verbose and e.details:
+            click.echo(e.details.rstrip(), err=True)
+        raise UserError(str(e)) from None
+    if fmt == "json":
+        data = result.dumps(lang).encode("utf-8")
+    elif fmt == "html":
+        from tracer.present.checkpage import render_check
+
+        data = render_check(result, lang).encode("utf-8")
+    else:
+        data = result.explain(lang, verbose).encode("utf-8")
+    write_output(data, output, force)
+    if output not in (None, "-"):
+        status(f"wrote {output}")
+    if not result.ok:
+        raise SystemExit(1)
 
 
 def main() -> None:

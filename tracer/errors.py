@@ -12,7 +12,19 @@ class TracerError(Exception):
 
 
 class InputError(TracerError, ValueError):
-    """Embeddings, tokens or options that cannot be traced."""
+    """Embeddings, tokens or options that cannot be traced.
+
+    When one argument is at fault, ``arg`` names it as the Python API calls it
+    and ``problem`` says what is wrong with it: the message reads
+    ``"dim must be at least 1"``.  The CLI puts its own option name in front
+    instead (``--dim must be at least 1``), so neither kind of user reads the
+    other's vocabulary.
+    """
+
+    def __init__(self, message: str, *, arg: str | None = None) -> None:
+        super().__init__(f"{arg} {message}" if arg else message)
+        self.arg = arg
+        self.problem = message
 
 
 class TraceFormatError(TracerError, ValueError):

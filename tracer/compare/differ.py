@@ -116,6 +116,7 @@ class TraceDiff:
     stages: tuple[StageCount, ...]
     roots: tuple[StepDiff, ...]  # the first `limit` root causes, in dependency order
     steps: tuple[StepDiff, ...]  # the first `limit` differing steps, in dependency order
+    notes: tuple[str, ...] = ()  # per file read: which of its values do not follow from their inputs
 
     @property
     def totals(self) -> StageCount:
@@ -173,7 +174,13 @@ def diff(
         raise ValueError(f"limit must be >= 0, not {limit!r}")
     ta, va, name_a = _open(a, "A")
     tb, vb, name_b = _open(b, "B")
-    return _Differ(ta, tb, rtol, atol).run(name_a, name_b, va, vb, limit)
+    result = _Differ(ta, tb, rtol, atol).run(name_a, name_b, va, vb, limit)
+    notes = tuple(
+        f"{name}: {check.summary()}"
+        for src, t, name in ((a, ta, name_a), (b, tb, name_b))
+        if not isinstance(src, Trace) and not (check := t.verify()).ok
+    )
+    return replace(result, notes=notes) if notes else result
 
 
 def _open(src: TraceLike, label: str) -> tuple[Trace, Any, str]:

@@ -235,10 +235,12 @@ def from_dict(doc: Any, name: str = "trace") -> Trace:
     done: dict[str, np.ndarray] = {}
     nodes = []
     for i, spec in enumerate(specs, 1):
+        if not isinstance(spec, dict):
+            raise TraceFormatError(f"{name}: malformed node {i}: a node must be an object, got {type(spec).__name__}")
         try:
             nodes.append(_node(spec, done))
         except (KeyError, TypeError, ValueError) as e:
-            label = spec.get("name") if isinstance(spec, dict) else None
+            label = spec.get("name")
             raise TraceFormatError(f"{name}: malformed node {i} ({label!r}): {e}") from None
         done[nodes[-1].name] = nodes[-1].value
     try:

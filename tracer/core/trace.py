@@ -16,12 +16,15 @@ import difflib
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import product
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from tracer.core import ids
 from tracer.errors import StepNotFound
+
+if TYPE_CHECKING:
+    from tracer.core.verify import Verification
 
 ELEMENT = "element"  # every entry of the node is a step of its own
 TENSOR = "tensor"  # the node is one step (matrix-form results, comparisons)
@@ -304,6 +307,17 @@ class Trace:
             if inf or nan:
                 out.append((n.name, inf, nan))
         return out
+
+    def verify(self) -> Verification:
+        """Recompute every value from its recorded operands with its recorded op (see :mod:`tracer.core.verify`).
+
+        ``verify().ok`` is False when some values do not follow from their
+        inputs (a file edited by hand, or by someone who recomputed its
+        digest); ``verify().summary()`` names them in one line.
+        """
+        from tracer.core.verify import verify
+
+        return verify(self)
 
     def save(self, path: Any) -> None:
         """Write the trace file (see ``docs/trace-format.md``)."""

@@ -9,6 +9,8 @@ explaining backwards, down to the inputs.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from tracer.core.fmt import DECIMALS, num, places, rounding_note, sci
@@ -111,13 +113,26 @@ def explain(trace: Trace, step_id: str, decimals: int = DECIMALS) -> str:
         lines.append(f"  {_input_note(trace, step)}")
     if step.is_element and step.op == "sum":
         terms = [trace[i].value for i in ins]
-        if terms and rounding_note(terms, step.value, decimals):
+        if terms and not adds_up(terms, step.value, step.node.value.dtype):
+            lines.append(
+                f"  note: the terms add up to {num(math.fsum(terms), decimals)}, not to {num(step.value, decimals)}:"
+                " this value does not follow from its inputs (the trace was edited)"
+            )
+        elif terms and rounding_note(terms, step.value, decimals):
             lines.append(
                 f"  note: the terms are shown rounded to {decimals} decimals; their exact values add up to the total"
             )
     if step.is_element and not np.isfinite(step.value):
         lines.append(f"  warning: {_nonfinite_note(trace, step)}")
     return "\n".join(lines)
+
+
+def adds_up(terms: list[float], total: float, dtype: np.dtype) -> bool:
+    """Whether ``terms`` add up to ``total`` within the rounding of summing them in ``dtype``."""
+    if not all(map(math.isfinite, [*terms, total])):
+        return True  # inf and nan are explained by their own warning
+    slack = 4 * len(terms) * float(np.finfo(dtype).eps) * math.fsum(abs(t) for t in terms)
+    return abs(math.fsum(terms) - total) <= slack + float(np.finfo(dtype).tiny)
 
 
 def _input_note(trace: Trace, step: Step) -> str:

@@ -22,8 +22,21 @@ stage report (:mod:`tracer.present.views.lesson`) features, by node name:
 * ``heatmap``: (…, i, j) nodes drawn as heatmaps (one per head);
 * ``bars``: sums with terms (``z``) drawn as stacked contributions.
 
-A stage table may hold more string keys (``note``, ``why`` …).  The files of every language have the same
-keys (a test checks).  A teacher's own pipeline supplies the same structure
+A stage table may hold more string keys (``note``, ``why`` …).
+
+What a reader sees under a table or a figure is written here too, never
+made from node names: an optional ``[nodes."<name>"]`` table per node holds
+
+* ``caption``: the caption of the node's tables (Markdown with ``$...$``);
+* ``figure``: the caption of its heatmap or contributions figure;
+* ``formula``: LaTeX that replaces the recorded formula when an entry is
+  written out, with the trace's ``<i,j>`` index placeholders (so the
+  symbols match the numbers put into them);
+* ``row``: the 1-based query row whose entries are written out, instead of
+  the focus query's (a row where the step visibly does something).
+
+The files of every language have the same keys, and the same ``formula``,
+``row`` and node lists (a test checks).  A teacher's own pipeline supplies the same structure
 as a dict (:func:`from_dict`), so it gets reports and notebooks with no
 change to the renderers.
 """
@@ -64,6 +77,29 @@ SELECT = ("write", "heatmap", "bars")
 
 
 @dataclass(frozen=True)
+class NodeText:
+    """What the page says about one node: its table caption, its figure caption, how it is written out."""
+
+    caption: str = ""
+    figure: str = ""
+    formula: str = ""
+    row: int = 0  # 0: the focus query
+
+    def to_dict(self) -> dict[str, Any]:
+        """The TOML table back, without the keys left empty."""
+        out: dict[str, Any] = {k: v for k, v in (("caption", self.caption), ("figure", self.figure)) if v}
+        if self.formula:
+            out["formula"] = self.formula
+        if self.row:
+            out["row"] = self.row
+        return out
+
+
+NODE_KEYS = ("caption", "figure", "formula", "row")
+"""The keys a ``[nodes."<name>"]`` table may hold."""
+
+
+@dataclass(frozen=True)
 class Narrative:
     """A lesson's title, summary and per-stage prose, in one language."""
 
@@ -72,6 +108,11 @@ class Narrative:
     title: str
     summary: str
     stages: dict[str, Stage]
+    nodes: dict[str, NodeText] = field(default_factory=dict)
+
+    def node(self, name: str) -> NodeText:
+        """What the narrative says about node ``name`` (empty when it says nothing)."""
+        return self.nodes.get(name, NodeText())
 
     def stage(self, name: str) -> Stage:
         """The prose of stage ``name`` (a clear error if the narrative lacks it)."""
@@ -86,11 +127,14 @@ class Narrative:
 
     def to_dict(self) -> dict[str, Any]:
         """The TOML structure back (used for key checks and by custom pipelines)."""
-        return {
+        out: dict[str, Any] = {
             "title": self.title,
             "summary": self.summary,
             "stages": {n: {"title": s.title, "text": s.text, **s.extra, **s.lists()} for n, s in self.stages.items()},
         }
+        if self.nodes:
+            out["nodes"] = {n: t.to_dict() for n, t in self.nodes.items()}
+        return out
 
 
 def shipped() -> dict[tuple[str, str], Path]:
@@ -132,7 +176,8 @@ def from_dict(data: dict[str, Any], lesson: str, lang: str) -> Narrative:
     """A narrative from its dict form; missing title, summary or stage text is an error."""
     try:
         stages = {name: _stage(table) for name, table in data["stages"].items()}
-        return Narrative(lesson, lang, str(data["title"]), str(data["summary"]), stages)
+        nodes = {str(name): _node(name, table) for name, table in data.get("nodes", {}).items()}
+        return Narrative(lesson, lang, str(data["title"]), str(data["summary"]), stages, nodes)
     except (KeyError, TypeError, AttributeError) as e:
         raise InputError(f"the {lang!r} narrative of {lesson!r} is incomplete: missing {e}") from None
     except ValueError as e:
@@ -152,3 +197,19 @@ def _stage(table: dict[str, Any]) -> Stage:
     show = _names(table, "show") if "show" in table else None
     picks = {k: _names(table, k) for k in SELECT}
     return Stage(str(table["title"]), str(table["text"]), extra, show, **picks)
+
+
+def _node(name: str, table: dict[str, Any]) -> NodeText:
+    if not isinstance(table, dict):
+        raise ValueError(f"nodes.{name} must be a table")
+    unknown = sorted(set(table) - set(NODE_KEYS))
+    if unknown:
+        raise ValueError(f"nodes.{name} has unknown keys {', '.join(unknown)} (allowed: {', '.join(NODE_KEYS)})")
+    row = table.get("row", 0)
+    if isinstance(row, bool) or not isinstance(row, int) or row < 0:
+        raise ValueError(f"nodes.{name}.row must be a positive row number")
+    texts = {k: table.get(k, "") for k in ("caption", "figure", "formula")}
+    for k, v in texts.items():
+        if not isinstance(v, str):
+            raise ValueError(f"nodes.{name}.{k} must be text")
+    return NodeText(row=row, **texts)

@@ -78,3 +78,18 @@ class Strings:
     def ngettext(self, singular: str, plural: str, n: int) -> str:
         """``jinja2.ext.i18n`` ngettext: keys, not phrases, so the plural key is used when n != 1."""
         return self(singular if n == 1 else plural)
+
+
+@cache
+def glossary(lang: str) -> dict[str, dict[str, Any]]:
+    """The glossary of ``lang`` (``locale/glossary.<lang>.toml``): concept -> its term and the variants to avoid.
+
+    One term per concept, used everywhere the language's pages speak of it;
+    a test rejects every ``avoid`` variant (and ``avoid_re`` pattern) in the
+    narratives, the string table and the generated pages.
+    """
+    if lang not in LANGS:
+        raise ValueError(f"unknown language {lang!r}: choose from {', '.join(LANGS)}")
+    with (templates_dir() / "locale" / f"glossary.{lang}.toml").open("rb") as f:
+        terms: dict[str, dict[str, Any]] = tomllib.load(f)["terms"]
+    return terms

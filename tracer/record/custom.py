@@ -27,7 +27,7 @@ def load(spec: str) -> tuple[Callable[..., Any], dict[str, Any], str]:
     """The function named by ``spec``, its module's ``NARRATIVE`` and the pipeline's name."""
     where, sep, func = spec.rpartition(":")
     if not sep or not where or not func:
-        raise InputError(f"--pipeline wants module:function or path/to/file.py:function, not {spec!r}")
+        raise InputError(f"wants module:function or path/to/file.py:function, not {spec!r}", arg="spec")
     try:
         if where.endswith(".py"):
             path = Path(where)

@@ -61,17 +61,26 @@ def tutorial() -> tuple[list[list[float]], list[str]]:
     return [row[:] for row in TUTORIAL_INPUTS], TUTORIAL_TOKENS[:]
 
 
+DEFAULT_QUERY = 2
+"""The focus query when none is given: the tutorial's second token ("journey"), or 1 for a single token."""
+
+
 def validate(
     inputs: Any,
     tokens: Any = None,
-    query: Any = 2,
+    query: Any = None,
     dtype: Any = "float32",
     source: dict[str, Any] | None = None,
 ) -> Example:
-    """Check everything the tracer needs and return an :class:`Example`."""
+    """Check everything the tracer needs and return an :class:`Example`.
+
+    ``query`` None means :data:`DEFAULT_QUERY`, or 1 when there is only one token.
+    """
     dt = _dtype(dtype)
     arr = _matrix(inputs)
     t, d = arr.shape
+    if query is None:
+        query = min(DEFAULT_QUERY, t)
     if t * t * d > MAX_CELLS or t > MAX_TOKENS or d > MAX_DIM:
         raise InputError(
             f"inputs of {t} tokens x {d} dims are too large: the limits are {MAX_TOKENS} tokens, "
@@ -175,11 +184,12 @@ def read_json(p: Path) -> tuple[Any, list[str] | None]:
         data = json.loads(p.read_text(encoding="utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError) as e:
         raise InputError(f"{p.name} is not valid JSON: {e}") from None
-    if isinstance(data, dict):
-        if "inputs" not in data:
-            raise InputError(f'{p.name}: a JSON object must have an "inputs" key (and optionally "tokens")')
-        return data["inputs"], data.get("tokens")
-    return data, None
+    rows, tokens = (data.get("inputs"), data.get("tokens")) if isinstance(data, dict) else (data, None)
+    if isinstance(data, dict) and "inputs" not in data:
+        raise InputError(f'{p.name}: a JSON object must have an "inputs" key (and optionally "tokens")')
+    if rows is None:  # None would mean "the tutorial's inputs" to the API
+        raise InputError(f"{p.name}: inputs must be a list of rows, got null")
+    return rows, tokens
 
 
 def read_csv(p: Path) -> tuple[Any, list[str] | None]:
@@ -270,13 +280,13 @@ def from_text(text: str, dim: int = 3, seed: int = 0) -> tuple[list[list[float]]
 
     tokens = text.split()
     if not tokens:
-        raise InputError("--text has no tokens")
+        raise InputError("has no tokens", arg="text")
     if isinstance(dim, bool) or not isinstance(dim, int) or dim < 1:
-        raise InputError(f"--dim must be a whole number of at least 1, got {dim!r}")
+        raise InputError(f"must be a whole number of at least 1, got {dim!r}", arg="dim")
     if dim > MAX_DIM:
-        raise InputError(f"--dim {dim} is past the limit of {MAX_DIM}")
+        raise InputError(f"{dim} is past the limit of {MAX_DIM}", arg="dim")
     if len(tokens) > MAX_TOKENS:
-        raise InputError(f"--text has {len(tokens)} tokens, past the limit of {MAX_TOKENS}")
+        raise InputError(f"has {len(tokens)} tokens, past the limit of {MAX_TOKENS}", arg="text")
     vocab = list(dict.fromkeys(tokens))
     gen = torch.Generator().manual_seed(int(seed))
     table = torch.rand(len(vocab), dim, generator=gen, dtype=torch.float64)

@@ -22,6 +22,8 @@ from tracer.present.render.sanitize import clean_mathml, markdown_math
 from tracer.present.strings import Strings, templates_dir
 
 _MD_SPECIAL = re.compile(r"([\\`*_\[\]{}#+!|$~])")
+_SPANS = re.compile(r"(\$[^$]*\$|`[^`]*`)")
+"""Inline spans of prose we write: ``$maths$`` and ```code```."""
 
 
 @lru_cache(maxsize=1)
@@ -121,11 +123,24 @@ def fence(text: str) -> str:
 
 
 def prose(para: Any) -> Markup:
-    """A paragraph for HTML: escaped text, with ``$...$`` spans as MathML when the paragraph allows math."""
+    """A paragraph (or a caption) for HTML: escaped text, with ``$...$`` spans as MathML and ```...``` as code.
+
+    Spans are read only when the paragraph allows math (text we write); plain
+    strings (captions that may hold a token) are only escaped.
+    """
+    if isinstance(para, str):
+        return escape(para)
     if not para.math:
         return escape(para.text)
-    parts = para.text.split("$")
-    return Markup("").join(mathml(p) if n % 2 else escape(p) for n, p in enumerate(parts))
+    out = []
+    for n, part in enumerate(_SPANS.split(para.text)):
+        if n % 2 and part.startswith("$"):
+            out.append(mathml(part[1:-1]))
+        elif n % 2:
+            out.append(Markup("<code>%s</code>") % part[1:-1])
+        else:
+            out.append(escape(part))
+    return Markup("").join(out)
 
 
 def md(text: str) -> str:
@@ -146,8 +161,15 @@ def mdcell(latex: str) -> str:
 
 
 def mdprose(para: Any) -> str:
-    """A paragraph for Markdown: escaped text, ``$...$`` spans kept as math when the paragraph allows it."""
+    """A paragraph (or a caption) for Markdown: escaped text; ``$...$`` and ```...``` spans kept when it allows math."""
+    if isinstance(para, str):
+        return md(para)
     if not para.math:
         return md(para.text)
-    parts = para.text.split("$")
-    return "".join(f"${markdown_math(p)}$" if n % 2 else md(p) for n, p in enumerate(parts))
+    out = []
+    for n, part in enumerate(_SPANS.split(para.text)):
+        if n % 2 and part.startswith("$"):
+            out.append(f"${markdown_math(part[1:-1])}$")
+        else:
+            out.append(part if n % 2 else md(part))
+    return "".join(out)

@@ -77,7 +77,7 @@ def stage_order(trace: Trace) -> list[str]:
 def build(trace: Trace, story: Narrative, decimals: int = 4) -> Page:
     """The page of ``trace`` told by ``story`` (its language is the page's)."""
     s = Strings(story.lang)
-    ctx = LessonCtx(trace, s, decimals)
+    ctx = LessonCtx(trace, s, decimals, story=story)
     q = trace.query
     if not 1 <= q <= ctx.t:
         raise InputError(f"the focus query {q} is not one of the {ctx.t} tokens")

@@ -21,6 +21,7 @@ class Num:
     id: str = ""
     cls: str = ""  # "bad" for inf/nan, "label" for row labels
     latex: bool = False  # text is LaTeX (a formula in a header or label cell)
+    math: bool = False  # text is prose whose ``$...$`` spans are LaTeX (text we write, never a token)
 
 
 @dataclass(frozen=True)
@@ -40,10 +41,10 @@ class Row:
 
 @dataclass(frozen=True)
 class Table:
-    """A captioned table; header cells may be LaTeX."""
+    """A captioned table; header cells may be LaTeX, the caption may be a :class:`Para` with maths."""
 
     anchor: str
-    caption: str
+    caption: str | Para
     head: tuple[Num, ...]
     rows: tuple[Row, ...]
     notes: tuple[Para, ...] = ()
@@ -116,13 +117,13 @@ class Para:
 
 @dataclass(frozen=True)
 class Figure:
-    """An SVG figure with its file name (Markdown), alt text and caption."""
+    """An SVG figure with its file name (Markdown), alt text and caption (text, or a :class:`Para` with maths)."""
 
     anchor: str
     name: str
     svg: str
     alt: str
-    caption: str
+    caption: str | Para
     kind: Literal["figure"] = "figure"
 
 

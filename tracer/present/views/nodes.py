@@ -13,12 +13,13 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
 from tracer.core import fmt, ids
 from tracer.core.trace import ELEMENT, Node
+from tracer.present.narrative import Narrative, NodeText
 from tracer.present.views.common import FULL_T, Ctx, elide, gaps, index, pick_rows, token
 from tracer.present.views.model import Block, Num, Para, Row, Table
 
@@ -28,13 +29,21 @@ JOINS = ("concat", "join_heads")
 """Ops whose last axis lays the heads side by side."""
 
 
+@dataclass(frozen=True)
 class LessonCtx(Ctx):
-    """:class:`Ctx` for any lesson: the token count comes from the tokens, not from ``x``'s shape."""
+    """:class:`Ctx` for any lesson: its narrative, and the token count taken from the tokens, not from ``x``."""
+
+    story: Narrative | None = None
+    said: set[str] = field(default_factory=set, compare=False, repr=False)  # notes already on the page
 
     @property
     def t(self) -> int:
         """Number of tokens."""
         return len(self.trace.tokens)
+
+    def text(self, node: Node) -> NodeText:
+        """What the narrative says about ``node`` (nothing, for a narrative that does not name it)."""
+        return self.story.node(node.name) if self.story is not None else NodeText()
 
 
 @dataclass(frozen=True)
@@ -71,25 +80,34 @@ def anchor(name: str) -> str:
     return re.sub(r"[^A-Za-z0-9]+", "-", name).strip("-")
 
 
-def pattern(node: Node) -> str:
-    """``omega[i,j]``: the node's name with its axes, as the step ids read."""
-    letters = iter(node.axes)
-    segs = []
-    for name, n in zip(node.name.split("."), node.split, strict=True):
-        segs.append(f"{name}[{','.join(next(letters) for _ in range(n))}]" if n else name)
-    return ".".join(segs) if node.granularity == ELEMENT else f"{node.name} [{','.join(node.axes)}]"
+def symbol(node: Node) -> str:
+    """LaTeX of one entry with its index placeholders (``\\alpha_{<i,j>}``): the left side of the node's formula.
+
+    Empty when the formula has no placeholders (a whole matrix, ``Q = X W``).
+    """
+    lhs = node.latex.split(" = ")[0].strip()
+    return lhs if "<" in lhs else ""
 
 
-def plain(text: str) -> str:
-    """A node's plain-text formula with its index placeholders as axis letters (``<i>`` -> ``i``)."""
-    return re.sub(r"<([^>]+)>", r"\1", text)
+def letters(node: Node, bound: dict[str, int] | None = None) -> str:
+    """The node's formula with the ``bound`` axes filled in and the others written as letters."""
+    return ids.fill(node.latex, bound or {}, node.sizes)
 
 
-def caption(node: Node, part: Part) -> str:
-    """``q[i,c] = Σ_k x[i,k] × W_query[k,c]``, with the head it shows."""
-    rhs = plain(node.text)
-    text = pattern(node) + (f" = {rhs}" if rhs and rhs != pattern(node) else "")
-    return f"{text} · {part.label}" if part.label else text
+def caption(ctx: LessonCtx, node: Node, part: Part) -> Para:
+    """The narrative's caption of ``node`` (else its formula as maths), with the head it shows."""
+    text = ctx.text(node).caption or (f"${letters(node)}$" if node.latex else "")
+    if part.label:
+        text = ctx.s("lesson.head_caption", head=part.label, caption=text)
+    return Para(text, math=True)
+
+
+def header(node: Node, axis: str, n: int) -> Num:
+    """Header of column ``n`` (0-based) along ``axis``: the entry's symbol with that index (``\\alpha_{i1}``)."""
+    sym = symbol(node)
+    if not sym:
+        return Num(str(n + 1))
+    return Num(ids.fill(sym, {axis: n + 1}, node.sizes), latex=True)
 
 
 def cell(ctx: LessonCtx, node: Node, full: tuple[int, ...]) -> Num:
@@ -102,14 +120,14 @@ def cell(ctx: LessonCtx, node: Node, full: tuple[int, ...]) -> Num:
 
 
 def head_labels(ctx: LessonCtx, node: Node, axis: str) -> list[str]:
-    """Column labels ``1 · h1`` when ``axis`` lays heads side by side (joined, or about to be split)."""
+    """Column labels ``1 · head 1`` when ``axis`` lays heads side by side (joined, or about to be split)."""
     heads = int(ctx.trace.meta.get("heads", 0) or 0)
     size = node.sizes[axis]
     splits = any(n.op == "split_heads" and any(r.node == node.name for r in n.args) for n in ctx.trace.nodes)
     if heads > 1 and size % heads == 0 and (node.op in JOINS or splits) and axis == node.axes[-1]:
         w = size // heads
-        return [f"{c + 1} · h{c // w + 1}" for c in range(size)]
-    return [f"{axis}={c + 1}" for c in range(size)]
+        return [ctx.s("lesson.head_col", c=c + 1, h=c // w + 1) for c in range(size)]
+    return []
 
 
 def node_blocks(ctx: LessonCtx, node: Node, stage: str) -> list[Block]:
@@ -126,12 +144,17 @@ def node_blocks(ctx: LessonCtx, node: Node, stage: str) -> list[Block]:
 
 
 def _batch_note(ctx: LessonCtx, node: Node, lead: tuple[str, ...]) -> list[Block]:
+    """Said once per page when every batch sample is the same; for a node whose samples differ, said for it."""
     if "b" not in lead or node.sizes["b"] < 2:
         return []
     v = np.moveaxis(np.asarray(node.value), lead.index("b"), 0)
-    same = all(np.array_equal(v[0], v[n], equal_nan=True) for n in range(1, v.shape[0]))
-    key = "lesson.batch_same" if same else "lesson.batch_differ"
-    return [Para(ctx.s(key, n=node.sizes["b"], node=node.name), note=True)]
+    if not all(np.array_equal(v[0], v[n], equal_nan=True) for n in range(1, v.shape[0])):
+        what = caption(ctx, node, Part((), "", "")).text
+        return [Para(ctx.s("lesson.batch_differ", n=node.sizes["b"], node=what), note=True, math=True)]
+    if "batch" in ctx.said:
+        return []
+    ctx.said.add("batch")
+    return [Para(ctx.s("lesson.batch_same", n=node.sizes["b"]), note=True)]
 
 
 def _table(ctx: LessonCtx, node: Node, core: tuple[str, ...], part: Part, anchor_id: str) -> Table:
@@ -145,21 +168,26 @@ def _table(ctx: LessonCtx, node: Node, core: tuple[str, ...], part: Part, anchor
     return _grid(ctx, node, fixed, core[-2:], part, anchor_id)
 
 
-def _columns(ctx: LessonCtx, node: Node, axis: str | None) -> tuple[list[int | None], list[str]]:
+def _columns(ctx: LessonCtx, node: Node, axis: str | None) -> tuple[list[int | None], list[Num]]:
+    """The columns shown along ``axis`` (None: a single column of values) and every column's header."""
     if axis is None:
-        return [None], [ctx.s("lesson.col_value")]
-    if axis == "j":
-        cols = elide(ctx.t, keep=FULL_T, head=6, tail=3)
-        return cols, [str(j + 1) for j in range(ctx.t)]
-    cols = elide(node.sizes[axis], keep=FULL_T, head=6, tail=3)
-    return cols, head_labels(ctx, node, axis)
+        sym = symbol(node)
+        return [None], [Num(ids.fill(sym, {}, node.sizes), latex=True) if sym else Num(ctx.s("lesson.col_value"))]
+    size = ctx.t if axis == "j" else node.sizes[axis]
+    cols = elide(size, keep=FULL_T, head=6, tail=3)
+    joined = head_labels(ctx, node, axis)
+    return cols, [Num(joined[c]) if joined else header(node, axis, c) for c in range(size)]
+
+
+def _heads(cols: list[int | None], labels: list[Num]) -> list[Num]:
+    return [labels[c] if c is not None else Num("⋯") for c in cols]
 
 
 def _token_rows(ctx: LessonCtx, node: Node, core: tuple[str, ...], part: Part, anchor_id: str) -> Table:
     axis = core[1] if len(core) > 1 else None
     cols, labels = _columns(ctx, node, axis)
-    head = [Num(ctx.s("inputs.col_j") if axis != "j" else "i"), Num(ctx.s("inputs.col_token"))]
-    head += [Num(labels[c] if c is not None else labels[0] if axis is None else "⋯") for c in cols]
+    shown = labels if axis is None else _heads(cols, labels)
+    head = [Num(core[0], latex=True), Num(ctx.s("inputs.col_token")), *shown]
     rows: list[Row] = []
     for i, missing in gaps(pick_rows(ctx.t, ctx.q), ctx.t):
         if i is None:
@@ -171,7 +199,7 @@ def _token_rows(ctx: LessonCtx, node: Node, core: tuple[str, ...], part: Part, a
         ]
         rows.append(Row((index(i), token(ctx, i), *cells), focus=i == ctx.q - 1))
     notes = (Para(ctx.s("lesson.elided"), note=True),) if ctx.t > FULL_T or len(cols) < len(labels) else ()
-    return Table(anchor_id, caption(node, part), tuple(head), tuple(rows), notes)
+    return Table(anchor_id, caption(ctx, node, part), tuple(head), tuple(rows), notes)
 
 
 def _grid(
@@ -185,25 +213,28 @@ def _grid(
 ) -> Table:
     if len(axes) == 1:
         cols, labels = _columns(ctx, node, axes[0])
-        head = [Num(""), *[Num(labels[c]) if c is not None else Num("⋯") for c in cols]]
         cells = [cell(ctx, node, (*fixed, c)) if c is not None else Num("⋯") for c in cols]
-        return Table(anchor_id, caption(node, part), tuple(head), (Row((Num(node.name, cls="label"), *cells)),))
+        return Table(anchor_id, caption(ctx, node, part), tuple(_heads(cols, labels)), (Row(tuple(cells)),))
     r_axis, c_axis = axes
     cols, labels = _columns(ctx, node, c_axis)
-    head = [Num(r_axis), *[Num(labels[c]) if c is not None else Num("⋯") for c in cols]]
+    head = [Num(r_axis, latex=True), *_heads(cols, labels)]
     rows = []
     for r in elide(node.sizes[r_axis], keep=FULL_T, head=6, tail=3):
         if r is None:
             rows.append(Row(elided=ctx.s("lesson.elided")))
             continue
         cells = [cell(ctx, node, (*fixed, r, c)) if c is not None else Num("⋯") for c in cols]
-        rows.append(Row((Num(f"{r_axis}={r + 1}", cls="label"), *cells)))
+        rows.append(Row((Num(str(r + 1), cls="label"), *cells)))
     notes = (Para(ctx.s("lesson.slice", q=ctx.q), note=True),) if sliced else ()
-    return Table(anchor_id, caption(node, part), tuple(head), tuple(rows), notes)
+    return Table(anchor_id, caption(ctx, node, part), tuple(head), tuple(rows), notes)
 
 
 def values_table(ctx: LessonCtx, nodes: list[Node], anchor_id: str) -> Table | None:
-    """One table for a stage's scalars: constants, and the checks that compare two forms."""
+    """One table for a stage's scalars: constants, and the checks that compare two forms.
+
+    Each row says what the number is in the narrative's words; the step id
+    rides on the value cell (a tooltip and a link for ``explain``).
+    """
     rows = []
     for node in nodes:
         if node.axes:
@@ -211,8 +242,9 @@ def values_table(ctx: LessonCtx, nodes: list[Node], anchor_id: str) -> Table | N
         v = float(node.value)
         text = fmt.sci(v) if node.op == "maxabsdiff" else ctx.num(v)
         value = Num(text, node.name, "" if np.isfinite(v) else "bad")
-        rows.append(Row((Num(node.name, cls="label"), Num(plain(node.text)), value)))
+        what = caption(ctx, node, Part((), "", ""))
+        rows.append(Row((Num(what.text, math=True), value)))
     if not rows:
         return None
-    head = (Num(ctx.s("lesson.col_step")), Num(ctx.s("lesson.col_what")), Num(ctx.s("lesson.col_value")))
-    return Table(anchor_id, ctx.s("lesson.values_caption"), head, tuple(rows))
+    head = (Num(ctx.s("lesson.col_what")), Num(ctx.s("lesson.col_value")))
+    return Table(anchor_id, Para(ctx.s("lesson.values_caption"), math=True), head, tuple(rows))

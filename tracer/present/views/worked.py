@@ -14,12 +14,13 @@ from itertools import product
 
 import numpy as np
 
+from tracer.core import ids
 from tracer.core.trace import Node, Step
 from tracer.present.figures import plots
 from tracer.present.views.board import board, terms
 from tracer.present.views.common import FULL_T, TOP, elide, heatmap_svg, tex
 from tracer.present.views.model import Block, Equation, Figure, Para
-from tracer.present.views.nodes import LessonCtx, anchor, lead_axes, parts, pattern
+from tracer.present.views.nodes import LessonCtx, Part, anchor, caption, lead_axes, parts
 
 MAX_TERMS = 8
 """Longer sums show their first and last terms around an ellipsis."""
@@ -29,12 +30,18 @@ FIG_PARTS = 8
 """The contributions figure draws at most this many tokens (the rest as one group)."""
 
 
+def row(ctx: LessonCtx, node: Node) -> int:
+    """The 1-based query row written out: the narrative's ``row`` when the trace has it, else the focus query."""
+    want = ctx.text(node).row
+    return want if 1 <= want <= ctx.t else ctx.q
+
+
 def focus_steps(ctx: LessonCtx, node: Node) -> list[Step]:
-    """The node's entries for the focus query: every head, the first batch entry, the first keys when many."""
+    """The node's entries for the row written out: every head, the first batch entry, the first keys when many."""
     choices = []
     for a, size in zip(node.axes, node.value.shape, strict=True):
         if a == "i":
-            choices.append([ctx.q - 1])
+            choices.append([row(ctx, node) - 1])
         elif a == "b":
             choices.append([0])
         elif a == "j" and size > FULL_T:
@@ -45,8 +52,6 @@ def focus_steps(ctx: LessonCtx, node: Node) -> list[Step]:
 
 
 def _id(node: Node, idx: tuple[int, ...]) -> str:
-    from tracer.core import ids
-
     return ids.render(node.name, node.split, [i + 1 for i in idx])
 
 
@@ -57,6 +62,21 @@ def _val(ctx: LessonCtx, step: Step) -> str:
 
 def _cut(items: list[str]) -> list[str]:
     return items if len(items) <= MAX_TERMS else [*items[:3], r"\cdots", *items[-2:]]
+
+
+def _factors(ctx: LessonCtx, step: Step) -> list[str]:
+    """The numbers multiplied into a product, a product among them opened up (``α B × 2`` as three numbers)."""
+    out: list[str] = []
+    for i in step.inputs:
+        inner = ctx.trace[i]
+        out += _factors(ctx, inner) if inner.op == "mul" and inner.is_element else [_val(ctx, inner)]
+    return out
+
+
+def _formula(ctx: LessonCtx, step: Step) -> str:
+    """The step's formula: the narrative's, when it gives one (indices filled in), else the recorded one."""
+    mine = ctx.text(step.node).formula
+    return ids.fill(mine, step.bound, step.node.sizes) if mine else step.latex or step.id
 
 
 def equation(ctx: LessonCtx, step: Step) -> Equation:
@@ -76,16 +96,20 @@ def equation(ctx: LessonCtx, step: Step) -> Equation:
         if runs and all(r is not None for r in runs) and len(runs) <= MAX_TERMS:
             extra = [rf"s_{{{n + 1}}} = {_val(ctx, r)}" for n, r in enumerate(runs) if r is not None]
         if len(ins) <= MAX_TERMS and ctx.rounds([t.value for t in ins], step.value):
-            note = ctx.s("lesson.rounding", n=ctx.decimals)
+            note = ctx.s("lesson.rounding_again" if "rounding" in ctx.said else "lesson.rounding", n=ctx.decimals)
+            ctx.said.add("rounding")
     elif op == "div" and len(vals) == 2:
-        chain.append(rf"\frac{{{vals[0]}}}{{{vals[1]}}}")
-    elif op in ("mul", "sub", "add") and len(vals) == 2:
+        top = r" \times ".join(_factors(ctx, ins[0])) if ins[0].op == "mul" and ins[0].is_element else vals[0]
+        chain.append(rf"\frac{{{top}}}{{{vals[1]}}}")
+    elif op == "mul" and len(vals) == 2:
+        chain.append(r" \times ".join(_factors(ctx, step)))
+    elif op in ("sub", "add") and len(vals) == 2:
         chain.append(f"{vals[0]} {SIGNS[op]} {vals[1]}")
     elif op == "exp" and vals:
         chain.append(f"e^{{{vals[0]}}}")
     elif op == "max":
         chain.append(rf"\max({', '.join(_cut(vals))})")
-    lhs, *formula = (step.latex or step.id).split(" = ")
+    lhs, *formula = _formula(ctx, step).split(" = ")
     label = ctx.s("lesson.partial") if extra else ""
     steps = [*formula, *chain, tex(ctx.num(float(step.value)))]
     return board(anchor(step.id), step.id, lhs, steps, label, extra, note, focus=True)
@@ -100,17 +124,31 @@ def written(ctx: LessonCtx, node: Node) -> list[Block]:
     return out
 
 
+def _figure_caption(ctx: LessonCtx, node: Node, part: Part, key: str) -> Para:
+    """The narrative's figure caption of ``node`` (else a sentence around its table caption), with its head."""
+    own = ctx.text(node).figure
+    what = caption(ctx, node, Part((), "", "")).text
+    text = own or ctx.s(key, node=what, q=ctx.q)
+    if part.label:
+        text = ctx.s("lesson.head_caption", head=part.label, caption=text)
+    return Para(text, math=True)
+
+
+def _alt(ctx: LessonCtx, alt: str, part: Part) -> str:
+    return ctx.s("lesson.head_alt", alt=alt, head=part.label) if part.label else alt
+
+
 def heatmaps(ctx: LessonCtx, node: Node) -> list[Block]:
     """A heatmap of the node's (i, j) matrix, one per head, the focus row outlined."""
     out: list[Block] = []
     for part in parts(ctx, node):
         name = f"fig-{anchor(node.name)}{part.anchor}"
         svg, small = heatmap_svg(ctx, name, np.asarray(node.value[part.lead]))
-        what = pattern(node) + (f" · {part.label}" if part.label else "")
-        cap = ctx.s("lesson.heat_caption", node=what, q=ctx.q)
+        cap = _figure_caption(ctx, node, part, "lesson.heat_caption")
         if small:
-            cap += " " + ctx.s("lesson.heat_small")
-        out.append(Figure(name, name, svg, ctx.s("lesson.heat_alt", node=what, t=ctx.t, q=ctx.q), cap))
+            cap = Para(cap.text + " " + ctx.s("lesson.heat_small"), math=True)
+        alt = _alt(ctx, ctx.s("lesson.heat_alt", t=ctx.t, q=ctx.q), part)
+        out.append(Figure(name, name, svg, alt, cap))
     return out
 
 
@@ -129,10 +167,9 @@ def bars(ctx: LessonCtx, node: Node) -> list[Block]:
             terms = np.vstack([terms[:keep], terms[keep:].sum(axis=0)])
             names, others = [*names[:keep], ctx.s("lesson.others")], True
         name = f"fig-{anchor(node.name)}{part.anchor}"
-        comps = [f"c={c + 1}" for c in range(z.shape[0])]
-        zlabel = f"{node.name}({ctx.q})"
+        comps = [ctx.s("lesson.bars_comp", c=c + 1) for c in range(z.shape[0])]
+        zlabel = ctx.s("lesson.bars_total", q=ctx.q)
         svg = plots.context(name, terms, z, names, comps, zlabel, others)
-        what = pattern(node) + (f" · {part.label}" if part.label else "")
-        alt = ctx.s("lesson.bars_alt", node=what, q=ctx.q)
-        out.append(Figure(name, name, svg, alt, ctx.s("lesson.bars_caption", node=what, q=ctx.q)))
+        alt = _alt(ctx, ctx.s("lesson.bars_alt", q=ctx.q), part)
+        out.append(Figure(name, name, svg, alt, _figure_caption(ctx, node, part, "lesson.bars_caption")))
     return out

@@ -1,0 +1,99 @@
+"""Benchmark: checking a lesson-sized student implementation vs tracing the same lesson.
+
+Run: ``python bench/bench_check.py`` (``--repeat N`` for more runs).
+For each lesson with a module (trainable, causal, multihead) it times, as
+whole commands in fresh processes (torch import included, as a user sees it):
+
+* ``attn-trace trace --lesson L -o FILE``;
+* ``attn-trace check tests/check_corpus/<the book's class>.py:NAME --lesson L``;
+
+and prints the medians and their ratio; then the same work in one warm process
+(the lesson's trace and its JSON text, against the whole check), which is
+steadier on a busy machine.  Target (issue: check a student's
+code): check < 1.5x trace for the same lesson.  A check runs the lesson's
+pipeline once (with the student's weights) plus the student's module three
+times (eval, training mode, a shorter sequence); a trace also writes its file.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+CASES = {
+    "simple": "simple_matrix.py:self_attention",
+    "trainable": "trainable_linear.py:SelfAttention_v2",
+    "causal": "causal_book.py:CausalAttention",
+    "multihead": "multihead_book.py:MultiHeadAttention",
+}
+
+
+def timed(cmd: list[str], repeat: int) -> float:
+    """Median wall time of running ``cmd`` (which may exit 0 or 1)."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    times = []
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        done = subprocess.run(cmd, env=env, cwd=ROOT, capture_output=True)
+        times.append(time.perf_counter() - t0)
+        if done.returncode not in (0, 1):
+            raise SystemExit(f"{' '.join(cmd)} failed: {done.stderr.decode().strip()}")
+    return statistics.median(times)
+
+
+def warm(lesson: str, spec: str, repeat: int) -> tuple[float, float]:
+    """Median in-process times of (trace + serialize, check) after one warm-up run of each."""
+    sys.path.insert(0, str(ROOT))
+    from tracer import api
+    from tracer.compare.check import check
+    from tracer.compare.check.student import load
+    from tracer.core.serialize import dumps
+
+    def trace() -> None:
+        dumps(api.trace_lesson(lesson))
+
+    def run() -> None:
+        obj, source = load(str(ROOT / "tests" / "check_corpus" / spec))
+        check(obj, lesson, source)
+
+    out = []
+    for fn in (trace, run):
+        fn()
+        times = []
+        for _ in range(repeat):
+            t0 = time.perf_counter()
+            fn()
+            times.append(time.perf_counter() - t0)
+        out.append(statistics.median(times))
+    return out[0], out[1]
+
+
+def main() -> None:
+    """Measure and print the table."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeat", type=int, default=5)
+    args = parser.parse_args()
+    py = [sys.executable, "-m", "tracer"]
+    print(f"{'lesson':<10} {'trace s':>8} {'check s':>8} {'ratio':>6}")
+    with tempfile.TemporaryDirectory() as tmp:
+        for lesson, spec in CASES.items():
+            out = str(Path(tmp) / f"{lesson}.json")
+            trace = timed([*py, "trace", "--lesson", lesson, "-o", out, "--force"], args.repeat)
+            check = timed([*py, "check", f"tests/check_corpus/{spec}", "--lesson", lesson], args.repeat)
+            print(f"{lesson:<10} {trace:>8.3f} {check:>8.3f} {check / trace:>6.2f}")
+    print(f"\nin one warm process (median of {args.repeat * 4})")
+    print(f"{'lesson':<10} {'trace ms':>8} {'check ms':>8} {'ratio':>6}")
+    for lesson, spec in CASES.items():
+        trace, check = warm(lesson, spec, args.repeat * 4)
+        print(f"{lesson:<10} {trace * 1e3:>8.1f} {check * 1e3:>8.1f} {check / trace:>6.2f}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,25 @@
+# expect: lesson=causal name=CausalAttention exit=1 stage=mask diagnosis=mask_diagonal
+# The mask is built with triu(diagonal=0), hiding each token from itself.
+import torch
+import torch.nn as nn
+
+
+class CausalAttention(nn.Module):
+    def __init__(self, d_in, d_out, context_length, dropout, qkv_bias=False):
+        super().__init__()
+        self.W_query = nn.Linear(d_in, d_out, bias=qkv_bias)
+        self.W_key = nn.Linear(d_in, d_out, bias=qkv_bias)
+        self.W_value = nn.Linear(d_in, d_out, bias=qkv_bias)
+        self.p = dropout
+        self.dropout = nn.Dropout(dropout)
+        self.register_buffer("mask", torch.triu(torch.ones(context_length, context_length), diagonal=1))
+
+    def forward(self, x):
+        b, num_tokens, d_in = x.shape
+        keys, queries, values = self.W_key(x), self.W_query(x), self.W_value(x)
+        attn_scores = queries @ keys.transpose(1, 2)
+        hide = torch.triu(torch.ones(num_tokens, num_tokens), diagonal=0).bool()
+        attn_scores = attn_scores.masked_fill(hide, -torch.inf)
+        attn_weights = torch.softmax(attn_scores / keys.shape[-1] ** 0.5, dim=-1)
+        attn_weights = self.dropout(attn_weights)
+        return attn_weights @ values

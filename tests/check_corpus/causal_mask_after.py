@@ -1,0 +1,24 @@
+# expect: lesson=causal name=CausalAttention exit=1 stage=mask diagnosis=mask_after_softmax
+# Masks the weights after the softmax with tril and forgets to renormalise.
+import torch
+import torch.nn as nn
+
+
+class CausalAttention(nn.Module):
+    def __init__(self, d_in, d_out, context_length, dropout, qkv_bias=False):
+        super().__init__()
+        self.W_query = nn.Linear(d_in, d_out, bias=qkv_bias)
+        self.W_key = nn.Linear(d_in, d_out, bias=qkv_bias)
+        self.W_value = nn.Linear(d_in, d_out, bias=qkv_bias)
+        self.p = dropout
+        self.dropout = nn.Dropout(dropout)
+        self.register_buffer("mask", torch.triu(torch.ones(context_length, context_length), diagonal=1))
+
+    def forward(self, x):
+        b, num_tokens, d_in = x.shape
+        keys, queries, values = self.W_key(x), self.W_query(x), self.W_value(x)
+        attn_scores = queries @ keys.transpose(1, 2)
+        attn_weights = torch.softmax(attn_scores / keys.shape[-1] ** 0.5, dim=-1)
+        attn_weights = attn_weights * torch.tril(torch.ones(num_tokens, num_tokens))
+        attn_weights = self.dropout(attn_weights)
+        return attn_weights @ values

@@ -1,0 +1,18 @@
+# expect: lesson=trainable name=SelfAttention exit=1 stage=context diagnosis=values_times_scores
+# Computes the weights, then multiplies the values by the scores anyway.
+import torch
+import torch.nn as nn
+
+
+class SelfAttention(nn.Module):
+    def __init__(self, d_in, d_out, qkv_bias=False):
+        super().__init__()
+        self.W_query = nn.Linear(d_in, d_out, bias=qkv_bias)
+        self.W_key = nn.Linear(d_in, d_out, bias=qkv_bias)
+        self.W_value = nn.Linear(d_in, d_out, bias=qkv_bias)
+
+    def forward(self, x):
+        queries, keys, values = self.W_query(x), self.W_key(x), self.W_value(x)
+        attn_scores = queries @ keys.T / keys.shape[-1] ** 0.5
+        attn_weights = torch.softmax(attn_scores, dim=-1)
+        return attn_scores @ values

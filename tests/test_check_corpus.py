@@ -1,0 +1,59 @@
+"""Every implementation in ``tests/check_corpus`` gets the verdict its first line expects.
+
+Each corpus file starts with ``# expect: lesson=L name=N exit=E [stage=S diagnosis=D]``:
+the correct ones (exit 0) are written in different styles, the buggy ones
+(exit 1) carry one mistake of the catalogue, or two (the first is named).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from tracer.cli import app
+
+CORPUS = Path(__file__).parent / "check_corpus"
+FILES = sorted(CORPUS.glob("*.py"))
+
+
+def expectation(path: Path) -> dict[str, str]:
+    """The ``key=value`` pairs of the file's ``# expect:`` line."""
+    head = path.read_text(encoding="utf-8").splitlines()[0]
+    assert head.startswith("# expect:"), f"{path.name} has no expect line"
+    return dict(kv.split("=", 1) for kv in head.split(":", 1)[1].split())
+
+
+@pytest.mark.parametrize("path", FILES, ids=[p.stem for p in FILES])
+def test_corpus_verdict(path: Path) -> None:
+    want = expectation(path)
+    res = CliRunner().invoke(app, ["check", f"{path}:{want['name']}", "--lesson", want["lesson"], "--format", "json"])
+    assert res.exit_code == int(want["exit"]), res.output
+    doc = json.loads(res.output)
+    assert doc["ok"] is (want["exit"] == "0")
+    if want["exit"] == "0":
+        assert doc["first_divergence"] is None and doc["diagnosis"] is None
+        return
+    assert doc["first_divergence"]["stage"] == want["stage"]
+    assert doc["diagnosis"]["code"] == want["diagnosis"]
+
+
+def test_corpus_covers_the_catalogue() -> None:
+    from tracer.compare.check.catalogue import CATALOGUE
+
+    wants = [expectation(p) for p in FILES]
+    correct = [w for w in wants if w["exit"] == "0"]
+    assert len(FILES) >= 20 and len(correct) >= 6
+    assert {e.code for e in CATALOGUE} <= {w.get("diagnosis") for w in wants}
+    assert {w["lesson"] for w in correct} == {"simple", "trainable", "causal", "multihead"}
+    assert sum(1 for p in FILES if "two_bugs" in p.stem) >= 2
+
+
+def test_docs_list_the_catalogue() -> None:
+    from tracer.compare.check.catalogue import CATALOGUE
+
+    doc = (Path(__file__).parent.parent / "docs" / "check.md").read_text(encoding="utf-8")
+    for entry in CATALOGUE:
+        assert f"| `{entry.code}` |" in doc

@@ -1,0 +1,52 @@
+"""One term per concept: the glossary of each language, and no wrong variant on its pages or in its texts."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from tests.pagetext import visible
+from tests.test_report_words import CHECKED, page
+from tracer.present import strings
+from tracer.present.strings import LANGS, templates_dir
+
+
+def offences(lang: str, text: str) -> list[str]:
+    """Every glossary variant to avoid that ``text`` holds."""
+    found = []
+    for concept, entry in strings.glossary(lang).items():
+        found += [f"{concept}: {v}" for v in entry.get("avoid", []) if v in text]
+        found += [f"{concept}: /{p}/" for p in entry.get("avoid_re", []) if re.search(p, text)]
+    return found
+
+
+@pytest.mark.parametrize("lang", LANGS)
+def test_every_concept_has_one_term(lang: str) -> None:
+    terms = strings.glossary(lang)
+    assert {"score", "weight", "context", "dot", "token", "batch", "sample", "head"} <= set(terms)
+    for concept, entry in terms.items():
+        assert isinstance(entry["term"], str) and entry["term"], concept
+        assert entry["term"] not in entry.get("avoid", []), concept
+
+
+@pytest.mark.parametrize("lang", LANGS)
+@pytest.mark.parametrize("lesson", CHECKED)
+def test_narratives_use_the_glossary(lesson: str, lang: str) -> None:
+    text = (templates_dir() / "lessons" / f"{lesson}.{lang}.toml").read_text(encoding="utf-8")
+    assert offences(lang, text) == []
+
+
+@pytest.mark.parametrize("lang", LANGS)
+@pytest.mark.parametrize("lesson", CHECKED)
+def test_pages_use_the_glossary(lesson: str, lang: str) -> None:
+    assert offences(lang, visible(page(lesson, lang))) == []
+
+
+def test_the_glossary_check_catches_known_wrong_variants() -> None:
+    wrong = "两份批次的得分，第 1 个批次（共 2 个），缩放后的分数"
+    found = offences("zh", wrong)
+    assert any("两份批次" in f for f in found) and any("得分" in f for f in found)
+    assert any("个批次（共" in f for f in found) and any("(?<!注意力)分数" in f for f in found)
+    assert offences("zh", "缩放后的注意力分数，批次中的第 1 个样本") == []
+    assert offences("en", "Only batch entry 1 of 2 is shown") != []

@@ -1,0 +1,106 @@
+"""Find a reference quantity among the student's tensors, by value, whatever their layout.
+
+A student's tensor holds a reference quantity when some reordering of its axes
+(a transpose, heads split before or after the batch axis) gives the
+reference's values within tolerance.  Leading axes of size one are ignored
+(an ``unsqueeze``), and a student tensor with more leading axes than the
+reference (a batch the reference does not have) is read at its first entry.
+One reordering is never allowed: the query axis ``i`` must come before the key
+axis ``j``, since a score table read the other way round is a different table
+(that is the "scores transposed" mistake, not a layout).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Sequence
+from itertools import permutations
+
+import numpy as np
+
+from tracer.compare.check.model import Match, Seen
+
+RTOL = 1e-4
+ATOL = 1e-5
+
+
+def close(a: np.ndarray, b: np.ndarray) -> bool:
+    """Every entry within tolerance; infinities equal when their signs are, NaN equal to NaN."""
+    return bool(np.isclose(a, b, rtol=RTOL, atol=ATOL, equal_nan=True).all())
+
+
+def error(a: np.ndarray, b: np.ndarray) -> float:
+    """max |a - b|, with equal infinities counting 0 and any other non-finite mismatch counting inf."""
+    same = (a == b) | (np.isnan(a) & np.isnan(b))
+    with np.errstate(invalid="ignore", over="ignore"):
+        d = np.where(same, 0.0, np.abs(a - b))
+    d = np.where(np.isnan(d), np.inf, d)
+    return float(d.max()) if d.size else 0.0
+
+
+def layouts(ref: np.ndarray, axes: Sequence[str], value: np.ndarray, lead: int | None = None) -> Iterator[Match]:
+    """Every reading of ``value`` (with a dummy ``Seen``) laid out as ``ref``; ``lead`` fixes the leading axes."""
+    yield from readings(ref, axes, Seen("", "", value), lead)
+
+
+def readings(ref: np.ndarray, axes: Sequence[str], seen: Seen, lead: int | None = None) -> Iterator[Match]:
+    """Every way of reading ``seen`` as ``ref``: leading axes first entry, then axis permutations."""
+    v = seen.value
+    ones = 0
+    while v.ndim > ref.ndim and v.shape[0] == 1:
+        v, ones = v[0], ones + 1
+    extra = v.ndim - ref.ndim
+    if extra < 0 or (lead is not None and extra != lead) or sorted(v.shape[extra:]) != sorted(ref.shape):
+        return
+    body = v[(0,) * extra] if extra else v
+    ij = (axes.index("i"), axes.index("j")) if "i" in axes and "j" in axes else None
+    for perm in _perms(body.shape, ref.shape):
+        if ij is not None and perm[ij[0]] > perm[ij[1]]:
+            continue
+        yield Match(seen, perm, ones + extra, 0.0)
+
+
+def _perms(have: tuple[int, ...], want: tuple[int, ...]) -> Iterator[tuple[int, ...]]:
+    ident = tuple(range(len(have)))
+    if have == want:
+        yield ident
+    for p in permutations(ident):
+        if p != ident and tuple(have[d] for d in p) == want:
+            yield p
+
+
+def find(ref: np.ndarray, axes: Sequence[str], seen: Iterable[Seen], lead: int | None = None) -> Match | None:
+    """The first student tensor (in the order they were made) that holds ``ref``."""
+    for s in seen:
+        for m in readings(ref, axes, s, lead):
+            if close(m.view(), ref):
+                return m
+    return None
+
+
+def nearest(ref: np.ndarray, axes: Sequence[str], seen: Iterable[Seen], lead: int | None = None) -> Match | None:
+    """The student tensor closest to ``ref`` among those of a fitting shape.
+
+    Closest means the fewest entries out of tolerance, then the smallest
+    max |difference|; ties go to the tensor made first.
+    """
+    best: Match | None = None
+    key: tuple[int, float] | None = None
+    for s in seen:
+        for m in readings(ref, axes, s, lead):
+            k = distance(m, ref)
+            if key is None or k < key:
+                best, key = Match(m.seen, m.perm, m.lead, k[1]), k
+    return best
+
+
+def distance(m: Match, ref: np.ndarray) -> tuple[int, float]:
+    """How far a reading is from ``ref``: entries out of tolerance, then max |difference|."""
+    got = m.view()
+    return int((~np.isclose(got, ref, rtol=RTOL, atol=ATOL, equal_nan=True)).sum()), error(got, ref)
+
+
+def first_difference(ref: np.ndarray, got: np.ndarray) -> tuple[int, ...]:
+    """The index (row-major order) of the first entry of ``got`` not within tolerance of ``ref``."""
+    bad = ~np.isclose(got, ref, rtol=RTOL, atol=ATOL, equal_nan=True)
+    where = np.argwhere(bad)
+    return tuple(int(i) for i in where[0]) if len(where) else tuple(0 for _ in ref.shape)

@@ -1,0 +1,175 @@
+"""What each lesson asks of a student's code, and the lesson's reference computed with the student's weights.
+
+Per lesson: the constructor the book's reader writes (``docs/check.md``), the
+sizes and seed it is built with, the input it is called on, and the lesson's
+quantities in the order the lesson computes them.  The reference is the
+lesson's own pipeline (``tracer.record.pipelines``) run with the student's
+weights in place of the lesson's, so a different initialisation is never a
+mistake.
+
+Lesson ``multihead`` is checked with ``d_out = 8`` (the lesson's ``--d-out``
+option) and two heads: with the lesson's default ``d_out = 2`` each head is
+one number wide, ``sqrt(d_k) = 1`` and a scaling mistake would change nothing.
+"""
+
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import torch
+
+from tracer.compare.check.model import Quantity, Role
+from tracer.core.trace import Trace
+from tracer.record.inputs import tutorial
+from tracer.record.pipelines import LESSONS
+
+Q = Quantity
+
+
+@dataclass(frozen=True)
+class Spec:
+    """One lesson as the check sees it."""
+
+    name: str
+    signature: tuple[str, ...]  # the constructor's parameters as the book names them
+    args: tuple[Any, ...]  # the values passed, positionally, in that order
+    seed: int
+    d_in: int
+    d_out: int
+    heads: int
+    batch: bool  # called on torch.stack((inputs, inputs)) rather than on inputs
+    quantities: tuple[Quantity, ...]
+    short: int = 0  # tokens of the shorter sequence the module must also handle (0: not checked)
+    dropout: float = 0.0  # p of the train-mode run (0: no train-mode run)
+
+    @property
+    def is_class(self) -> bool:
+        """True when the student gives a module class (every lesson but ``simple``)."""
+        return self.name != "simple"
+
+    @property
+    def head_dim(self) -> int:
+        """d_k of one head."""
+        return self.d_out // self.heads
+
+
+def _qkv(pre: str, optional: bool = False, group: str = "") -> tuple[Quantity, ...]:
+    return tuple(Q(n, "projections", f"{pre}{n}", optional, group) for n in ("q", "k", "v"))
+
+
+SPECS: dict[str, Spec] = {
+    "simple": Spec(
+        "simple",
+        ("inputs",),
+        (),
+        123,
+        3,
+        3,
+        1,
+        False,
+        (Q("omega", "scores", "omega"), Q("alpha", "weights", "alpha"), Q("z", "context", "z")),
+    ),
+    "trainable": Spec(
+        "trainable",
+        ("d_in", "d_out"),
+        (3, 2),
+        123,
+        3,
+        2,
+        1,
+        False,
+        (
+            *_qkv(""),
+            Q("omega", "scores", "omega", True, "s"),
+            Q("scaled", "scaling", "scaled", False, "s"),
+            Q("alpha", "weights", "alpha"),
+            Q("z", "context", "z"),
+        ),
+    ),
+    "causal": Spec(
+        "causal",
+        ("d_in", "d_out", "context_length", "dropout"),
+        (3, 2, 6, 0.5),
+        123,
+        3,
+        2,
+        1,
+        True,
+        (
+            *_qkv("batch."),
+            Q("omega", "scores", "batch.omega", True, "s"),
+            Q("masked", "mask", "batch.neg.omega", True, "s", after=("masked_scaled",)),
+            Q("scaled", "scaling", "scaled", True, "s", after=("masked_scaled",)),
+            Q("masked_scaled", "scaling", "batch.neg.scaled", False, "s"),
+            Q("alpha", "weights", "batch.causal.alpha"),
+            Q("dropped", "dropout", "dropout.alpha", run="train"),
+            Q("z", "context", "batch.z"),
+            Q("short", "mask", "batch.neg.scaled", run="short"),
+        ),
+        short=4,
+        dropout=0.5,
+    ),
+    "multihead": Spec(
+        "multihead",
+        ("d_in", "d_out", "context_length", "dropout", "num_heads"),
+        (3, 8, 6, 0.5, 2),
+        123,
+        3,
+        8,
+        2,
+        True,
+        (
+            *_qkv("split.", True, "p"),
+            *(Q(f"h{n}", "heads", f"split.h{n}", False, "p") for n in ("q", "k", "v")),
+            Q("omega", "scores", "split.omega", True, "s"),
+            Q("masked", "mask", "split.neg.omega", True, "s"),
+            Q("masked_scaled", "scaling", "split.neg.scaled", False, "s"),
+            Q("alpha", "weights", "split.causal.alpha"),
+            Q("z", "context", "split.z"),
+            Q("concat", "merge", "split.concat", True, "o"),
+            Q("proj", "output", "split.proj", True, "o"),
+            Q("out", "output", "split.out", False, "o"),
+            Q("short", "mask", "split.neg.scaled", run="short"),
+        ),
+        short=4,
+        dropout=0.5,
+    ),
+}
+
+
+def inputs(spec: Spec) -> torch.Tensor:
+    """The tensor the student's code is called on: the tutorial's six tokens (twice, stacked, for a batch)."""
+    x = torch.tensor(tutorial()[0], dtype=torch.float32)
+    return torch.stack((x, x)) if spec.batch else x
+
+
+def reference(spec: Spec, roles: dict[str, Role]) -> Trace:
+    """The lesson's trace, computed with the student's weights where the student has them."""
+    module = importlib.import_module(LESSONS[spec.name][0])
+    values, tokens = tutorial()
+    x = torch.tensor(values, dtype=torch.float32)
+    meta = {"dtype": "float32", "n_tokens": x.shape[0], "dim": x.shape[1], "source": {"kind": "tutorial"}}
+    if spec.name == "simple":
+        trace: Trace = module.build(x, tokens, 2, torch.float32, meta)
+        return trace
+    w = {r: torch.tensor(roles[r].value, dtype=torch.float32) for r in ("W_query", "W_key", "W_value")}
+    info = {"kind": "student", "d_out": spec.d_out}
+    if spec.name == "trainable":
+        trace = module.build(x, tokens, 2, torch.float32, meta, weights=w, weights_meta=info)
+        return trace
+    extra = module.prepare(x, d_out=spec.d_out)
+    if spec.name == "causal":
+        extra.update(weights=w, weights_meta=info, module=w)
+    else:
+        split = dict(extra["split"])
+        split.update(w)
+        if "W_out" in roles:
+            split["W_out"] = torch.tensor(roles["W_out"].value, dtype=torch.float32)
+            bias = roles["b_out"].value if "b_out" in roles else np.zeros(spec.d_out)
+            split["b_out"] = torch.tensor(bias, dtype=torch.float32)
+        extra["split"] = split
+    trace = module.build(x, tokens, 2, torch.float32, meta, **extra)
+    return trace

@@ -1,0 +1,108 @@
+"""The verdict of a check: did the student's code match the lesson, and if not, where and why.
+
+``CheckResult`` is what :func:`tracer.check` returns; its JSON form is
+documented in ``docs/check.md`` (``schema`` / ``schema_version`` name it).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from tracer.compare.check.context import Hit
+from tracer.compare.check.model import Divergence, Role, StageResult
+from tracer.core.trace import Trace
+
+SCHEMA = "attn-trace-check"
+SCHEMA_VERSION = 1
+
+
+@dataclass
+class CheckResult:
+    """The outcome of checking one implementation against one lesson.
+
+    ``ok`` is True when the student's run holds every quantity of the
+    lesson; otherwise ``first_divergence`` says where it first goes wrong and
+    ``diagnosis`` names the catalogue entry that explains it (or is None).
+    Use it in a test as ``assert result.ok, result.explain("en")``.
+    """
+
+    lesson: str
+    stages: list[StageResult]
+    first_divergence: Divergence | None
+    hit: Hit | None
+    roles: list[Role]
+    trace: Trace = field(repr=False)
+    notes: list[str] = field(default_factory=list)
+    name: str = ""  # what was checked, e.g. "attn.py:CausalAttention"
+
+    @property
+    def ok(self) -> bool:
+        """True when the code matches the lesson at every stage compared."""
+        return self.first_divergence is None
+
+    @property
+    def diagnosis(self) -> str | None:
+        """The catalogue code of the mistake (``docs/check.md``), or None."""
+        return self.hit.code if self.hit is not None else None
+
+    @property
+    def consequences(self) -> list[str]:
+        """The stages after the first divergence that are wrong as a consequence (in lesson order, no repeats)."""
+        return list(dict.fromkeys(s.quantity.stage for s in self.stages if s.status == "consequence"))
+
+    def sentence(self, lang: str = "en") -> str:
+        """The diagnosis as one sentence in ``lang`` (empty when there is none)."""
+        from tracer.compare.check.catalogue import BY_CODE
+
+        if self.hit is None:
+            return ""
+        return BY_CODE[self.hit.code].sentence(lang, self.hit.detail)
+
+    def explain(self, lang: str = "en", verbose: bool = False) -> str:
+        """The verdict as text: 'matches at every stage', or the first divergence, its diagnosis and consequences."""
+        from tracer.present.checktext import text
+
+        return text(self, lang, verbose)
+
+    def to_json(self, lang: str = "en") -> dict[str, Any]:
+        """The JSON document (``docs/check.md``)."""
+        hit = self.hit
+        return {
+            "schema": SCHEMA,
+            "schema_version": SCHEMA_VERSION,
+            "lesson": self.lesson,
+            "name": self.name,
+            "ok": self.ok,
+            "roles": [{"role": r.role, "param": r.param, "how": r.how} for r in self.roles],
+            "stages": [
+                {
+                    "quantity": s.quantity.key,
+                    "stage": s.quantity.stage,
+                    "step": s.quantity.step,
+                    "run": s.quantity.run,
+                    "status": s.status,
+                    "student_tensor": s.shown.id if s.shown else None,
+                    "where": s.shown.where if s.shown else "",
+                    "note": s.note,
+                }
+                for s in self.stages
+            ],
+            "first_divergence": self.first_divergence.to_json() if self.first_divergence else None,
+            "diagnosis": None
+            if hit is None
+            else {
+                "code": hit.code,
+                "sentence": self.sentence(lang),
+                "steps": list(hit.steps),
+                "student_tensor": hit.seen.id if hit.seen else None,
+                "where": hit.seen.where if hit.seen else hit.where,
+            },
+            "consequences": self.consequences,
+            "notes": list(self.notes),
+        }
+
+    def dumps(self, lang: str = "en") -> str:
+        """The JSON document as text (sorted keys, two-space indent, final newline)."""
+        return json.dumps(self.to_json(lang), ensure_ascii=False, indent=2, sort_keys=True) + "\n"

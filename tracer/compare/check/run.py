@@ -1,0 +1,226 @@
+"""Check a student's attention code against a lesson: build, run, align, find the first divergence, diagnose."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from tracer.compare.check import align, lessons, roles, student
+from tracer.compare.check.catalogue import BY_CODE, diagnose
+from tracer.compare.check.context import Context, Hit
+from tracer.compare.check.model import Divergence, Quantity, Seen, StageResult
+from tracer.compare.check.result import CheckResult
+from tracer.core.trace import Step
+from tracer.errors import InputError
+
+
+def check(obj: Any, lesson: str = "simple", source: str | None = None) -> CheckResult:
+    """Check ``obj`` (a function for lesson ``simple``, a module class otherwise) against ``lesson``.
+
+    ``source`` is the student's file, used to say on which line a tensor was
+    made (default: the file ``obj`` was defined in).
+    """
+    if lesson not in lessons.SPECS:
+        raise InputError(f"unknown lesson {lesson!r}: choose from {', '.join(lessons.SPECS)}")
+    spec = lessons.SPECS[lesson]
+    source = source or student.source_of(obj)
+    x = lessons.inputs(spec)
+    if spec.is_class:
+        module = student.construct(obj, spec.args, spec.signature, spec.seed)
+        module.eval()
+        found = roles.assign(module, spec.d_in, spec.d_out, out_proj=spec.heads > 1)
+        fn: Any = module
+    else:
+        if not callable(obj) or isinstance(obj, type):
+            raise InputError(f"lesson simple checks a function f(inputs) -> context vectors, not {obj!r}")
+        module, found, fn = None, {}, obj
+    main = student.run(fn, x, source, spec.seed)
+    if main.error is not None:
+        raise main.error
+    final = Seen("output", "return", student.output_array(main.output, _name(obj)), "")
+    trace = lessons.reference(spec, found)
+    ctx = Context(spec, trace, [*main.seen, final], found, final)
+    runs: dict[str, list[Seen]] = {"eval": ctx.seen}
+    if module is not None and any(q.run == "train" for q in spec.quantities):
+        module.train()
+        ctx.train = student.run(module, x, source, spec.seed).seen
+        module.eval()
+        runs["train"] = ctx.train
+    if module is not None and spec.short:
+        short = student.run(module, x[..., : spec.short, :], source, spec.seed)
+        ctx.short_error = short.error
+        ctx.short_where = _where(short.error.details, source) if short.error else ""
+        runs["short"] = short.seen + ([_seen_output(short.output)] if short.error is None else [])
+    stages = [_compare(ctx, q, runs[q.run]) for q in spec.quantities]
+    _returned(ctx, stages, final)
+    _mark_optional(stages)
+    _other_draws(ctx, stages)
+    chosen, hit = _first(ctx, stages)
+    if chosen is not None and chosen.quantity.run == "short" and ctx.short_error is not None and hit is None:
+        raise ctx.short_error
+    divergence = _divergence(ctx, chosen, hit, stages) if chosen is not None else None
+    if chosen is not None:
+        after = stages[stages.index(chosen) + 1 :]
+        for s in after:
+            if s.status == "differs":
+                s.status = "consequence"
+    label = f"{Path(source).name}:{_name(obj)}" if source else _name(obj)
+    return CheckResult(spec.name, stages, divergence, hit, list(found.values()), trace, _notes(ctx, stages), label)
+
+
+def _name(obj: Any) -> str:
+    return str(getattr(obj, "__qualname__", None) or getattr(obj, "__name__", None) or type(obj).__name__)
+
+
+def _seen_output(out: Any) -> Seen:
+    from tracer.compare.check.probe import as_array
+
+    return Seen("output", "return", as_array(out), "") if isinstance(out, torch.Tensor) else Seen("", "", np.zeros(0))
+
+
+def _ref(ctx: Context, q: Quantity) -> tuple[np.ndarray, tuple[str, ...]]:
+    node = ctx.trace.node(q.step)
+    value = np.asarray(node.value, dtype=np.float64)
+    if q.run == "short":
+        cut = tuple(slice(0, ctx.spec.short) if a in ("i", "j") else slice(None) for a in node.axes)
+        value = value[cut]
+    return value, node.axes
+
+
+def _compare(ctx: Context, q: Quantity, seen: list[Seen]) -> StageResult:
+    ref, axes = _ref(ctx, q)
+    lead = None
+    m = align.find(ref, axes, seen, lead)
+    if m is not None:
+        return StageResult(q, "match", m)
+    return StageResult(q, "differs", None, align.nearest(ref, axes, seen, lead))
+
+
+def _returned(ctx: Context, stages: list[StageResult], final: Seen) -> None:
+    """The last quantity must be what the student's code returns, not just a tensor it made on the way."""
+    last = [s for s in stages if s.quantity.run == "eval"][-1]
+    ref, axes = _ref(ctx, last.quantity)
+    if last.status == "match" and align.find(ref, axes, [final]) is None:
+        last.status, last.match = "differs", None
+        last.nearest = align.nearest(ref, axes, [final])
+        last.note = "returned"
+
+
+def _other_draws(ctx: Context, stages: list[StageResult]) -> None:
+    """Train-mode dropout is compared only where the student's code draws its mask as the lesson does."""
+    from tracer.compare.check.variants import dropped_like
+
+    for s in stages:
+        if s.quantity.run != "train" or s.status != "differs" or diagnose(ctx, ["dropout"]) is not None:
+            continue
+        alpha, _ = ctx.ref("alpha")
+        first = alpha[(0,) * (alpha.ndim - 2)]
+        scale = 1 / (1 - ctx.spec.dropout)
+        if any(t.value.ndim >= 2 and dropped_like(t.value[(0,) * (t.value.ndim - 2)], first, scale) for t in ctx.train):
+            s.status = "not compared"
+            s.note = "draws"
+
+
+def _mark_optional(stages: list[StageResult]) -> None:
+    for n, s in enumerate(stages):
+        if s.status == "differs" and s.quantity.optional:
+            later = [t for t in stages[n + 1 :] if t.quantity.group == s.quantity.group]
+            if s.quantity.after:
+                later = [t for t in later if t.quantity.key in s.quantity.after]
+            if any(t.status == "match" for t in later):
+                s.status = "skipped"
+
+
+def _first(ctx: Context, stages: list[StageResult]) -> tuple[StageResult | None, Hit | None]:
+    """The first divergence and its diagnosis.
+
+    The first unmatched quantity opens a run of unmatched quantities of its
+    group (alternatives such as masking before or after scaling); the first
+    catalogue entry that applies to one of their stages and is borne out
+    names the mistake, and the divergence is the run's quantity at the stage
+    where that mistake first shows.
+    """
+    bad = [s for s in stages if s.status == "differs"]
+    if not bad:
+        return None, None
+    head = bad[0]
+    group = [head]
+    if head.quantity.group:
+        for s in stages[stages.index(head) + 1 :]:
+            if s.quantity.group != head.quantity.group:
+                break
+            if s.status == "differs":
+                group.append(s)
+    hit = diagnose(ctx, [s.quantity.stage for s in group])
+    if hit is None:
+        return head, None
+    entry = BY_CODE[hit.code]
+    for stage in entry.stages:
+        for s in group:
+            if s.quantity.stage == stage:
+                return s, hit
+    return head, hit
+
+
+def _divergence(ctx: Context, s: StageResult, hit: Hit | None, stages: list[StageResult]) -> Divergence:
+    ref, axes = _ref(ctx, s.quantity)
+    node = ctx.trace.node(s.quantity.step)
+    near = s.nearest
+    if s.quantity.run == "eval":  # nearest among what the code made from the last quantity it got right onwards
+        order = {id(t): n for n, t in enumerate(ctx.seen)}
+        done = [
+            order.get(id(t.match.seen), 0) for t in stages[: stages.index(s)] if t.match and t.quantity.run == "eval"
+        ]
+        later = align.nearest(ref, axes, ctx.seen[max(done, default=0) :])
+        near = later if later is not None else near
+    if hit is not None and hit.seen is not None:  # the mistake's own tensor, unless another is nearer
+        shown = align.nearest(ref, axes, [hit.seen])
+        if shown is not None and (near is None or align.distance(shown, ref) <= align.distance(near, ref)):
+            near = shown
+    note = ""
+    if near is not None:
+        got = near.view()
+        idx = align.first_difference(ref, got)
+        student_value: float | None = float(got[idx])
+        where = near.seen.where
+    else:
+        idx = tuple(0 for _ in ref.shape)
+        student_value, where = None, ""
+    if s.quantity.run == "short" and ctx.short_error is not None:
+        note = ctx.short_error.cause
+        where = ctx.short_where
+    element = Step(ctx.trace, node, tuple(int(i) for i in idx)).id
+    return Divergence(
+        s.quantity.run,
+        s.quantity.stage,
+        s.quantity.key,
+        s.quantity.step,
+        element,
+        float(ref[idx]),
+        student_value,
+        near.seen.id if near is not None else None,
+        where,
+        note,
+    )
+
+
+def _where(details: str, source: str | None) -> str:
+    name = Path(source).name if source else None
+    last = ""
+    for line in details.splitlines():
+        line = line.strip()
+        if line.startswith('File "'):
+            path, _, rest = line[6:].partition('", line ')
+            if name is None or Path(path).name == name:
+                last = f"{Path(path).name}:{rest.split(',')[0]}"
+    return last
+
+
+def _notes(ctx: Context, stages: list[StageResult]) -> list[str]:
+    notes = []
+    if ctx.spec.heads > 1:
+        notes.append("no_train_dropout")
+    return notes

@@ -1,0 +1,134 @@
+"""Load the student's code, build it as the lesson does, and run it with its tensors recorded.
+
+The student's code is code the user chose to run: it runs, and whatever goes
+wrong in it (an import error, a constructor that wants other arguments, a
+crash in ``forward``) becomes a :class:`StudentError`: one line for the
+message, the traceback kept for ``--verbose``.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import inspect
+import sys
+import traceback
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from tracer.compare.check.model import Seen
+from tracer.errors import InputError
+
+
+class StudentError(InputError):
+    """The student's code could not be loaded, built or run; ``details`` holds the traceback."""
+
+    def __init__(self, message: str, details: str = "", cause: str = "") -> None:
+        super().__init__(message)
+        self.details = details
+        self.cause = cause or message  # the exception alone, "RuntimeError: ..."
+
+
+@dataclass
+class Run:
+    """One run of the student's code: the tensors it made and what it returned."""
+
+    seen: list[Seen]
+    output: Any
+    error: StudentError | None = None
+
+
+def load(spec: str) -> tuple[Any, str]:
+    """The object ``NAME`` of ``FILE.py:NAME`` and the file's path."""
+    where, sep, name = spec.rpartition(":")
+    if not sep or not where.endswith(".py") or not name:
+        raise InputError(f"check wants FILE.py:NAME, not {spec!r}")
+    path = Path(where)
+    if not path.is_file():
+        raise InputError(f"no such file: {where}")
+    loader = importlib.util.spec_from_file_location(f"attn_trace_student_{path.stem}", path)
+    if loader is None or loader.loader is None:
+        raise InputError(f"cannot load {where} as Python")
+    module = importlib.util.module_from_spec(loader)
+    try:
+        loader.loader.exec_module(module)
+    except Exception as e:  # the student's file: any failure is one line
+        raise StudentError(f"{where} failed to import: {_one_line(e)}", traceback.format_exc()) from None
+    if not hasattr(module, name):
+        raise InputError(f"{where} defines no {name!r}")
+    return getattr(module, name), str(path)
+
+
+def source_of(obj: Any) -> str | None:
+    """The file an object was defined in, when Python knows it."""
+    try:
+        return inspect.getsourcefile(obj)
+    except TypeError:
+        return None
+
+
+def construct(cls: Any, args: Sequence[Any], names: Sequence[str], seed: int) -> torch.nn.Module:
+    """``cls(*args)`` under ``torch.manual_seed(seed)``, as the book builds its modules."""
+    if not isinstance(cls, type) or not issubclass(cls, torch.nn.Module):
+        raise InputError(f"{_name(cls)} must be a torch.nn.Module class: {_shape(names)}")
+    try:
+        inspect.signature(cls).bind(*args)
+    except TypeError as e:
+        raise InputError(f"{_name(cls)} does not take the lesson's arguments {_shape(names)}: {e}") from None
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        try:
+            module = cls(*args)
+        except Exception as e:
+            raise StudentError(f"{_name(cls)}{_shape(names)} raised {_one_line(e)}", traceback.format_exc()) from None
+    return module
+
+
+def run(fn: Callable[..., Any], x: torch.Tensor, source: str | None, seed: int | None) -> Run:
+    """Call ``fn(x)`` with its tensors recorded; a crash is kept in the run, not raised."""
+    from tracer.compare.check.probe import Probe
+
+    probe = Probe(source)
+    with torch.random.fork_rng(devices=[]), torch.no_grad():
+        if seed is not None:
+            torch.manual_seed(seed)
+        try:
+            with probe:
+                out = fn(x)
+        except Exception as e:
+            err = StudentError(f"{_name(fn)} raised {_one_line(e)}", traceback.format_exc(), _one_line(e))
+            return Run(probe.seen, None, err)
+    return Run(probe.seen, out)
+
+
+def output_array(out: Any, what: str) -> Any:
+    """The returned tensor as a float64 array (a non-tensor result is an error)."""
+    from tracer.compare.check.probe import as_array
+
+    if not isinstance(out, torch.Tensor):
+        raise InputError(f"{what} returned {type(out).__name__}, not a tensor")
+    if not out.is_floating_point():
+        raise InputError(f"{what} returned a {out.dtype} tensor, not floating-point values")
+    return as_array(out)
+
+
+def _name(obj: Any) -> str:
+    return str(getattr(obj, "__qualname__", None) or getattr(obj, "__name__", None) or type(obj).__name__)
+
+
+def _shape(names: Sequence[str]) -> str:
+    return f"({', '.join(names)})"
+
+
+def _one_line(e: BaseException) -> str:
+    text = str(e).strip().splitlines()
+    return f"{type(e).__name__}: {text[0]}" if text else type(e).__name__
+
+
+def clean_modules(prefix: str = "attn_trace_student_") -> None:
+    """Forget loaded student modules (each check loads its file afresh)."""
+    for key in [k for k in sys.modules if k.startswith(prefix)]:
+        del sys.modules[key]

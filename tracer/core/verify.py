@@ -1,0 +1,169 @@
+"""Check that every recorded value follows from its recorded operands.
+
+A trace file's digest is a plain SHA-256 of its content: it catches a file
+damaged by accident, not one edited on purpose (anyone can recompute it).
+Editing a value is also a fair teaching move ("what if omega[2,1] were 5?").
+Either way the reader deserves to know which numbers do not follow from
+their inputs, so :func:`verify` recomputes each node from the operands the
+trace itself records, with the op it records:
+
+- ``mul``, ``add``, ``sub``, ``div``, running sums (``acc``, each from the
+  *recorded* previous sum), totals (``sum``), ``max`` and ``masked_fill`` are
+  single IEEE operations or copies: they must match bit for bit;
+- ``exp`` and ``softmax`` come from library kernels: they must match a
+  float64 recomputation to a few units in the last place;
+- ``maxabsdiff`` is recomputed exactly from its two operands;
+- ``input`` and ``const`` have no operands, and tensor-level ops whose
+  meaning a trace does not spell out (``matmul``, ``module``, head splits)
+  are listed as not checked.
+
+Only the value that breaks the chain is wrong: an edited ``omega[2,1]`` is
+listed, and so is every value computed from it that the editor left as it was.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from tracer.core import ids
+from tracer.core.predict import PREDICTABLE, aligned, predict
+
+if TYPE_CHECKING:
+    from tracer.core.trace import Node, Trace
+
+SHOWN = 5
+"""Ids of wrong steps listed per node in :meth:`Verification.summary`."""
+
+_ULPS = 8  # kernels' exp and softmax agree with float64 to a few units in the last place
+
+
+@dataclass(frozen=True)
+class Wrong:
+    """A node with values that do not follow from its operands."""
+
+    node: str
+    count: int
+    ids: tuple[str, ...]  # the first few wrong steps' ids
+
+
+@dataclass(frozen=True)
+class Verification:
+    """What :func:`verify` found: the wrong nodes, and the nodes it could not recompute."""
+
+    wrong: tuple[Wrong, ...] = ()
+    unchecked: tuple[str, ...] = ()
+    checked: int = 0
+    by_id: frozenset[str] = field(default_factory=frozenset)
+
+    @property
+    def ok(self) -> bool:
+        """True when every checked value follows from its inputs."""
+        return not self.wrong
+
+    @property
+    def count(self) -> int:
+        """How many values do not follow."""
+        return sum(w.count for w in self.wrong)
+
+    def summary(self) -> str:
+        """One line: which values do not follow from their inputs (empty when all do)."""
+        if self.ok:
+            return ""
+        parts = []
+        for w in self.wrong:
+            more = f" and {w.count - len(w.ids)} more" if w.count > len(w.ids) else ""
+            parts.append(", ".join(w.ids) + more)
+        n = self.count
+        verb = "values do not follow from their inputs" if n != 1 else "value does not follow from its inputs"
+        return f"{n} {verb}: " + "; ".join(parts)
+
+
+def verify(trace: Trace) -> Verification:
+    """Recompute every node of ``trace`` from its recorded operands (see the module docstring)."""
+    done: dict[str, np.ndarray] = {}
+    wrong: list[Wrong] = []
+    unchecked: list[str] = []
+    flagged: set[str] = set()
+    checked = 0
+    for node in trace.nodes:
+        bad = _mismatch(node, done)
+        done[node.name] = node.value
+        if bad is None:
+            if node.op not in ("input", "const"):
+                unchecked.append(node.name)
+            continue
+        checked += 1
+        where = np.argwhere(bad)
+        if where.size == 0 and not (bad.ndim == 0 and bool(bad)):
+            continue
+        if bad.ndim == 0:
+            first: list[str] = [node.name]
+            count = 1
+        else:
+            count = len(where)
+            first = [ids.render(node.name, node.split, [int(i) + 1 for i in w]) for w in where[:SHOWN]]
+        flagged.update(first)
+        wrong.append(Wrong(node.name, count, tuple(first)))
+    return Verification(tuple(wrong), tuple(unchecked), checked, frozenset(flagged))
+
+
+def _mismatch(node: Node, done: Mapping[str, np.ndarray]) -> np.ndarray | None:
+    """A boolean array, True where the node's value does not follow (None: not recomputable)."""
+    v = node.value
+    args = [r.to_json() for r in node.args]
+    if any(a["node"] not in done and a["node"] != node.name for a in args):
+        return None
+    if node.op in PREDICTABLE:
+        like = v if node.op == "acc" else None
+        guess = predict(node.op, node.axes, v.shape, args, node.attrs, done, v.dtype, like=like)
+        if guess is None or guess.shape != v.shape:
+            return None
+        return ~_same_bits(v, guess)
+    if node.op in ("exp", "softmax") and len(args) == 1 and "index" in args[0]:
+        src = done[args[0]["node"]]
+        over = node.attrs.get("over")
+        index = tuple(over if x == "*" else x for x in args[0]["index"]) if over else tuple(args[0]["index"])
+        x = aligned(src.astype(np.float64), index, node.axes)
+        if x is None or src.dtype != v.dtype:
+            return None
+        with np.errstate(all="ignore"):
+            if node.op == "exp":
+                ref = np.exp(np.broadcast_to(x, v.shape))
+            elif over in node.axes:
+                ax = node.axes.index(str(over))
+                e = np.exp(x - np.max(x, axis=ax, keepdims=True))
+                ref = np.broadcast_to(e / np.sum(e, axis=ax, keepdims=True), v.shape)
+            else:
+                return None
+        return ~_close(v, ref)
+    if node.op == "maxabsdiff" and len(args) == 2 and v.ndim == 0:
+        a, b = done[args[0]["node"]], done[args[1]["node"]]
+        if a.shape != b.shape or a.dtype != v.dtype or b.dtype != v.dtype:
+            return None
+        with np.errstate(all="ignore"):
+            ref = np.max(np.abs(a - b)) if a.size else np.zeros((), v.dtype)
+        return np.asarray(~_same_bits(v, np.asarray(ref, dtype=v.dtype)))
+    return None
+
+
+def _same_bits(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Equal values, with every NaN equal to every NaN (and -0.0 equal to 0.0, as IEEE compares)."""
+    b = b.astype(a.dtype, copy=False)
+    with np.errstate(all="ignore"):
+        return np.asarray((a == b) | (np.isnan(a) & np.isnan(b)))
+
+
+def _close(v: np.ndarray, ref: np.ndarray) -> np.ndarray:
+    """Within a few units in the last place of ``v``'s dtype (infinities and NaNs must match)."""
+    fin = np.finfo(v.dtype)
+    with np.errstate(all="ignore"):
+        w = v.astype(np.float64)
+        tol = _ULPS * float(fin.eps) * np.abs(ref) + float(fin.tiny)
+        near = np.abs(w - ref) <= tol
+        rounded = ref.astype(v.dtype)  # a float64 value past the dtype's range is inf there too
+        same_special = (np.isinf(w) & (w == rounded)) | (np.isnan(w) & np.isnan(ref))
+    return np.asarray(near | same_special)

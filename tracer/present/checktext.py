@@ -1,0 +1,105 @@
+"""A check's verdict as text, in English or Chinese (what ``attn-trace check`` prints).
+
+The first divergence is written as ``explain`` writes a step: the lesson's
+formula with its numbers, then the student's value at the same place and the
+tensor and line it came from; then the diagnosis sentence, the stages that go
+wrong as a consequence, and every quantity with its result.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from tracer.core.fmt import num
+from tracer.present.explain import equation
+from tracer.present.strings import Strings
+
+if TYPE_CHECKING:
+    from tracer.compare.check.result import CheckResult
+
+MARK = {"match": "✓", "differs": "✗", "skipped": "·", "consequence": "✗", "not compared": "–"}
+
+
+def stage_name(s: Strings, stage: str) -> str:
+    """A check stage's name in the strings' language."""
+    return s(f"check.stage_{stage}")
+
+
+def run_label(s: Strings, r: CheckResult, run: str) -> str:
+    """How the student's code was run for a quantity (eval, training mode, shorter sequence)."""
+    from tracer.compare.check.lessons import SPECS
+
+    spec = SPECS[r.lesson]
+    if run == "train":
+        return s("check.run_train", p=spec.dropout, seed=spec.seed)
+    if run == "short":
+        return s("check.run_short", n=spec.short)
+    return s("check.run_eval")
+
+
+def status_name(s: Strings, status: str) -> str:
+    """A quantity's result in words."""
+    return s(f"check.status_{status.replace(' ', '_')}")
+
+
+def role_lines(s: Strings, r: CheckResult) -> list[str]:
+    """One line per weight role: which of the student's parameters plays it."""
+    if not r.roles:
+        return [s("check.no_roles")]
+    shown = [x for x in r.roles if not x.role.endswith("_other")]
+    return [s("check.roles")] + [f"  {s('check.role_line', role=x.role, param=x.param, how=x.how)}" for x in shown]
+
+
+def divergence_lines(s: Strings, r: CheckResult, decimals: int = 4) -> list[str]:
+    """The first divergence: lesson equation, the student's value, where it came from."""
+    d = r.first_divergence
+    assert d is not None
+    lines = [s("check.differs", stage=stage_name(s, d.stage), quantity=d.quantity, step=d.step)]
+    if d.run != "eval":
+        lines.append(f"  ({run_label(s, r, d.run)})")
+    lines.append(f"  {s('check.lesson_value')}: {equation(r.trace, r.trace[d.element], decimals)}")
+    if d.note:
+        lines.append(f"  {s('check.your_value')}: {s('check.raised', n=_short(r), error=d.note)}")
+    elif d.student is None:
+        lines.append(f"  {s('check.your_value')}: {s('check.your_none')}")
+    else:
+        origin = s("check.made_at", id=d.student_id, where=d.where) if d.where else s("check.made", id=d.student_id)
+        lines.append(f"  {s('check.your_value')}: {d.element} = {num(d.student, decimals)}  ({origin})")
+    return lines
+
+
+def text(r: CheckResult, lang: str = "en", verbose: bool = False) -> str:
+    """The whole verdict, ending with a newline."""
+    s = Strings(lang)
+    out = [s("check.title", name=r.name or "?", lesson=r.lesson), *role_lines(s, r), ""]
+    if r.ok:
+        out.append(s("check.ok", n=sum(1 for x in r.stages if x.status == "match")))
+    else:
+        out += divergence_lines(s, r)
+        if r.hit is not None:
+            out.append(f"  {s('check.diagnosis')} [{r.hit.code}]: {r.sentence(lang)}")
+            out.append(f"  {s('check.steps')}: {', '.join(r.hit.steps)}")
+        else:
+            out.append(f"  {s('check.diagnosis')}: {s('check.no_diagnosis')}")
+        later = ", ".join(stage_name(s, x) for x in r.consequences) or s("check.none")
+        out.append(f"  {s('check.consequence')}: {later}")
+    out += ["", s("check.stages")]
+    for x in r.stages:
+        q = x.quantity
+        m = x.match or (x.nearest if verbose else None)
+        tail = f"  ← {m.seen.id}{' @ ' + m.seen.where if m.seen.where else ''}" if m is not None else ""
+        said = s(f"check.note_{x.note}") if x.note else ""
+        extra = f"  ({said})" if said else ""
+        run = f" [{run_label(s, r, q.run)}]" if q.run != "eval" else ""
+        out.append(
+            f"  {MARK[x.status]} {stage_name(s, q.stage):<18} {q.step:<20} {status_name(s, x.status)}{run}{tail}{extra}"
+        )
+    for note in r.notes:
+        out.append(s(f"check.note_{note}"))
+    return "\n".join(out) + "\n"
+
+
+def _short(r: CheckResult) -> int:
+    from tracer.compare.check.lessons import SPECS
+
+    return SPECS[r.lesson].short
