@@ -95,6 +95,10 @@ def test_alignment_comes_from_the_cells_not_their_position() -> None:
     assert "| :--- | ---: | ---: |" in render_markdown(page_with(grid))
     tokens = Table("t", "T", (Num("j"), Num("token"), Num("x")), (Row((label, Num("a", cls="label"), Num("1"))),))
     assert tokens.align == ("left", "left", "right")
+    values = Table("v", "V", (Num("what"), Num("value")), (Row((Num("The scale $s$", math=True), Num("2.0000"))),))
+    assert values.align == ("left", "right")
+    gaps = Table("g", "G", (Num("a"),), (Row((Num("⋯"),)), Row((Num("-inf"),)), Row((Num("1.19e-07"),))))
+    assert gaps.align == ("right",)
 
 
 def test_a_bar_in_a_formula_cell_does_not_end_it() -> None:

@@ -9,8 +9,12 @@ trace it back.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Literal
+
+_NUMBER = re.compile(r"^[-+]?(\d[\d.,]*(e[-+]?\d+)?|inf|nan)$|^[⋯…⋮]?$")
+"""Cells that a number column holds: numbers, inf and nan, and the ellipsis of left-out entries."""
 
 
 @dataclass(frozen=True)
@@ -22,6 +26,11 @@ class Num:
     cls: str = ""  # "bad" for inf/nan, "label" for row labels
     latex: bool = False  # text is LaTeX (a formula in a header or label cell)
     math: bool = False  # text is prose whose ``$...$`` spans are LaTeX (text we write, never a token)
+
+    @property
+    def wordy(self) -> bool:
+        """A cell of words (a label, a token, a description), not a number: set flush left."""
+        return self.cls == "label" or self.math or bool(self.text and not _NUMBER.match(self.text))
 
 
 @dataclass(frozen=True)
@@ -52,11 +61,9 @@ class Table:
 
     @property
     def align(self) -> tuple[Literal["left", "right"], ...]:
-        """Per column: labels (indices, tokens) left, numbers right, decided by the cells (not by position)."""
+        """Per column: words (labels, tokens, descriptions) left, numbers right, decided by the cells."""
         rows = [r.cells for r in self.rows if not r.elided]
-        return tuple(
-            "left" if any(len(c) > n and c[n].cls == "label" for c in rows) else "right" for n in range(len(self.head))
-        )
+        return tuple("left" if any(len(c) > n and c[n].wordy for c in rows) else "right" for n in range(len(self.head)))
 
 
 @dataclass(frozen=True)
