@@ -67,6 +67,13 @@ def test_results_stay_in_view(browser: Browser, lesson: str, width: int) -> None
         assert browser.js("document.documentElement.scrollWidth") <= width, (lang, "the page scrolls sideways")
         assert browser.js(OVERFLOWING_MATH) == [], lang
         assert browser.js("document.querySelectorAll('.eq.broken').length") > 0, "no long equation was broken"
+        hinted = browser.js(
+            "[...document.querySelectorAll('.scroll')].filter(e => e.scrollWidth > e.clientWidth)"
+            ".map(e => getComputedStyle(e).backgroundImage.includes('radial-gradient'))"
+        )
+        assert all(hinted), "a table that scrolls sideways shows no shadow at its edge"
+        if lesson == "tutorial" and width == 390:
+            assert hinted, "the normalization table is wider than a phone: it scrolls"
         ARTIFACTS.mkdir(exist_ok=True)
         browser.screenshot(str(ARTIFACTS / f"layout-{lesson}-{lang}-{width}.png"), full=True)
 
