@@ -90,7 +90,7 @@ def _bad_files(folder: Path, good: str) -> dict[str, Path]:
     broken = {**_doc(good), "nodes": [1]}
     del broken["digest"]
     broken["digest"] = _digest(broken)
-    files["malformed"] = json.dumps(broken)  # a valid digest over nonsense: the reader itself trips
+    files["malformed"] = json.dumps(broken)  # a valid digest over nonsense: the schema check names it
     out = {}
     for name, content in files.items():
         out[name] = folder / f"{name}.json"
@@ -105,7 +105,7 @@ def _bad_files(folder: Path, good: str) -> dict[str, Path]:
         ("tampered", "modified after it was written"),
         ("version", "format version 99"),
         ("no_version", "no format version"),
-        ("malformed", "malformed node 1: a node must be an object, got int"),
+        ("malformed", "malformed trace file at $.nodes[0]"),
         ("directory", "is a directory"),
         ("missing", "no such trace file"),
     ],

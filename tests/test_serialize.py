@@ -15,7 +15,7 @@ from tracer.core import serialize
 from tracer.core.trace import Trace
 from tracer.errors import TraceFormatError
 
-SCHEMA = json.loads((Path(__file__).parent.parent / "docs" / "trace-format.schema.json").read_text())
+SCHEMA = json.loads((Path(__file__).parent.parent / "tracer" / "core" / "trace-format.schema.json").read_text())
 
 
 def bits(a: np.ndarray) -> bytes:
@@ -163,7 +163,7 @@ def test_bad_files_are_refused_with_one_line(tmp_path: Path, good_text: str, mut
 def test_malformed_node_with_valid_digest(good_text: str) -> None:
     doc = json.loads(good_text)
     doc["nodes"][1]["value"]["shape"] = [7]
-    with pytest.raises(TraceFormatError, match=r"malformed node 2 \('omega.p'\)"):
+    with pytest.raises(TraceFormatError, match=r"at \$\.nodes\[1\]\.value\.shape \(node 'omega.p'\)"):
         serialize.loads(_reseal(doc))
     doc = json.loads(good_text)
     doc["nodes"][0]["args"] = [{"node": "later"}]
@@ -181,14 +181,14 @@ def test_missing_and_directory(tmp_path: Path) -> None:
         tracer.load(tmp_path / "bin.json")
 
 
-@pytest.mark.parametrize(("nodes", "message"), [([1], "got int"), (["x"], "got str"), ([None], "got NoneType")])
-def test_a_node_that_is_not_an_object_is_named(
-    tmp_path: Path, good_text: str, nodes: list[object], message: str
-) -> None:
+@pytest.mark.parametrize("nodes", [[1], ["x"], [None]])
+def test_a_node_that_is_not_an_object_is_named(tmp_path: Path, good_text: str, nodes: list[object]) -> None:
     """``tracer.load`` itself says which node is malformed (it used to raise AttributeError)."""
     doc = json.loads(good_text)
     doc["nodes"] = nodes
     path = tmp_path / "bad.json"
     path.write_text(_reseal(doc))
-    with pytest.raises(TraceFormatError, match=rf"bad.json: malformed node 1: a node must be an object, {message}"):
+    with pytest.raises(
+        TraceFormatError, match=r"bad.json: malformed trace file at \$\.nodes\[0\]: .* is not of type 'object'"
+    ):
         tracer.load(path)

@@ -8,6 +8,7 @@ the commands that need them, so ``--help`` stays fast.
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -169,22 +170,26 @@ def decimals_option(func: F) -> F:
 
 
 def write_output(data: bytes, output: str | None, force: bool) -> None:
-    """Write to stdout (no -o, or -o -), or atomically to a file that must not exist unless --force."""
-    from tracer.core.serialize import write_atomic
+    """Write to stdout (no -o, or -o -), or atomically to a file that must not exist unless --force.
+
+    A name ending in ``/`` names a folder, and a symbolic link is refused
+    rather than followed or replaced (see ``docs/security.md``).
+    """
+    from tracer.core.files import write_atomic
 
     if output in (None, "-"):
         sys.stdout.buffer.write(data)
         sys.stdout.flush()
         return
     path = Path(output)
-    if path.is_dir():
-        raise UserError(f"{path} is a directory; give a file name")
+    if output.endswith(("/", os.sep)) or path.is_dir():
+        raise UserError(f"{output} is a folder; give a file name")
     if path.exists() and not force:
         raise UserError(f"{path} already exists; use --force to overwrite it")
     try:
         write_atomic(path, data)
     except OSError as e:
-        raise UserError(f"cannot write {path}: {e.strerror}") from None
+        raise UserError(f"cannot write {path}: {e.strerror or e}") from None
 
 
 def status(message: str) -> None:
@@ -367,25 +372,25 @@ def report(
     attn-trace report --lang zh            the same in Chinese
     attn-trace report --from trace.json    render a saved trace without recomputing
     """
-    from tracer.core.serialize import write_atomic
+    from tracer.core.files import write_folder
     from tracer.present import report as reports
 
     if fragment and fmt == "md":
         raise UserError("--fragment is an HTML form: use it with --format html or all")
     t = trace_source(from_file, options, check=True)
     folder = output if output is not None else Path("reports") / reports.slug(t) / lang
+    if folder.is_symlink():
+        raise UserError(f"{folder} is a symbolic link: attn-trace does not write through links; name the target itself")
     if folder.exists() and not folder.is_dir():
         raise UserError(f"{folder} exists and is not a folder")
     formats = ("html", "md") if fmt == "all" else (fmt,)
     files = reports.build(t, lang, formats, decimals, fragment)
-    clash = [name for name in files if (folder / name).exists()]
-    if clash and not force:
-        raise UserError(f"{folder / clash[0]} already exists; use --force to overwrite the report")
     try:
-        for name, data in files.items():
-            write_atomic(folder / name, data)
+        write_folder(folder, files, force, reports.is_report_file)
+    except FileExistsError as e:
+        raise UserError(f"{e.filename} already exists; use --force to overwrite the report") from None
     except OSError as e:
-        raise UserError(f"cannot write into {folder}: {e.strerror}") from None
+        raise UserError(f"cannot write into {folder}: {e.strerror or e}") from None
     size = sum(len(d) for d in files.values())
     status(f"wrote {folder}: {', '.join(files)} ({size:,} bytes)")
 

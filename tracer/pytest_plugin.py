@@ -83,7 +83,8 @@ class TraceSnapshot:
         """Fail unless ``trace`` equals the stored snapshot within tolerance (defaults: :func:`tracer.diff`'s)."""
         __tracebackhide__ = True
         from tracer.compare.differ import DEFAULT_ATOL, DEFAULT_RTOL, diff
-        from tracer.core.serialize import dumps, write_atomic
+        from tracer.core.files import write_atomic
+        from tracer.core.serialize import dumps
         from tracer.errors import TracerError
 
         path = self.path(name)

@@ -1,7 +1,7 @@
 """Trace files: versioned JSON, every value kept bit for bit.
 
 The format is documented in ``docs/trace-format.md`` with a JSON Schema in
-``docs/trace-format.schema.json``.  In short::
+``tracer/core/trace-format.schema.json`` (checked on load).  In short::
 
     {"format": "attn-trace", "version": 1, "meta": {...},
      "nodes": [{"name", "op", "stage", "axes", "split", "granularity",
@@ -33,13 +33,13 @@ import hashlib
 import json
 import math
 import os
-import tempfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import IO, Any
 
 import numpy as np
 
+from tracer.core import files, limits, validate
 from tracer.core.predict import predict
 from tracer.core.trace import ELEMENT, TENSOR, Node, Ref, Trace
 from tracer.errors import TraceFormatError
@@ -85,27 +85,7 @@ def save(trace: Trace, path: str | os.PathLike[str] | IO[str]) -> None:
     if hasattr(path, "write"):
         path.write(text)
         return
-    write_atomic(Path(path), text.encode("utf-8"))
-
-
-def write_atomic(path: Path, data: bytes) -> None:
-    """Write ``data`` to ``path`` through a temporary file in the same folder, so no half file is ever seen."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        os.chmod(tmp, 0o666 & ~_umask())  # mkstemp makes 0600; give the file the mode open() would
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
-def _umask() -> int:
-    mask = os.umask(0o022)
-    os.umask(mask)
-    return mask
+    files.write_atomic(Path(path), text.encode("utf-8"))
 
 
 def _spec(n: Node) -> dict[str, Any]:
@@ -173,11 +153,13 @@ def read_document(path: str | os.PathLike[str]) -> tuple[Any, str]:
     """
     p = Path(path)
     try:
-        raw = p.read_bytes()
+        raw = files.read_limited(p, limits.MAX_TRACE_BYTES, "trace file")
     except FileNotFoundError:
         raise TraceFormatError(f"no such trace file: {p}") from None
     except IsADirectoryError:
         raise TraceFormatError(f"{p} is a directory, not a trace file") from None
+    except files.NotRegular as e:
+        raise TraceFormatError(str(e)) from None
     except OSError as e:
         raise TraceFormatError(f"cannot read {p}: {e.strerror}") from None
     return parse(raw, p.name), p.name
@@ -192,7 +174,9 @@ def parse(raw: bytes | str, name: str = "trace") -> Any:
     """The JSON document of a trace file's content, unchecked (``TraceFormatError`` if unreadable)."""
     try:
         text = raw.decode("utf-8") if isinstance(raw, bytes) else raw
-        return json.loads(text, parse_constant=_reject_constant)
+        return json.loads(text, parse_constant=_reject_constant, parse_float=_finite)
+    except RecursionError:
+        raise TraceFormatError(f"{name} is not a readable trace file (nested too deeply)") from None
     except UnicodeDecodeError:
         raise TraceFormatError(f"{name} is not a trace file (not UTF-8 text)") from None
     except json.JSONDecodeError as e:
@@ -208,6 +192,13 @@ def parse(raw: bytes | str, name: str = "trace") -> Any:
 
 def _reject_constant(c: str) -> Any:
     raise ValueError(f"bare {c} is not allowed")
+
+
+def _finite(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):  # 1e999: too large for a float, so never written by attn-trace
+        raise ValueError(f"number {text[:20]} is out of range")
+    return value
 
 
 def from_dict(doc: Any, name: str = "trace") -> Trace:
@@ -227,11 +218,14 @@ def from_dict(doc: Any, name: str = "trace") -> Trace:
     body = {k: v for k, v in doc.items() if k != "digest"}
     if not isinstance(digest, str):
         raise TraceFormatError(f"{name} has no digest")
-    if _digest(body) != digest:
+    try:
+        same = _digest(body) == digest
+    except (ValueError, RecursionError):  # a value json cannot write back (nesting, a huge int)
+        same = False
+    if not same:
         raise TraceFormatError(f"{name} was modified after it was written (its digest does not match its content)")
-    meta, specs = doc.get("meta"), doc.get("nodes")
-    if not isinstance(meta, dict) or not isinstance(specs, list):
-        raise TraceFormatError(f"{name}: malformed trace file (meta must be an object, nodes a list)")
+    validate.check(doc, name)
+    meta, specs = doc["meta"], doc["nodes"]
     done: dict[str, np.ndarray] = {}
     nodes = []
     for i, spec in enumerate(specs, 1):

@@ -90,6 +90,13 @@ def build(
     return files
 
 
+def is_report_file(name: str) -> bool:
+    """Whether ``name`` is a file a report writes (the rest of a folder is someone else's)."""
+    return (
+        name in ("index.html", "index.md", "fragment.html") or re.fullmatch(r"fig-[A-Za-z0-9-]+\.svg", name) is not None
+    )
+
+
 def narrative_of(trace: Trace, lang: str) -> Narrative:
     """A trace's narrative in ``lang``: the one it carries (``meta["narrative"]``), else its lesson's file."""
     name = str(trace.meta.get("lesson", "simple"))

@@ -1,0 +1,193 @@
+"""Every file attn-trace reads from someone, or writes for someone, goes through here.
+
+Reading (:func:`read_limited`): only a regular file (not ``/dev/zero``, a
+pipe or a folder), measured before it is read and refused past a documented
+size.
+
+Writing is whole or not at all:
+
+- :func:`write_atomic` writes one file through a temporary file in the same
+  folder, flushed to disk (``fsync`` of the file, then of the folder), then
+  renamed over the destination.  The temporary file is created with mode
+  ``0o666`` and the process's umask applied by the kernel, as ``open()``
+  would; the umask itself is never changed (changing it is process-wide and
+  races with other threads).
+- :func:`write_folder` writes a report (several files) into a staging folder
+  beside the destination and moves it into place with one rename; with
+  ``replace`` (``--force``) the old folder is moved aside first and deleted
+  after, so a reader sees the old report or the new one, never a mixture.
+  Report files that are kept (``--format html`` over a folder that also holds
+  ``index.md``) are hard-linked into the staging folder first.
+
+Rules for destinations: a path that is a symbolic link (dangling or not) is
+refused, never followed or replaced; a folder that holds files other than a
+report's is refused rather than replaced.  Staging and set-aside folders are
+named ``.<name>.attn-trace-new-<pid>-<random>`` and ``...-old-...``; one
+left by a process that no longer runs (``kill -9``, power loss) is
+recognised by the next run: a set-aside report whose replacement never
+arrived is put back, the rest is deleted.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import secrets
+import shutil
+import stat
+from collections.abc import Callable, Mapping
+from pathlib import Path
+
+
+class NotRegular(OSError):
+    """A path that is not a regular file, or a file over the size limit: refused before reading."""
+
+
+class Refused(OSError):
+    """A destination attn-trace will not write to (a symbolic link, a folder of other files)."""
+
+
+def read_limited(path: Path, limit: int, what: str = "file") -> bytes:
+    """The bytes of regular file ``path``, if it holds at most ``limit`` of them."""
+    with path.open("rb") as f:  # opened first, then checked: no window between check and read
+        st = os.fstat(f.fileno())
+        if stat.S_ISDIR(st.st_mode):
+            raise IsADirectoryError(21, "Is a directory", str(path))
+        if not stat.S_ISREG(st.st_mode):
+            raise NotRegular(f"{path} is not a regular file (a device, pipe or socket): refused as a {what}")
+        if st.st_size > limit:
+            raise NotRegular(f"{path} is {st.st_size:,} bytes, past the {limit:,}-byte limit for a {what}")
+        data = f.read(limit + 1)
+    if len(data) > limit:  # it grew while being read
+        raise NotRegular(f"{path} is past the {limit:,}-byte limit for a {what}")
+    return data
+
+
+def fsync_folder(folder: Path) -> None:
+    """Flush a folder's entries (a rename, a new file) to disk, where the platform allows it."""
+    try:
+        fd = os.open(folder, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+    except OSError:  # some platforms cannot open folders
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+def _write_new(path: Path, data: bytes) -> None:
+    """Create ``path`` (which must not exist) with ``data``, flushed to disk."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0), 0o666)
+    with os.fdopen(fd, "wb") as f:
+        f.write(data)
+        f.flush()
+        os.fsync(f.fileno())
+
+
+def refuse_link(path: Path) -> None:
+    """Raise :class:`Refused` when ``path`` is a symbolic link (written through, it could land anywhere)."""
+    if path.is_symlink():
+        raise Refused(f"{path} is a symbolic link: attn-trace does not write through links; name the target itself")
+
+
+def write_atomic(path: Path, data: bytes) -> None:
+    """Write ``data`` to ``path`` through a flushed temporary file renamed into place (see the module docstring)."""
+    refuse_link(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.parent / f".{path.name}.{secrets.token_hex(6)}.tmp"
+    try:
+        _write_new(tmp, data)
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    fsync_folder(path.parent)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # someone else's process
+        return True
+    return True
+
+
+def _leftovers(folder: Path) -> list[tuple[str, Path]]:
+    """Staging (``new``) and set-aside (``old``) folders of ``folder`` left by processes that are gone."""
+    rx = re.compile(rf"\.{re.escape(folder.name)}\.attn-trace-(new|old)-(\d+)-[0-9a-f]+")
+    out = []
+    for p in folder.parent.iterdir() if folder.parent.is_dir() else ():
+        m = rx.fullmatch(p.name)
+        if m and not _alive(int(m.group(2))):
+            out.append((m.group(1), p))
+    return out
+
+
+def recover(folder: Path) -> None:
+    """Clean up after an interrupted :func:`write_folder` of ``folder`` (see the module docstring)."""
+    for kind, p in _leftovers(folder):
+        if kind == "old" and not folder.exists() and not folder.is_symlink():
+            os.rename(p, folder)  # the old report was set aside and its replacement never arrived
+        else:
+            shutil.rmtree(p, ignore_errors=True)
+
+
+def write_folder(folder: Path, files: Mapping[str, bytes], replace: bool, is_ours: Callable[[str], bool]) -> None:
+    """Write ``files`` (name -> bytes) as the folder ``folder``, whole or not at all.
+
+    ``is_ours(name)`` tells a report's own files from others.  Without
+    ``replace``, a file of ``files`` that already exists raises
+    ``FileExistsError`` before anything is written.
+    """
+    refuse_link(folder)
+    try:
+        folder.parent.mkdir(parents=True, exist_ok=True)
+    except FileExistsError:  # a file where a folder should be
+        raise NotADirectoryError(20, "Not a directory", str(folder.parent)) from None
+    recover(folder)
+    keep: list[Path] = []
+    if folder.exists():
+        if not folder.is_dir():
+            raise Refused(f"{folder} exists and is not a folder")
+        present = [p for p in folder.iterdir() if not _stray_temp(p.name, is_ours)]
+        others = [p.name for p in present if not (is_ours(p.name) and p.is_file() and not p.is_symlink())]
+        if others:
+            raise Refused(f"{folder} holds files that are not part of a report ({others[0]}): choose another folder")
+        clash = [p for p in present if p.name in files]
+        if clash and not replace:
+            raise FileExistsError(17, "File exists", str(clash[0]))
+        keep = [p for p in present if p.name not in files]
+    token = f"{os.getpid()}-{secrets.token_hex(4)}"
+    stage = folder.parent / f".{folder.name}.attn-trace-new-{token}"
+    aside = folder.parent / f".{folder.name}.attn-trace-old-{token}"
+    stage.mkdir()
+    try:
+        for p in keep:
+            os.link(p, stage / p.name)
+        for name, data in files.items():
+            _write_new(stage / name, data)
+        fsync_folder(stage)
+        if folder.exists():
+            os.rename(folder, aside)
+            try:
+                os.rename(stage, folder)
+            except BaseException:
+                os.rename(aside, folder)
+                raise
+        else:
+            os.rename(stage, folder)
+    except BaseException:
+        shutil.rmtree(stage, ignore_errors=True)
+        raise
+    fsync_folder(folder.parent)
+    shutil.rmtree(aside, ignore_errors=True)
+
+
+def _stray_temp(name: str, is_ours: Callable[[str], bool]) -> bool:
+    """A temporary file an older attn-trace left beside a report file (``.index.html.<random>.tmp``)."""
+    m = re.fullmatch(r"\.(.+)\.[0-9a-z_]+\.tmp", name)
+    return bool(m and is_ours(m.group(1)))

@@ -1,0 +1,22 @@
+"""The documented limits on what attn-trace reads and builds, checked before anything is allocated.
+
+Inputs, weights and trace files come from anyone; a size in one of them (a
+row count, ``d_out``, a ``.npy`` header's shape, a trace node's ``shape``)
+is compared with these limits before an array of that size exists, and a
+file is measured before it is read.  ``docs/security.md`` lists them.
+"""
+
+from __future__ import annotations
+
+MAX_TOKENS = 2048
+"""Most rows (tokens) a trace may have."""
+MAX_DIM = 1024
+"""Most embedding components, and most output components (``d_out``), a trace may have."""
+MAX_CELLS = 1 << 25
+"""Most entries of any one recorded tensor (33,554,432: the T*T*d products of T=512 with d=128)."""
+MAX_TRACE_CELLS = 8 * MAX_CELLS
+"""Most entries of all the tensors of one trace together (268,435,456)."""
+MAX_INPUT_BYTES = 64 << 20
+"""Largest inputs or weights file read (64 MiB)."""
+MAX_TRACE_BYTES = 1 << 30
+"""Largest trace file read (1 GiB)."""

@@ -1,0 +1,152 @@
+"""Check a parsed trace document, whole, before any of it is used.
+
+A trace file with a valid digest can still be wrong in structure (the digest
+is a plain SHA-256 anyone can recompute).  :func:`check` validates the
+document against the JSON Schema (``trace-format.schema.json`` beside this
+module, the one ``docs/trace-format.md`` describes), then against the rules
+a schema cannot say:
+
+- the metadata agree: as many tokens as ``n_tokens``, ``query`` among them,
+  sizes within :mod:`tracer.core.limits`;
+- each node's ``split`` fits its name and axes, its shape has one size per
+  axis and stays within the limits (checked before anything is allocated);
+- an input node over tokens (first axis ``i``) has one row per token;
+- each argument names an earlier node (a running sum may name itself) and
+  indexes it with one expression per axis of that node, each ``*``, an axis
+  of the reading node, or such an axis shifted back (``k-1``);
+- ``attrs`` hold what the ops read: ``over`` an axis, ``partials`` an
+  earlier node, ``fill`` a number.
+
+The first violation raises :class:`~tracer.errors.TraceFormatError` naming
+its JSON path (``$.nodes[3].args[0].index``), in one line.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+from tracer.core import limits
+from tracer.errors import TraceFormatError
+
+SCHEMA_FILE = Path(__file__).with_name("trace-format.schema.json")
+
+
+@cache
+def _validator() -> Any:
+    import jsonschema
+
+    schema = json.loads(SCHEMA_FILE.read_text(encoding="utf-8"))
+    return jsonschema.Draft202012Validator(schema)
+
+
+class _Bad(Exception):
+    """A cross-field violation: (JSON path, message)."""
+
+
+def check(doc: dict[str, Any], name: str = "trace") -> None:
+    """Raise :class:`TraceFormatError` for the first violation of the schema or of the cross-field rules."""
+    from jsonschema.exceptions import best_match
+
+    try:
+        first = next(iter(_validator().iter_errors(doc)), None)  # the first in the schema's own order
+        err = None if first is None else best_match([first])  # the most telling part of it (inside a oneOf)
+    except RecursionError:
+        raise TraceFormatError(f"{name}: malformed trace file: nested too deeply") from None
+    if err is not None:
+        where = err.json_path + _node_name(doc, err.json_path)
+        raise TraceFormatError(f"{name}: malformed trace file at {where}: {_short(err.message)}")
+    try:
+        _cross(doc)
+    except _Bad as e:
+        where, message = e.args
+        raise TraceFormatError(f"{name}: malformed trace file at {where}{_node_name(doc, where)}: {message}") from None
+
+
+def _node_name(doc: Any, path: str) -> str:
+    """`` (node 'omega.p')`` for a path inside a node that has a name, else nothing."""
+    m = re.match(r"\$\.nodes\[(\d+)\]", path)
+    node = doc["nodes"][int(m.group(1))] if m else None
+    label = node.get("name") if isinstance(node, dict) else None
+    return f" (node {_short(label, 60)!r})" if isinstance(label, str) else ""
+
+
+def _short(text: str, width: int = 160) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def _cross(doc: dict[str, Any]) -> None:
+    meta = doc["meta"]
+    t = meta["n_tokens"]
+    if t > limits.MAX_TOKENS:
+        raise _Bad("$.meta.n_tokens", f"{t} tokens is past the limit of {limits.MAX_TOKENS}")
+    if len(meta["tokens"]) != t:
+        raise _Bad("$.meta.tokens", f"{len(meta['tokens'])} tokens for n_tokens = {t}")
+    if not 1 <= meta["query"] <= t:
+        raise _Bad("$.meta.query", f"query {meta['query']} is not one of the {t} tokens")
+    if meta["dim"] > limits.MAX_DIM:
+        raise _Bad("$.meta.dim", f"dim {meta['dim']} is past the limit of {limits.MAX_DIM}")
+    axes_of: dict[str, list[str]] = {}
+    total = 0
+    for k, node in enumerate(doc["nodes"]):
+        at = f"$.nodes[{k}]"
+        name, axes, shape = node["name"], node["axes"], node["value"]["shape"]
+        if name in axes_of:
+            raise _Bad(f"{at}.name", f"a second node called {name!r}")
+        if len(set(axes)) != len(axes):
+            raise _Bad(f"{at}.axes", f"repeated axis in {axes}")
+        split = node["split"]
+        if len(split) != name.count(".") + 1 or sum(split) != len(axes):
+            raise _Bad(f"{at}.split", f"split {split} does not fit name {name!r} with axes {axes}")
+        if len(shape) != len(axes):
+            raise _Bad(f"{at}.value.shape", f"{len(shape)} sizes for {len(axes)} axes")
+        size = math.prod(shape)
+        total += size
+        if size > limits.MAX_CELLS or total > limits.MAX_TRACE_CELLS:
+            raise _Bad(f"{at}.value.shape", f"{size:,} entries is past the limits (see docs/security.md)")
+        if node["op"] == "input" and axes[:1] == ["i"] and shape[0] != t:
+            raise _Bad(f"{at}.value.shape", f"{shape[0]} rows for {t} tokens")
+        for n, arg in enumerate(node["args"]):
+            _arg(f"{at}.args[{n}]", arg, name, axes, axes_of)
+        _attrs(f"{at}.attrs", node["attrs"], axes, node["args"], axes_of)
+        axes_of[name] = axes
+
+
+def _arg(at: str, arg: dict[str, Any], name: str, axes: list[str], axes_of: dict[str, list[str]]) -> None:
+    src = arg["node"]
+    if src == name:
+        operand = axes
+    elif src in axes_of:
+        operand = axes_of[src]
+    else:
+        raise _Bad(f"{at}.node", f"{src!r} is not an earlier node")
+    index = arg.get("index")
+    if index is None:
+        return
+    if len(index) != len(operand):
+        raise _Bad(f"{at}.index", f"{len(index)} index expressions for {src!r}, which has {len(operand)} axes")
+    for expr in index:
+        if expr != "*" and expr.partition("-")[0] not in axes:
+            raise _Bad(f"{at}.index", f"{expr!r} is not an axis of {name!r} ({', '.join(axes)})")
+
+
+def _attrs(
+    at: str, attrs: dict[str, Any], axes: list[str], args: list[dict[str, Any]], axes_of: dict[str, list[str]]
+) -> None:
+    if "over" in attrs:
+        over = attrs["over"]
+        read = [e for a in args for e in (a.get("index") or [])]
+        if not isinstance(over, str) or (over not in axes and "*" not in read):
+            raise _Bad(f"{at}.over", f"{over!r} is not an axis this node sums or reduces over")
+    if "partials" in attrs and attrs["partials"] not in axes_of:
+        raise _Bad(f"{at}.partials", f"{attrs['partials']!r} is not an earlier node")
+    if "fill" in attrs:
+        try:
+            float(attrs["fill"])
+        except (TypeError, ValueError, OverflowError):
+            raise _Bad(f"{at}.fill", f"{attrs['fill']!r} is not a number") from None
