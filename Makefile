@@ -2,7 +2,7 @@
 PYTHON ?= python3
 PIP_INSTALL = $(PYTHON) -m pip install --quiet --disable-pip-version-check -c constraints.txt
 
-.PHONY: help install report test lint pytest bench gold clean
+.PHONY: help install report test lint pytest bench gold mutate clean
 
 help:  ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-8s %s\n", $$1, $$2}'
@@ -36,5 +36,11 @@ bench: install  ## benchmarks: ratios measured side by side in one run
 gold:  ## rewrite the golden reports (reports/) from today's code
 	UPDATE_GOLD=1 $(PYTHON) -m pytest -q tests/test_report_gold.py tests/test_report_lessons.py
 
+mutate:  ## mutation testing of the core with mutmut (slow: not part of `make test`; docs/testing.md)
+	$(PIP_INSTALL) -e ".[test,mutate]"
+	rm -rf mutants
+	PYTHONPATH=$(CURDIR)/mutants nice -n 19 $(PYTHON) -m mutmut run; rc=$$?; \
+	$(PYTHON) -m mutmut results; exit $$rc
+
 clean:  ## remove caches and test artifacts
-	rm -rf .pytest_cache .mypy_cache .ruff_cache artifacts build *.egg-info
+	rm -rf .pytest_cache .mypy_cache .ruff_cache artifacts build *.egg-info mutants

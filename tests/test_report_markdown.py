@@ -16,7 +16,7 @@ from tracer.present.render.html import render_html
 from tracer.present.render.markdown import render_markdown
 from tracer.present.render.mdmath import ROW
 from tracer.present.strings import Strings
-from tracer.present.views.board import width
+from tracer.present.views.layout import width
 from tracer.present.views.model import Num, Page, Para, Row, Section, Table
 
 ROOT = Path(__file__).resolve().parent.parent

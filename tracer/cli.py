@@ -17,7 +17,9 @@ from typing import Any, TypeVar
 import click
 
 import tracer
+from tracer.compare.defaults import DEFAULT_ATOL, DEFAULT_LIMIT, DEFAULT_RTOL
 from tracer.errors import InputError, TracerError
+from tracer.present.strings import LANGS
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -225,7 +227,7 @@ def trace(output: str | None, force: bool, **options: Any) -> None:
 
 @app.command()
 @click.argument("pattern", required=False)
-@click.option("--stage", help="Only steps of this stage (inputs, scores, normalize, context, matrix).")
+@click.option("--stage", help="Only steps of this stage (scores, normalize, …; an unknown one lists the lesson's).")
 @click.option("--limit", type=click.IntRange(min=1), help="Stop after this many steps.")
 @from_option
 @decimals_option
@@ -279,10 +281,18 @@ def explain(step_id: str, from_file: Path | None, decimals: int, **options: Any)
 @app.command()
 @click.argument("a", type=click.Path(path_type=Path))
 @click.argument("b", type=click.Path(path_type=Path))
-@click.option("--rtol", type=click.FloatRange(min=0), default=1e-5, show_default=True, help="Relative tolerance.")
-@click.option("--atol", type=click.FloatRange(min=0), default=1e-6, show_default=True, help="Absolute tolerance.")
 @click.option(
-    "--limit", type=click.IntRange(min=0), default=20, show_default=True, help="Root causes and steps to list."
+    "--rtol", type=click.FloatRange(min=0), default=DEFAULT_RTOL, show_default=True, help="Relative tolerance."
+)
+@click.option(
+    "--atol", type=click.FloatRange(min=0), default=DEFAULT_ATOL, show_default=True, help="Absolute tolerance."
+)
+@click.option(
+    "--limit",
+    type=click.IntRange(min=0),
+    default=DEFAULT_LIMIT,
+    show_default=True,
+    help="Root causes and steps to list.",
 )
 @click.option(
     "--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True, help="Output format."
@@ -341,7 +351,7 @@ def verify(file: Path) -> None:
 @from_option
 @decimals_option
 @input_options
-@click.option("--lang", type=click.Choice(["en", "zh"]), default="en", show_default=True, help="Report language.")
+@click.option("--lang", type=click.Choice(LANGS), default=LANGS[0], show_default=True, help="Report language.")
 @click.option(
     "--format",
     "fmt",
@@ -397,7 +407,7 @@ def report(
 
 @app.command()
 @input_options
-@click.option("--lang", type=click.Choice(["en", "zh"]), default="en", show_default=True, help="Notebook language.")
+@click.option("--lang", type=click.Choice(LANGS), default=LANGS[0], show_default=True, help="Notebook language.")
 @click.option("-o", "--output", required=True, type=click.Path(path_type=Path), help="Notebook file to write (.ipynb).")
 @click.option("--force", is_flag=True, help="Overwrite an existing notebook.")
 def notebook(lang: str, output: Path, force: bool, **options: Any) -> None:

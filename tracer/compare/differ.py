@@ -32,17 +32,11 @@ from typing import Any
 
 import numpy as np
 
+from tracer.compare.defaults import DEFAULT_ATOL as DEFAULT_ATOL  # re-exported: the API's defaults
+from tracer.compare.defaults import DEFAULT_LIMIT as DEFAULT_LIMIT
+from tracer.compare.defaults import DEFAULT_RTOL as DEFAULT_RTOL
 from tracer.compare.diffmask import Comparison, carry, compare, first, relayout, scan, self_step, shift
 from tracer.core.trace import ELEMENT, Node, Step, Trace
-
-DEFAULT_RTOL = 1e-5
-"""Relative tolerance: about 84 float32 ulps, room for a different summation order or kernel."""
-
-DEFAULT_ATOL = 1e-6
-"""Absolute tolerance: about 8 float32 ulps at 1, for values near zero (the checks' residuals are ~1e-7)."""
-
-DEFAULT_LIMIT = 20
-"""How many root causes and differing steps are materialized as rows."""
 
 _META_ORDER = ("lesson", "dtype", "tokens", "query", "n_tokens", "dim", "source", "stages")
 _NODE_FIELDS = ("op", "stage", "axes", "split", "granularity", "args", "latex", "text", "attrs")

@@ -25,8 +25,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 _SEGMENT = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)(?:\[([0-9, ]*)\])?")
-_PLACEHOLDER = re.compile(r"<([a-z][a-z0-9_]*(?:[+-][0-9]+)?(?:,[a-z][a-z0-9_]*(?:[+-][0-9]+)?)*)>")
-_TERM = re.compile(r"([a-z][a-z0-9_]*)([+-][0-9]+)?")
+_PLACEHOLDER = re.compile(r"<([a-z][a-z0-9_]*'?(?:[+-][0-9]+)?(?:,[a-z][a-z0-9_]*'?(?:[+-][0-9]+)?)*)>")
+_TERM = re.compile(r"([a-z][a-z0-9_]*'?)([+-][0-9]+)?")  # a primed axis (j') is a summation index, never bound
 
 
 def parse(step_id: str) -> tuple[str, list[tuple[str, int]], tuple[int, ...]]:
@@ -69,6 +69,15 @@ def render(node: str, split: Sequence[int], index: Sequence[int]) -> str:
         pos += n
         out.append(f"{name}[{','.join(map(str, take))}]" if take else name)
     return ".".join(out)
+
+
+def pattern(node: str, split: Sequence[int], axes: Sequence[str]) -> str:
+    """The shape of a node's element ids, its axes as letters: ``omega[i,j].p[k]``."""
+    letters = iter(axes)
+    segs = []
+    for name, n in zip(node.split("."), split, strict=True):
+        segs.append(f"{name}[{','.join(next(letters) for _ in range(n))}]" if n else name)
+    return ".".join(segs)
 
 
 def fill(template: str, values: Mapping[str, int], sizes: Mapping[str, int]) -> str:

@@ -351,13 +351,9 @@ class Trace:
             prefix.append(choices)
         return [ids.render(op.name, op.split, list(c)) for c in product(*prefix)]
 
-    def _grammar(self, node: Node) -> str:
-        letters = iter(node.axes)
-        parts = []
-        for name, n in zip(node.name.split("."), node.split, strict=True):
-            idx = ",".join(next(letters) for _ in range(n))
-            parts.append(f"{name}[{idx}]" if n else name)
-        return ".".join(parts)
+    @staticmethod
+    def _grammar(node: Node) -> str:
+        return ids.pattern(node.name, node.split, node.axes)
 
     def _unknown(self, name: str, step_id: str | None = None) -> str:
         near = difflib.get_close_matches(name, list(self._nodes), n=3)

@@ -19,10 +19,10 @@ import numpy as np
 from tracer.core import fmt
 from tracer.core.trace import ELEMENT, Node, Step, Trace
 from tracer.present import explain
+from tracer.present.board import elide
 from tracer.present.render.env import render
 from tracer.present.render.html import asset
 from tracer.present.strings import Strings
-from tracer.present.views.common import elide
 
 ROOT = "attn-trace-display"
 """The class every display style is scoped under."""

@@ -15,8 +15,8 @@ import numpy as np
 
 from tracer.core.fmt import DECIMALS, num, places, rounding_note, sci
 from tracer.core.trace import Step, Trace
+from tracer.present.board import terms as shown_terms
 
-MAX_TERMS = 8  # longer sums show their first and last terms around an ellipsis
 MAX_IDS = 12
 
 
@@ -49,9 +49,7 @@ def factor(text: str) -> str:
 
 
 def _elide(items: list[str]) -> list[str]:
-    if len(items) <= MAX_TERMS:
-        return items
-    return [*items[:3], "…", *items[-2:]]
+    return shown_terms(items, "…")
 
 
 def equation(trace: Trace, step: Step, decimals: int = DECIMALS) -> str:

@@ -25,9 +25,15 @@ import torch
 from tracer.errors import InputError
 
 NAMES = ("W_query", "W_key", "W_value")
+RAND_SEED = 123
+"""The book's seed before its three ``torch.rand`` weight matrices."""
+LINEAR_SEED = 789
+"""The book's seed before its ``nn.Linear`` self-attention layers."""
+MODULE_SEED = 123
+"""The book's seed before its compact causal and multi-head modules, and before its dropout example."""
 
 
-def rand(d_in: int, d_out: int, seed: int = 123) -> dict[str, torch.Tensor]:
+def rand(d_in: int, d_out: int, seed: int = RAND_SEED) -> dict[str, torch.Tensor]:
     """The book's ``torch.rand`` weights (seed 123, drawn query, key, value)."""
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
@@ -41,7 +47,7 @@ def linear_layers(d_in: int, d_out: int, seed: int, count: int = 1, bias: bool =
         return [torch.nn.Linear(d_in, d_out, bias=bias) for _ in range(3 * count)]
 
 
-def linear(d_in: int, d_out: int, seed: int = 789) -> dict[str, torch.Tensor]:
+def linear(d_in: int, d_out: int, seed: int = LINEAR_SEED) -> dict[str, torch.Tensor]:
     """The book's ``nn.Linear`` weights (seed 789), as ``x @ W`` matrices (``weight.T``)."""
     layers = linear_layers(d_in, d_out, seed)
     return {name: layer.weight.detach().T.contiguous() for name, layer in zip(NAMES, layers, strict=True)}
@@ -99,8 +105,8 @@ def choose(spec: str, d_in: int, d_out: int) -> tuple[dict[str, torch.Tensor], d
     if d_out < 1 or d_out > 1024:
         raise InputError(f"d_out must be from 1 to 1024, got {d_out}")
     if spec == "rand":
-        return rand(d_in, d_out), {"kind": "rand", "seed": 123, "d_out": d_out}
+        return rand(d_in, d_out), {"kind": "rand", "seed": RAND_SEED, "d_out": d_out}
     if spec == "linear":
-        return linear(d_in, d_out), {"kind": "linear", "seed": 789, "d_out": d_out}
+        return linear(d_in, d_out), {"kind": "linear", "seed": LINEAR_SEED, "d_out": d_out}
     w = load(spec, d_in)
     return w, {"kind": "file", "name": Path(spec).name, "d_out": int(w["W_query"].shape[1])}

@@ -10,7 +10,7 @@ so no row is wider than GitHub's text column.
 from __future__ import annotations
 
 from tracer.present.render.sanitize import markdown_math
-from tracer.present.views.board import width
+from tracer.present.views.layout import width
 from tracer.present.views.model import Equation
 
 ROW = 44

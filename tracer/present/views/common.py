@@ -10,14 +10,15 @@ import numpy as np
 
 from tracer.core import fmt
 from tracer.core.trace import Trace
+from tracer.present.board import MAX_TERMS, elide
 from tracer.present.figures import plots
 from tracer.present.strings import Strings
 from tracer.present.views.model import Num, Para, Row, Table
 
 FULL_T = 12
 """Up to this many tokens, every row, matrix and expansion is shown."""
-FULL_D = 8
-"""Up to this many components, every component is shown."""
+FULL_D = MAX_TERMS
+"""Up to this many components, every component is shown (a dot product is a sum on the board)."""
 TOP = 8
 """With more tokens than FULL_T, the expansions shown are those of the TOP largest weights."""
 HEAT_CELLS = 16
@@ -84,13 +85,6 @@ def tex(text: str) -> str:
     elif text == "nan":
         return r"\mathrm{nan}"
     return f"({{{text}}})" if text.startswith("-") else text
-
-
-def elide(n: int, keep: int = FULL_D, head: int = 3, tail: int = 2) -> list[int | None]:
-    """0-based positions to show out of ``n``: all when ``n <= keep``, else a head, a gap (None) and a tail."""
-    if n <= keep:
-        return list(range(n))
-    return [*range(head), None, *range(n - tail, n)]
 
 
 def pick_rows(t: int, q: int) -> list[int | None]:

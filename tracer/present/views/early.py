@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import numpy as np
 
+from tracer.present.board import elide
 from tracer.present.figures import plots
-from tracer.present.views.board import board, terms
-from tracer.present.views.common import FULL_T, TOP, Ctx, elide, rows_table, tex
+from tracer.present.views.common import FULL_T, TOP, Ctx, rows_table, tex
+from tracer.present.views.layout import board, chunked
 from tracer.present.views.model import Block, Equation, Figure, Para, Section
 
 
@@ -53,7 +54,7 @@ def dot(ctx: Ctx, i: int, j: int, focus: bool) -> Equation:
         products.append(tex(ctx.num(float(p[i - 1, j - 1, k]))))
         sums.append(rf"s_{{{k + 1}}} = {ctx.num(float(run[i - 1, j - 1, k]))}")
     note = ctx.s("scores.rounding", n=ctx.decimals) if ctx.rounds(p[i - 1, j - 1], total) else ""
-    steps = [definition, terms(factors), terms(products), ctx.num(total)]
+    steps = [definition, chunked(factors), chunked(products), ctx.num(total)]
     return board(f"omega-{i}-{j}", sid, lhs, steps, ctx.s("scores.partial"), sums, note, focus)
 
 

@@ -8,14 +8,12 @@ from dataclasses import replace
 import numpy as np
 
 from tracer.core import fmt, ids
+from tracer.present.board import elide
 from tracer.present.figures import plots
-from tracer.present.views.board import board
-from tracer.present.views.board import terms as chunks
 from tracer.present.views.common import (
     FULL_T,
     HEAT_BLOCKS,
     Ctx,
-    elide,
     elided_row,
     gaps,
     heatmap_svg,
@@ -26,6 +24,8 @@ from tracer.present.views.common import (
     with_gaps,
 )
 from tracer.present.views.early import dot, shown_keys
+from tracer.present.views.layout import board
+from tracer.present.views.layout import chunked as chunks
 from tracer.present.views.model import Block, Equation, Figure, Formula, Group, Num, Para, Row, Section, Table
 
 FIG_PARTS = 8

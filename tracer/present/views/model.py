@@ -77,7 +77,7 @@ class Equation:
     A ``broken`` equation puts every step on a line of its own, aligned at the
     ``=``, so its result is in view on a phone; a short one stays on one line.
     ``extra`` (the running sums) is a second line of chunks under ``extra_label``.
-    Build one with :func:`tracer.present.views.board.board`.
+    Build one with :func:`tracer.present.views.layout.board`.
     """
 
     anchor: str

@@ -19,8 +19,9 @@ import numpy as np
 
 from tracer.core import fmt, ids
 from tracer.core.trace import ELEMENT, Node
+from tracer.present.board import elide
 from tracer.present.narrative import Narrative, NodeText
-from tracer.present.views.common import FULL_T, Ctx, elide, gaps, index, pick_rows, token
+from tracer.present.views.common import FULL_T, Ctx, gaps, index, pick_rows, token
 from tracer.present.views.model import Block, Num, Para, Row, Table
 
 LEAD = ("h", "b")

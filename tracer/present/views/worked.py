@@ -15,15 +15,15 @@ from itertools import product
 import numpy as np
 
 from tracer.core import ids
-from tracer.core.trace import Node, Step
+from tracer.core.trace import Node, Step, Trace
+from tracer.present.board import MAX_TERMS, elide
+from tracer.present.board import terms as shown_terms
 from tracer.present.figures import plots
-from tracer.present.views.board import board, terms
-from tracer.present.views.common import FULL_T, TOP, elide, heatmap_svg, tex
+from tracer.present.views.common import FULL_T, TOP, heatmap_svg, tex
+from tracer.present.views.layout import board, chunked
 from tracer.present.views.model import Block, Equation, Figure, Para
 from tracer.present.views.nodes import LessonCtx, Part, anchor, caption, lead_axes, parts
 
-MAX_TERMS = 8
-"""Longer sums show their first and last terms around an ellipsis."""
 SIGNS = {"mul": r"\times", "sub": "-", "add": "+"}
 """LaTeX of the binary ops written out inline."""
 FIG_PARTS = 8
@@ -61,7 +61,20 @@ def _val(ctx: LessonCtx, step: Step) -> str:
 
 
 def _cut(items: list[str]) -> list[str]:
-    return items if len(items) <= MAX_TERMS else [*items[:3], r"\cdots", *items[-2:]]
+    return shown_terms(items, r"\cdots")
+
+
+def _running_sums(trace: Trace, step: Step, terms: list[Step]) -> list[Step]:
+    """The running sum after each term of a contraction's total (its ``partials`` node, at the term's index).
+
+    Only for sums of recorded products or weighted terms (``omega.p``, ``z.t``):
+    a row total of another node's values has no products to write out first.
+    """
+    partials = step.node.attrs.get("partials")
+    if not partials or not all(t.node.name.startswith(f"{step.node.name}.") for t in terms):
+        return []
+    node = trace.node(str(partials))
+    return [Step(trace, node, t.index) for t in terms]
 
 
 def _factors(ctx: LessonCtx, step: Step) -> list[str]:
@@ -90,11 +103,11 @@ def equation(ctx: LessonCtx, step: Step) -> Equation:
     op = step.op
     if op == "sum" and ins:
         if all(t.op == "mul" for t in ins):
-            chain.append(terms(_cut([r" \times ".join(_val(ctx, tr[f]) for f in t.inputs) for t in ins])))
-        chain.append(terms(_cut(vals)))
-        runs = [tr.get(t.id.rsplit(".", 1)[0] + "." + "s" + t.id.rsplit(".", 1)[1][1:]) for t in ins]
-        if runs and all(r is not None for r in runs) and len(runs) <= MAX_TERMS:
-            extra = [rf"s_{{{n + 1}}} = {_val(ctx, r)}" for n, r in enumerate(runs) if r is not None]
+            chain.append(chunked(_cut([r" \times ".join(_val(ctx, tr[f]) for f in t.inputs) for t in ins])))
+        chain.append(chunked(_cut(vals)))
+        runs = _running_sums(tr, step, ins)
+        if runs and len(runs) <= MAX_TERMS:
+            extra = [rf"s_{{{n + 1}}} = {_val(ctx, r)}" for n, r in enumerate(runs)]
         if len(ins) <= MAX_TERMS and ctx.rounds([t.value for t in ins], step.value):
             note = ctx.s("lesson.rounding_again" if "rounding" in ctx.said else "lesson.rounding", n=ctx.decimals)
             ctx.said.add("rounding")

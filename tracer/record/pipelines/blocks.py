@@ -11,6 +11,7 @@ name the math.
 
 from __future__ import annotations
 
+from tracer.core.ids import rename
 from tracer.record.recorder import Recorder, Var
 
 
@@ -71,9 +72,11 @@ def scores(rec: Recorder, name: str, q: Var, k: Var, lead: tuple[str, ...], sym:
 def row_sum(rec: Recorder, name: str, terms: Var, sym: str, term: str, latex: str | None = None) -> Var:
     """``name[lead…, i] = Σ_j terms[lead…, i, j]`` with every running sum recorded.
 
-    ``sym`` names the total (``S_{<i>}``) and ``term`` one summand
-    (``\\omega_{<i>j}``); the formula reads ``sym = Σ_j term`` unless ``latex``
-    gives another (a check that weights sum to 1 has no name of its own).
+    ``sym`` names the total (``S_{<i>}``) and ``term`` one summand, an element
+    symbol with its axes as placeholders (``\\omega_{<i,j>}``); the formula reads
+    ``sym = Σ_j term`` unless ``latex`` gives another (a check that weights sum
+    to 1 has no name of its own).  The total leaves the summed axis unbound, so
+    it reads as the letter j; the running sums rename it to the summation index m.
     """
     axes = terms.axes
     head = P(axes[:-1])
@@ -86,14 +89,14 @@ def row_sum(rec: Recorder, name: str, terms: Var, sym: str, term: str, latex: st
         symbol=sym,
         latex=latex if latex is not None else rf"{sym} = \sum_{{j}} {term}",
         text=f"Σ_j {r(terms.name, *head, 'j')}",
-        part_latex=("", r"\sum_{m=1}^{<j>} " + term.replace("{j}", "{m}").replace("j}", "m}")),
+        part_latex=("", r"\sum_{m=1}^{<j>} " + rename(term, {axes[-1]: "m"})),
         part_text=("", f"Σ_{{m≤<j>}} {r(terms.name, *head, 'm')}"),
     )
 
 
 def weights_sum(rec: Recorder, alpha: Var, sym: str) -> Var:
     """``<alpha>_sum[lead…, i] = Σ_j alpha[lead…, i, j]``: a normalization must give 1."""
-    term = rf"{sym}_{{<i>j}}"
+    term = rf"{sym}_{{<i,j>}}"
     return row_sum(rec, f"{alpha.name}_sum", alpha, rf"\sum_j {term}", term, latex=rf"\sum_{{j}} {term}")
 
 
@@ -103,13 +106,12 @@ def stable_softmax(
     """Softmax over the last axis of ``s`` in the stable form: max, shift, exp, running sums, quotients."""
     axes = s.axes
     head = axes[:-1]
-    row = sym.replace("<i,j>", "<i>j").replace("<j>", "j")  # one row: j stays a free index
     m = rec.max(
         f"{prefix}.max",
         s(*axes),
         axes[-1],
         symbol=r"m_{<i>}",
-        latex=rf"m_{{<i>}} = \max_{{j}} {row}",
+        latex=rf"m_{{<i>}} = \max_{{j}} {sym}",  # j is not an axis of the max: it reads as the letter
         text=f"max_j {r(s.name, *P(head), 'j')}",
     )
     shift = rec.elementwise(
@@ -130,8 +132,8 @@ def stable_softmax(
         latex=rf"e^{{{sym} - m_{{<i>}}}}",
         text=f"exp({r(shift.name, *P(axes))})",
     )
-    other = sym.replace("<i,j>", "<i>j'").replace("<j>", "j'")  # the summation index of the denominator
-    sums = row_sum(rec, f"{prefix}.sum", e, rf"{total}_{{<i>}}", rf"e^{{{row} - m_{{<i>}}}}")
+    other = rename(sym, {"j": "j'"})  # the summation index of the denominator
+    sums = row_sum(rec, f"{prefix}.sum", e, rf"{total}_{{<i>}}", rf"e^{{{sym} - m_{{<i>}}}}")
     alpha = rec.elementwise(
         "div",
         out,

@@ -40,11 +40,11 @@ def prepare(values: torch.Tensor, d_out: int = 2, **unknown: Any) -> dict[str, A
     d_in, t = int(values.shape[1]), int(values.shape[0])
     linear, info = wts.choose("linear", d_in, d_out)
     with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(123)
+        torch.manual_seed(wts.MODULE_SEED)
         drop = torch.nn.Dropout(DROPOUT)
         drop.train()
         keep = (drop(torch.ones(t, t)) != 0).to(torch.float64)
-    layers = wts.linear_layers(d_in, d_out, seed=123)
+    layers = wts.linear_layers(d_in, d_out, seed=wts.MODULE_SEED)
     module = {name: layer.weight.detach().T.contiguous() for name, layer in zip(wts.NAMES, layers, strict=True)}
     return {"weights": linear, "weights_meta": info, "keep": keep, "module": module}
 
@@ -110,7 +110,7 @@ def build(
             latex=r"\alpha_{<i,j>} M_{<i,j>}",
             text="alpha[<i>,<j>] × mask.tril[<i>,<j>]",
         )
-        total = row_sum(rec, "masked.sum", kept, r"S_{<i>}", r"\alpha_{<i>j} M_{<i>j}")
+        total = row_sum(rec, "masked.sum", kept, r"S_{<i>}", r"\alpha_{<i,j>} M_{<i,j>}")
         renorm = rec.elementwise(
             "div",
             "masked.alpha",
@@ -155,7 +155,8 @@ def build(
         )
     with rec.stage("batch"):
         batch_module(rec, inputs, module, up)
-    info = {"dropout": {"p": DROPOUT, "seed": 123}, "module": {"kind": "linear", "seed": 123, "dropout": 0.0}}
+    seed = wts.MODULE_SEED
+    info = {"dropout": {"p": DROPOUT, "seed": seed}, "module": {"kind": "linear", "seed": seed, "dropout": 0.0}}
     return rec.trace(
         {
             **meta,

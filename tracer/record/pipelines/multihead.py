@@ -40,13 +40,13 @@ def prepare(values: torch.Tensor, d_out: int = 2, **unknown: Any) -> dict[str, A
     d_in = int(values.shape[1])
     if d_out % HEADS:
         raise InputError(f"d_out must be divisible by the {HEADS} heads, got {d_out}")
-    heads = wts.linear_layers(d_in, d_out, seed=123, count=HEADS)
+    heads = wts.linear_layers(d_in, d_out, seed=wts.MODULE_SEED, count=HEADS)
     wrap = {
         name: torch.stack([heads[3 * h + n].weight.detach().T for h in range(HEADS)])
         for n, name in enumerate(wts.NAMES)
     }
     with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(123)
+        torch.manual_seed(wts.MODULE_SEED)
         layers = [torch.nn.Linear(d_in, d_out, bias=False) for _ in range(3)]
         out_proj = torch.nn.Linear(d_out, d_out)
     split = {name: layer.weight.detach().T.contiguous() for name, layer in zip(wts.NAMES, layers, strict=True)}
@@ -163,5 +163,6 @@ def build(
     x, up = _inputs(rec, inputs)
     wrapper_form(rec, x, up, wrap)
     split_form(rec, x, up, split)
-    info = {"heads": HEADS, "modules": {"wrap": {"seed": 123}, "split": {"seed": 123, "out_bias": True}}}
+    seed = wts.MODULE_SEED
+    info = {"heads": HEADS, "modules": {"wrap": {"seed": seed}, "split": {"seed": seed, "out_bias": True}}}
     return rec.trace({**meta, "lesson": "multihead", "tokens": tokens, "query": query, "stages": list(STAGES), **info})

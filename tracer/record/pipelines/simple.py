@@ -52,7 +52,7 @@ def build(inputs: torch.Tensor, tokens: list[str], query: int, dtype: torch.dtyp
 
     with rec.stage("normalize"):
         # (a) divide each score by its row's sum
-        div_sum = row_sum(rec, "div.sum", omega, r"S_{<i>}", r"\omega_{<i>j}")
+        div_sum = row_sum(rec, "div.sum", omega, r"S_{<i>}", r"\omega_{<i,j>}")
         div_alpha = rec.elementwise(
             "div",
             "div.alpha",
@@ -74,7 +74,7 @@ def build(inputs: torch.Tensor, tokens: list[str], query: int, dtype: torch.dtyp
             latex=r"e^{\omega_{<i,j>}}",
             text="exp(omega[<i>,<j>])",
         )
-        n_sum = row_sum(rec, "naive.sum", n_exp, r"E_{<i>}", r"e^{\omega_{<i>j}}")
+        n_sum = row_sum(rec, "naive.sum", n_exp, r"E_{<i>}", r"e^{\omega_{<i,j>}}")
         n_alpha = rec.elementwise(
             "div",
             "naive.alpha",

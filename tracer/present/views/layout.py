@@ -1,5 +1,7 @@
 """Worked equations laid out as on a board: one ``=`` step a line when the equation is long.
 
+(Which terms of a long sum are written at all is :mod:`tracer.present.board`'s rule.)
+
 A dot product written out (``ω₂₁ = x⁽²⁾·x⁽¹⁾ = 0.43 × 0.55 + … = 0.2365 + … = 0.9544``)
 is 650 px wide at 16 px, wider than a phone's screen: on one line its result is
 the part cut off.  :func:`board` keeps short equations on one line and puts
@@ -34,7 +36,7 @@ def width(latex: str) -> int:
     return len(re.sub(r"[{}^_\s]", "", latex))
 
 
-def terms(items: Sequence[str], op: str = "+") -> list[str]:
+def chunked(items: Sequence[str], op: str = "+") -> list[str]:
     """A sum (or other chain) as chunks: the first term, then ``op term`` for each further one."""
     return [item if n == 0 else f"{op} {item}" for n, item in enumerate(items)]
 
@@ -51,7 +53,7 @@ def board(
 ) -> Equation:
     """An :class:`Equation` ``lhs = steps[0] = steps[1] = …``, broken into lines when it is long.
 
-    Each step is a string or a list of chunks (see :func:`terms`); empty steps
+    Each step is a string or a list of chunks (see :func:`chunked`); empty steps
     are dropped.
     """
     rhs = []
