@@ -25,11 +25,13 @@ __all__ = [
     "TraceFormatError",
     "TracerError",
     "__version__",
+    "capture",
     "check",
     "diff",
     "load",
     "trace_lesson",
     "trace_self_attention",
+    "trace_torch",
 ]
 
 _LAZY = {
@@ -44,6 +46,8 @@ _LAZY = {
     "load": "tracer.api",
     "trace_lesson": "tracer.api",
     "trace_self_attention": "tracer.api",
+    "capture": "tracer.record.capture",
+    "trace_torch": "tracer.record.capture",
 }
 
 if TYPE_CHECKING:
@@ -52,6 +56,7 @@ if TYPE_CHECKING:
     from tracer.compare.differ import diff
     from tracer.core.trace import Step, Trace
     from tracer.errors import InputError, StepNotFound, TraceFormatError, TracerError
+    from tracer.record.capture import capture, trace_torch
 
 
 def __getattr__(name: str) -> Any:

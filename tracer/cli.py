@@ -43,7 +43,7 @@ class App(click.Group):
             raise UserError(str(e)) from None
 
 
-OPTION_OF = {"text": "--text", "dim": "--dim", "spec": "--pipeline"}
+OPTION_OF = {"text": "--text", "dim": "--dim", "spec": "--pipeline", "torch": "--torch"}
 """The CLI option that carries each library argument named in an :class:`~tracer.errors.InputError`."""
 
 
@@ -85,6 +85,12 @@ def input_options(func: F) -> F:
         click.option("--weights", help="Lesson trainable: rand (default, seed 123), linear (seed 789) or a file."),
         click.option("--d-out", "d_out", type=int, help="Lessons with projections: output size (default 2)."),
         click.option("--pipeline", help="Your own pipeline instead of a lesson: module:function or file.py:function."),
+        click.option(
+            "--torch",
+            "torch_fn",
+            metavar="FILE.py:FN",
+            help="Capture your own torch code: FN() builds and runs it and returns the output tensor.",
+        ),
     ]
     for opt in reversed(opts):
         func = opt(func)
@@ -103,11 +109,26 @@ def build_trace(
     weights: str | None = None,
     d_out: int | None = None,
     pipeline: str | None = None,
+    torch_fn: str | None = None,
 ) -> tracer.Trace:
     """Validate the input options and run the lesson."""
     from tracer import api
     from tracer.record import inputs
 
+    if torch_fn is not None:
+        others = {"--lesson": lesson != "simple", "--inputs": inputs_file is not None, "--text": text is not None}
+        others.update({"--dim": dim is not None, "--seed": seed is not None, "--dtype": dtype != "float32"})
+        others.update(
+            {"--weights": weights is not None, "--d-out": d_out is not None, "--pipeline": pipeline is not None}
+        )
+        clash = [k for k, v in others.items() if v]
+        if clash:
+            raise UserError(
+                f"--torch runs your code as it is: {', '.join(clash)} do not apply (only --tokens, --query)"
+            )
+        from tracer.record.capture import script
+
+        return script.run(torch_fn, tokens.split() if tokens is not None else None, query)
     if text is None and (dim is not None or seed is not None):
         raise UserError("--dim and --seed go with --text")
     if text is not None and (inputs_file is not None or tokens is not None):

@@ -20,8 +20,10 @@ comma-separated (``12,3``) otherwise, so subscripts are never ambiguous.
 
 from __future__ import annotations
 
+import ast
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from functools import lru_cache
 from typing import Any
 
 _SEGMENT = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)(?:\[([0-9, ]*)\])?")
@@ -123,6 +125,78 @@ def rename(template: str, mapping: Mapping[str, str]) -> str:
         return "<" + ",".join(terms) + ">"
 
     return _PLACEHOLDER.sub(sub, template)
+
+
+# -- index expressions of references ---------------------------------------------
+IndexFn = Callable[[Mapping[str, int]], "int | None"]
+
+_PLAIN = re.compile(r"([a-z][a-z0-9_]*)(?:-([0-9]+))?")
+_ARITH = {ast.Add: int.__add__, ast.Sub: int.__sub__, ast.Mult: int.__mul__, ast.FloorDiv: int.__floordiv__}
+
+
+@lru_cache(maxsize=4096)
+def index_expr(expr: str) -> IndexFn:
+    """Compile how a reference reads one operand axis into a function of the reader's 1-based indices.
+
+    ``"i"`` reads the reader's own index ``i``; ``"k-1"`` the one before it;
+    any other integer arithmetic over the reader's axis names and whole
+    numbers with ``+ - * // %`` and parentheses also works, so a layout op
+    can say where each element came from: ``"2*h+c-2"`` (a head split),
+    ``"(o-1)//2+1"`` and ``"(o-1)%2+1"`` (heads joined back), ``"1"`` (a
+    broadcast axis of size one).  The function returns None when an axis it
+    needs is not bound (a slice step).  ``"*"`` is not an expression: callers
+    handle it.  Raises ``ValueError`` for anything else, so a file cannot
+    smuggle code in.
+    """
+    plain = _PLAIN.fullmatch(expr)
+    if plain:
+        axis, off = plain.group(1), int(plain.group(2) or 0)
+        return lambda bound: bound[axis] - off if axis in bound else None
+    if len(expr) > 200:
+        raise ValueError(f"index expression too long ({len(expr)} characters)")
+    try:
+        tree = ast.parse(expr, mode="eval").body
+    except SyntaxError:
+        raise ValueError(f"bad index expression {expr!r}") from None
+    fn = _compile(tree, expr)
+    names = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)}
+
+    def run(bound: Mapping[str, int]) -> int | None:
+        if not names <= bound.keys():
+            return None
+        return fn(bound)
+
+    return run
+
+
+def index_axes(expr: str) -> set[str]:
+    """The reader's axes an index expression uses (``"(h-1)*2+d"`` -> {h, d}); ``ValueError`` if it is not one."""
+    index_expr(expr)
+    plain = _PLAIN.fullmatch(expr)
+    if plain:
+        return {plain.group(1)}
+    return {n.id for n in ast.walk(ast.parse(expr, mode="eval")) if isinstance(n, ast.Name)}
+
+
+def _compile(node: ast.expr, expr: str) -> Callable[[Mapping[str, int]], int]:
+    if isinstance(node, ast.Constant) and type(node.value) is int and node.value >= 0:
+        const = int(node.value)
+        return lambda bound: const
+    if isinstance(node, ast.Name) and re.fullmatch(r"[a-z][a-z0-9_]*", node.id):
+        name = node.id
+        return lambda bound: bound[name]
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+        inner = _compile(node.operand, expr)
+        return lambda bound: -inner(bound)
+    if isinstance(node, ast.BinOp) and (type(node.op) in _ARITH or isinstance(node.op, ast.Mod)):
+        left, right = _compile(node.left, expr), _compile(node.right, expr)
+        if isinstance(node.op, ast.Mod):
+            return lambda bound: left(bound) % right(bound) if right(bound) else 0
+        if isinstance(node.op, ast.FloorDiv):
+            return lambda bound: left(bound) // right(bound) if right(bound) else 0
+        f = _ARITH[type(node.op)]
+        return lambda bound: f(left(bound), right(bound))
+    raise ValueError(f"bad index expression {expr!r}: only whole numbers, axis names and + - * // % are allowed")
 
 
 # -- globs over ids ------------------------------------------------------------

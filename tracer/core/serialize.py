@@ -39,7 +39,7 @@ from typing import IO, Any
 
 import numpy as np
 
-from tracer.core import files, limits, validate
+from tracer.core import files, ids, limits, validate
 from tracer.core.predict import predict
 from tracer.core.trace import ELEMENT, TENSOR, Node, Ref, Trace
 from tracer.errors import TraceFormatError
@@ -257,6 +257,9 @@ def _node(spec: dict[str, Any], done: dict[str, np.ndarray]) -> Node:
         if a["node"] not in done and a["node"] != spec["name"]:
             raise ValueError(f"arg {a['node']!r} is not an earlier node")
         idx = a.get("index")
+        for expr in idx or ():
+            if expr != "*":
+                ids.index_expr(str(expr))  # ValueError for anything but index arithmetic
         args.append(Ref(a["node"], None if idx is None else tuple(str(x) for x in idx)))
     value = _decode(spec, done)
     return Node(

@@ -35,8 +35,10 @@ class Ref:
     """How a node reads an operand: its name and, per operand axis, an index expression.
 
     An expression is an axis of the reading node (``"i"``), that axis shifted
-    (``"k-1"``; an index that falls outside the operand is skipped), or ``"*"``
-    for every entry along that operand axis.  ``index=None`` reads the whole
+    (``"k-1"``; an index that falls outside the operand is skipped), ``"*"``
+    for every entry along that operand axis, or integer arithmetic over the
+    reader's axes (``"2*h+c-2"``, ``"1"``: see :func:`tracer.core.ids.index_expr`),
+    which layout ops such as a head split use.  ``index=None`` reads the whole
     tensor.
     """
 
@@ -336,11 +338,10 @@ class Trace:
             if expr == "*":
                 per_axis.append(list(range(1, size + 1)) if expand else [])
                 continue
-            axis, _, off = expr.partition("-")
-            if axis not in bound:
+            i = ids.index_expr(expr)(bound)
+            if i is None:
                 per_axis.append([])
                 continue
-            i = bound[axis] - int(off or 0)
             if not 1 <= i <= size:
                 return []
             per_axis.append([i])

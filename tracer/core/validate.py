@@ -13,7 +13,9 @@ a schema cannot say:
 - an input node over tokens (first axis ``i``) has one row per token;
 - each argument names an earlier node (a running sum may name itself) and
   indexes it with one expression per axis of that node, each ``*``, an axis
-  of the reading node, or such an axis shifted back (``k-1``);
+  of the reading node, such an axis shifted back (``k-1``), or integer
+  arithmetic over the reading node's axes (``(h-1)*2+d``,
+  :func:`tracer.core.ids.index_expr`);
 - ``attrs`` hold what the ops read: ``over`` an axis, ``partials`` an
   earlier node, ``fill`` a number.
 
@@ -30,7 +32,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from tracer.core import limits
+from tracer.core import ids, limits
 from tracer.errors import TraceFormatError
 
 SCHEMA_FILE = Path(__file__).with_name("trace-format.schema.json")
@@ -131,7 +133,13 @@ def _arg(at: str, arg: dict[str, Any], name: str, axes: list[str], axes_of: dict
     if len(index) != len(operand):
         raise _Bad(f"{at}.index", f"{len(index)} index expressions for {src!r}, which has {len(operand)} axes")
     for expr in index:
-        if expr != "*" and expr.partition("-")[0] not in axes:
+        if expr == "*":
+            continue
+        try:
+            used = ids.index_axes(expr)
+        except ValueError as e:
+            raise _Bad(f"{at}.index", str(e)) from None
+        if not used <= set(axes):
             raise _Bad(f"{at}.index", f"{expr!r} is not an axis of {name!r} ({', '.join(axes)})")
 
 

@@ -98,11 +98,16 @@ def is_report_file(name: str) -> bool:
 
 
 def narrative_of(trace: Trace, lang: str) -> Narrative:
-    """A trace's narrative in ``lang``: the one it carries (``meta["narrative"]``), else its lesson's file."""
+    """A trace's narrative in ``lang``: the one it carries (``meta["narrative"]``), else its lesson's file
+    (a captured trace without one: the generic narrative of :mod:`tracer.present.captured`)."""
     name = str(trace.meta.get("lesson", "simple"))
     carried = trace.meta.get("narrative")
     if isinstance(carried, dict):
         if lang not in carried:
             raise InputError(f"pipeline {name!r} has no {lang!r} narrative (it has {', '.join(sorted(carried))})")
         return narrative.from_dict(carried[lang], name, lang)
+    if trace.meta.get("captured"):
+        from tracer.present import captured
+
+        return captured.narrative(trace, lang)
     return narrative.load(name, lang)

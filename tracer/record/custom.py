@@ -11,47 +11,26 @@ reports need nothing else.  See ``docs/pipelines.md``.
 
 from __future__ import annotations
 
-import importlib
-import importlib.util
-import sys
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 from tracer.core.trace import Trace
 from tracer.errors import InputError
+from tracer.record import loader
 from tracer.record.inputs import Example
 
 
 def load(spec: str) -> tuple[Callable[..., Any], dict[str, Any], str]:
     """The function named by ``spec``, its module's ``NARRATIVE`` and the pipeline's name."""
-    where, sep, func = spec.rpartition(":")
-    if not sep or not where or not func:
-        raise InputError(f"wants module:function or path/to/file.py:function, not {spec!r}", arg="spec")
-    try:
-        if where.endswith(".py"):
-            path = Path(where)
-            if not path.is_file():
-                raise InputError(f"pipeline file {where} does not exist")
-            loader = importlib.util.spec_from_file_location(f"attn_trace_pipeline_{path.stem}", path)
-            assert loader is not None and loader.loader is not None
-            module = importlib.util.module_from_spec(loader)
-            loader.loader.exec_module(module)
-        else:
-            if "" not in sys.path:
-                sys.path.insert(0, "")
-            module = importlib.import_module(where)
-    except InputError:
-        raise
-    except Exception as e:  # the teacher's code: any failure is reported in one line
-        raise InputError(f"cannot import pipeline {where}: {type(e).__name__}: {e}") from None
+    where, func = loader.split(spec, "spec")
+    module = loader.module(where, "pipeline")
     fn = getattr(module, func, None)
     if not callable(fn):
         raise InputError(f"pipeline module {where} has no function {func!r}")
     story = getattr(module, "NARRATIVE", None)
     if not isinstance(story, dict) or not story:
         raise InputError(f"pipeline module {where} has no NARRATIVE dict ({{'en': {{...}}, ...}})")
-    return fn, story, f"{Path(where).stem if where.endswith('.py') else where.rsplit('.', 1)[-1]}.{func}"
+    return fn, story, loader.short_name(where, func)
 
 
 def run(spec: str, ex: Example) -> Trace:

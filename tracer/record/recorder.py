@@ -69,15 +69,25 @@ class Arg:
         return rename(self.var.symbol, dict(zip(self.var.axes, self.index, strict=True)))
 
     def aligned(self, axes: Sequence[str]) -> torch.Tensor:
-        """The operand permuted and unsqueezed to broadcast against ``axes``."""
-        if len(set(self.index)) != len(self.index):
+        """The operand permuted and unsqueezed to broadcast against ``axes``.
+
+        An index that is a whole number (``"1"``, 1-based) reads that one
+        entry of its axis: how a broadcast axis of size one is read.
+        """
+        t = self.var.data
+        index = self.index
+        fixed = [d for d, a in enumerate(index) if a.isdigit()]
+        if fixed:
+            t = t[tuple(int(index[d]) - 1 if d in fixed else slice(None) for d in range(len(index)))]
+            index = tuple(a for a in index if not a.isdigit())
+        if len(set(index)) != len(index):
             raise ValueError(f"{self.var.name}{self.index}: repeated axis")
-        missing = [a for a in self.index if a not in axes]
+        missing = [a for a in index if a not in axes]
         if missing:
             raise ValueError(f"{self.var.name}: axes {missing} are not among {tuple(axes)}")
-        order = sorted(range(len(self.index)), key=lambda d: axes.index(self.index[d]))
-        t = self.var.data.permute(order)
-        shape = [t.shape[[self.index[d] for d in order].index(a)] if a in self.index else 1 for a in axes]
+        order = sorted(range(len(index)), key=lambda d: axes.index(index[d]))
+        t = t.permute(order)
+        shape = [t.shape[[index[d] for d in order].index(a)] if a in index else 1 for a in axes]
         return t.reshape(shape)
 
 
@@ -105,6 +115,13 @@ class Recorder:
     def trace(self, meta: dict[str, Any]) -> Trace:
         """The finished trace with ``meta`` (tokens, query, dtype, ...)."""
         return Trace(self._nodes, meta)
+
+    def value(self, name: str) -> torch.Tensor:
+        """The values recorded under node ``name`` (the latest node of that name)."""
+        for node in reversed(self._nodes):
+            if node.name == name:
+                return torch.from_numpy(node.value.copy())
+        raise KeyError(name)
 
     # -- recording ---------------------------------------------------------
     def _record(
@@ -140,10 +157,19 @@ class Recorder:
         self._nodes.append(node)
         return Var(name, axes, value, symbol or name)
 
-    def input(self, name: str, value: torch.Tensor, axes: str | Sequence[str], *, symbol: str, text: str = "") -> Var:
+    def input(
+        self,
+        name: str,
+        value: torch.Tensor,
+        axes: str | Sequence[str],
+        *,
+        symbol: str,
+        text: str = "",
+        attrs: dict[str, Any] | None = None,
+    ) -> Var:
         """Record given data (embeddings, weights) as the leaves of the trace."""
         data = value.detach().to(self.dtype).contiguous()
-        return self._record(name, "input", _axes(axes), data, (), symbol=symbol, text=text, latex=symbol)
+        return self._record(name, "input", _axes(axes), data, (), symbol=symbol, text=text, latex=symbol, attrs=attrs)
 
     def elementwise(
         self,
@@ -192,6 +218,46 @@ class Recorder:
         refs = [a.ref for a in args]
         return self._record(name, op, out, value, refs, split=split, symbol=symbol, latex=latex, text=text, attrs=attrs)
 
+    def apply(
+        self,
+        op: str,
+        name: str,
+        value: torch.Tensor,
+        args: Sequence[Ref],
+        axes: str | Sequence[str],
+        *,
+        symbol: str = "",
+        latex: str = "",
+        text: str = "",
+        attrs: dict[str, Any] | None = None,
+        granularity: str = ELEMENT,
+    ) -> Var:
+        """Record a result a library computed (a captured torch op), entry by entry.
+
+        ``value`` is kept as given (a mask or an index as numbers of the
+        recorder's dtype), so what a captured program computed with
+        is what the trace holds; ``args`` say, per entry, which operand
+        entries it came from (a layout op's references carry index
+        arithmetic: :func:`tracer.core.ids.index_expr`).  A ``tensor``
+        ``granularity`` makes the whole result one step (an op recorded
+        without its inner workings).
+        """
+        data = value.detach().clone()
+        if not data.is_floating_point():  # masks and indices: stored as numbers of the trace's dtype
+            data = data.to(self.dtype)
+        return self._record(
+            name,
+            op,
+            _axes(axes),
+            data,
+            args,
+            symbol=symbol,
+            latex=latex,
+            text=text,
+            attrs=attrs,
+            granularity=granularity,
+        )
+
     def constant(self, name: str, value: float, *, symbol: str, text: str) -> Var:
         """Record a scalar the lesson fixes (such as sqrt(d_k)), rounded to the dtype once."""
         data = torch.tensor(value, dtype=self.dtype)
@@ -219,6 +285,8 @@ class Recorder:
         parts: tuple[str, str] = ("p", "s"),
         part_latex: tuple[str, str] = ("", ""),
         part_text: tuple[str, str] = ("", ""),
+        total: torch.Tensor | None = None,
+        attrs: dict[str, Any] | None = None,
     ) -> Var:
         """Sum over axis ``over`` of ``a * b`` (or of ``a`` alone when ``b`` is None).
 
@@ -226,6 +294,12 @@ class Recorder:
         (each running sum, accumulated left to right in the dtype) and ``name``
         (the totals).  The reduced axis is laid out first in memory, so each
         accumulation step adds two contiguous planes.
+
+        ``total`` is a library's own result for the same sums (a captured
+        ``@``, laid out in ``axes`` without ``over``): it becomes ``name``'s
+        value, since that is what the captured program computed with, while
+        ``name.s`` keeps the left-to-right sums.  ``attrs`` are added to the
+        total's.
         """
         out = _axes(axes)
         if over not in out:
@@ -272,7 +346,10 @@ class Recorder:
             text=part_text[1],
             attrs={"over": over},
         )
-        total = sums[-1].clone()
+        if total is None:
+            total = sums[-1].clone()
+        elif tuple(total.shape) != tuple(sums.shape[1:]):
+            raise ValueError(f"{name}: total of shape {tuple(total.shape)} for sums of shape {tuple(sums.shape[1:])}")
         star = Ref(term_ref.node, tuple("*" if x == over else x for x in (term_ref.index or ())))
         return self._record(
             name,
@@ -283,7 +360,7 @@ class Recorder:
             symbol=symbol,
             latex=latex,
             text=text,
-            attrs={"over": over, "partials": sums_name},
+            attrs={**(attrs or {}), "over": over, "partials": sums_name},
         )
 
     def softmax(self, name: str, arg: Arg, over: str, *, symbol: str, latex: str, text: str) -> Var:

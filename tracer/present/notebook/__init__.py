@@ -22,6 +22,7 @@ from typing import Any
 from tracer.core.trace import Trace
 from tracer.errors import InputError
 from tracer.present import narrative
+from tracer.present.notebook.captured import cells as captured_cells
 from tracer.present.notebook.code import Cell, setup, traced_cell
 from tracer.present.notebook.pipeline import cells as custom_cells
 from tracer.present.render.env import md
@@ -80,6 +81,8 @@ def cells(trace: Trace, lang: str = "en", pipeline: str | None = None) -> list[d
     per_stage: dict[str, list[Cell]]
     if pipeline is not None:
         per_stage = custom_cells(trace, story, pipeline)
+    elif trace.meta.get("captured") and isinstance(trace.meta.get("torch"), str):
+        per_stage = captured_cells(trace, story, str(trace.meta["torch"]))
     elif lesson in CODE:
         per_stage = importlib.import_module(CODE[lesson]).cells(trace)
     else:

@@ -26,8 +26,8 @@ def blocks(trace: Trace, s: Strings) -> dict[str, list[Block]]:
     from tracer.present.notebook.code import CHECKED, printed
 
     lesson = str(trace.meta.get("lesson", "simple"))
-    if lesson not in CODE:
-        return {}
+    if lesson not in CODE or trace.meta.get("captured") or "narrative" in trace.meta:
+        return {}  # a teacher's pipeline or captured code: its notebook re-runs that code, not a lesson's
     cells: dict[str, list[str]] = importlib.import_module(CODE[lesson]).cells(trace)
     out: dict[str, list[Block]] = {}
     for stage, sources in cells.items():

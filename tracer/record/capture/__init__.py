@@ -1,0 +1,201 @@
+"""Trace ordinary PyTorch code: every scalar of your own attention module, unchanged.
+
+    >>> import torch, tracer
+    >>> with tracer.capture(tokens="Your journey starts".split()) as cap:
+    ...     x = torch.tensor([[0.43, 0.15, 0.89], [0.55, 0.87, 0.66], [0.57, 0.85, 0.64]])
+    ...     scores = x @ x.T
+    ...     weights = torch.softmax(scores, dim=-1)
+    >>> round(cap.trace["scores[2,1].p[3]"].value, 4)     # x(2)_3 × x(1)_3
+    0.5874
+
+Torch computes everything exactly as it would without the capture (a
+``TorchFunctionMode`` lets each call run, then records what it returned;
+see :mod:`tracer.record.capture.mode`), and each supported op is recorded
+through the lessons' :class:`~tracer.record.recorder.Recorder` primitives,
+so a captured trace has the same ids, files, diffs, explanations and
+reports as a lesson's.  Ids follow the code (:mod:`.naming`, ``docs/capture.md``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+import sys
+from collections.abc import Callable, Sequence
+from types import TracebackType
+from typing import Any
+
+import torch
+
+from tracer.core.trace import Node, Trace
+from tracer.errors import InputError
+from tracer.record.capture import axes as ax
+from tracer.record.capture.mode import Mode
+from tracer.record.capture.naming import final_names, rename
+from tracer.record.capture.session import Session
+
+__all__ = ["Capture", "capture", "trace_torch"]
+
+
+class Capture:
+    """A context manager that records the torch code run inside it; :attr:`trace` when it ends."""
+
+    def __init__(self, tokens: Sequence[str] | None = None, name: str | None = None, query: int | None = None) -> None:
+        self.tokens = list(tokens) if tokens is not None else None
+        self.name = name or "capture"
+        self.query = query
+        self.session = Session()
+        self.output: Any = None
+        self._trace: Trace | None = None
+        self._names: dict[str, str] = {}
+        self._handles: list[Any] = []
+        self._mode: Mode | None = None
+
+    def __enter__(self) -> Capture:
+        hooks = torch.nn.modules.module
+        self._handles = [
+            hooks.register_module_forward_pre_hook(lambda m, a: self.session.enter(m, a)),
+            hooks.register_module_forward_hook(lambda m, a, o: self.session.leave(m, o)),
+        ]
+        self._mode = Mode(self.session)
+        self._mode.__enter__()  # type: ignore[no-untyped-call]
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, error: BaseException | None, tb: TracebackType | None) -> None:
+        if self._mode is not None:
+            self._mode.__exit__(kind, error, tb)  # type: ignore[no-untyped-call]
+        for h in self._handles:
+            h.remove()
+        self._handles = []
+        if kind is None:
+            self._trace = self._finish()
+            if self.session.opaque:
+                sys.stderr.write(f"attn-trace: recorded as opaque steps: {', '.join(self.session.opaque)}\n")
+
+    @property
+    def trace(self) -> Trace:
+        """The captured trace (after the ``with`` block)."""
+        if self._trace is None:
+            raise InputError("the capture has not finished (use cap.trace after the with block)")
+        return self._trace
+
+    @property
+    def warnings(self) -> list[str]:
+        """The torch functions recorded as opaque steps, once each."""
+        return list(self.session.opaque)
+
+    def node_of(self, t: torch.Tensor) -> str | None:
+        """The id of the node holding tensor ``t`` as the captured code last saw it (None if never seen)."""
+        v = self.session.known(t)
+        if v is None:
+            return None
+        return self._names.get(v.name, v.name) if "§" in v.name else v.name
+
+    def _finish(self) -> Trace:
+        s = self.session
+        raw = s.rec.trace({}).nodes
+        if not raw:
+            raise InputError("the captured code computed nothing in torch")
+        full = [n.name for n in raw]
+        bases = {b for f in full for b in re.findall(r"§[0-9]+", f)}
+        order = [b for b in s.info if b in bases]
+        self._names = final_names(s, order, full)
+        nodes = rename(list(raw), self._names)
+        stages = list(dict.fromkeys(n.stage for n in nodes))
+        if self.output is not None and isinstance(self.output, torch.Tensor):
+            out_name = self.node_of(self.output)
+        else:
+            out_name = None
+        rows = _default_tokens(s)
+        if self.tokens is not None and rows and len(self.tokens) != len(rows):
+            raise InputError(f"{len(self.tokens)} token labels for inputs of {len(rows)} rows")
+        tokens = self.tokens if self.tokens is not None else rows
+        query = self.query if self.query is not None else (2 if len(tokens) >= 2 else 1)
+        if tokens and not 1 <= query <= len(tokens):
+            raise InputError(f"--query must be from 1 to {len(tokens)}, got {query}")
+        nodes = [_untokened(n, len(tokens)) for n in nodes]
+        dtype = next((str(n.value.dtype) for n in nodes if n.op != "input"), "float32")
+        meta = {
+            "lesson": self.name,
+            "captured": True,
+            "source": {"kind": "torch", "name": self.name},
+            "tokens": tokens,
+            "query": query,
+            "dtype": dtype,
+            "stages": stages,
+            "n_tokens": len(tokens),
+            "dim": _width(s),
+            "modules": {p or "(root)": type(m).__name__ for m, p in _modules(s)},
+            "opaque": list(s.opaque),
+        }
+        if out_name is not None:
+            meta["output"] = out_name
+        return Trace(nodes, meta)
+
+
+def _untokened(node: Node, tokens: int) -> Node:
+    """An input whose rows are not the tokens does not call its first axis ``i`` (``i`` is one row per token)."""
+    if node.op != "input" or node.axes[:1] != ("i",) or node.value.shape[0] == tokens:
+        return node
+    return dataclasses.replace(node, axes=(ax.fresh(node.axes, ("r",)), *node.axes[1:]))
+
+
+def _modules(s: Session) -> list[tuple[torch.nn.Module, str]]:
+    out = []
+    for root in s.roots:
+        for path, m in root.named_modules():
+            out.append((m, path))
+    return out
+
+
+def _first_input(s: Session) -> torch.Tensor | None:
+    """The first tensor the code was given or made that is not a parameter: its rows are the tokens."""
+    for b, info in s.info.items():
+        t = s.tensors.get(b)
+        if info.kind == "leaf" and t is not None and t.dim() >= 1 and not isinstance(t, torch.nn.Parameter):
+            return t
+    return None
+
+
+def _width(s: Session) -> int:
+    t = _first_input(s)
+    return int(t.shape[-1]) if t is not None else 0
+
+
+def _default_tokens(s: Session) -> list[str]:
+    t = _first_input(s)
+    if t is None:
+        return []
+    rows = int(t.shape[-2] if t.dim() >= 2 else t.shape[0])
+    return [f"t{n}" for n in range(1, rows + 1)]
+
+
+def capture(tokens: Sequence[str] | None = None, name: str | None = None, query: int | None = None) -> Capture:
+    """Record the torch code run in a ``with`` block: ``with tracer.capture() as cap: out = model(x)``.
+
+    ``tokens`` label the rows of the inputs (the axis ``i``), ``query`` is the
+    1-based row reports dwell on, ``name`` names the trace (reports, files).
+    ``cap.trace`` is the :class:`~tracer.core.trace.Trace`; ops without a
+    step-by-step form are opaque steps, listed in ``cap.warnings`` and once on
+    stderr.
+    """
+    return Capture(tokens, name, query)
+
+
+def trace_torch(
+    fn: Callable[..., Any],
+    *args: Any,
+    tokens: Sequence[str] | None = None,
+    name: str | None = None,
+    query: int | None = None,
+    **kwargs: Any,
+) -> Trace:
+    """Run ``fn(*args, **kwargs)`` captured and return its trace.
+
+    Tensor arguments are named after ``fn``'s parameters; ``meta["output"]``
+    names the node of the returned tensor.
+    """
+    with capture(tokens, name or getattr(fn, "__name__", None), query) as cap:
+        cap.session.name_args(fn, args, kwargs)
+        cap.output = fn(*args, **kwargs)
+    return cap.trace

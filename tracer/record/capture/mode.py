@@ -1,0 +1,101 @@
+"""The interposition: a ``TorchFunctionMode`` that lets torch compute and records what it computed.
+
+Why a ``TorchFunctionMode`` rather than a ``TorchDispatchMode``: it sees the
+calls the user wrote (``F.linear``, ``softmax``, ``dropout``,
+``scaled_dot_product_attention``, ``x.T``) with their documented arguments,
+before autograd and before torch lowers them to ATen kernels whose names and
+decompositions change between releases (``addmm`` or ``mm`` for a linear
+layer, ``_softmax``, ``native_dropout``, a fused attention kernel per
+backend).  The ids follow the user's code, and the user's code is at this
+level.  Inside ``__torch_function__`` the mode is off, so the calls torch
+makes internally, and the recorder's own arithmetic, are not seen.
+
+Every call runs first, exactly as it would without the mode; its result is
+returned unchanged.  Recording only reads.  If recording an op fails, the op
+is recorded as an opaque step instead and named in the warning.  Module
+paths come from torch's global forward hooks
+(``register_module_forward_pre_hook``/``register_module_forward_hook``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from typing import Any
+
+import torch
+from torch.overrides import TorchFunctionMode
+
+from tracer.record.capture import ops
+from tracer.record.capture.ops.common import Call, Unsupported
+from tracer.record.capture.session import Session
+
+SILENT = {"__get__", "__set__", "__setitem__", "register_buffer", "requires_grad_", "retain_grad"}
+
+
+def key_of(func: Any) -> str:
+    """The name handlers are looked up by (a property's own name for ``x.T``)."""
+    name = str(getattr(func, "__name__", repr(func)))
+    if name in ("__get__", "__set__"):
+        owner = getattr(func, "__self__", None)
+        return str(getattr(owner, "__name__", name)) if name == "__get__" else name
+    return name
+
+
+class Mode(TorchFunctionMode):
+    """Records every torch call made while it is active into a :class:`Session`."""
+
+    def __init__(self, session: Session) -> None:
+        super().__init__()
+        self.s = session
+
+    def __torch_function__(
+        self, func: Any, types: Any, args: tuple[Any, ...] = (), kwargs: dict[str, Any] | None = None
+    ) -> Any:
+        kwargs = kwargs or {}
+        key = key_of(func)
+        rng = torch.get_rng_state() if key in ops.DRAWS else None
+        if _inplace(key) and key not in ops.INITS and args and isinstance(args[0], torch.Tensor):
+            self._safe(lambda: self.s.var(args[0]))  # snapshot what an in-place op overwrites
+        out = func(*args, **kwargs)
+        if key in ops.FACTORIES and isinstance(out, torch.Tensor):
+            self.s.note_made(out, f"torch.{key}({', '.join(map(str, out.shape))})")
+            return out
+        if key in ops.INITS:
+            first = next((a for a in (*args, *kwargs.values()) if isinstance(a, torch.Tensor)), None)
+            if first is not None and self.s.known(first) is None:
+                where = "nn.init." if "init" in str(getattr(func, "__module__", "")) else ""
+                self.s.note_made(first, f"{where}{key}")
+                return out
+        if not _has_tensor(out) or key in SILENT:
+            return out
+        self._record(Call(key, func, args, kwargs, out, rng))
+        return out
+
+    def _record(self, call: Call) -> None:
+        handler = ops.HANDLERS.get(call.key)
+        with torch.no_grad():
+            try:
+                if handler is None:
+                    raise Unsupported("no decomposition")
+                handler(self.s, call)
+            except Exception as e:
+                why = str(e) if isinstance(e, Unsupported) else f"{type(e).__name__}: {e}"
+                ops.opaque(self.s, call, why)
+
+    def _safe(self, fn: Any) -> None:
+        # a snapshot that fails leaves the op to be recorded opaquely
+        with torch.no_grad(), contextlib.suppress(Exception):
+            fn()
+
+
+def _has_tensor(out: Any) -> bool:
+    if isinstance(out, torch.Tensor):
+        return True
+    return isinstance(out, tuple | list) and any(isinstance(t, torch.Tensor) for t in out)
+
+
+def _inplace(key: str) -> bool:
+    """``add_``, ``masked_fill_``, ``__iadd__``: ops that overwrite their first operand."""
+    if key.startswith("__"):
+        return key.startswith("__i") and key not in ("__index__", "__int__", "__invert__", "__init__", "__iter__")
+    return key.endswith("_")

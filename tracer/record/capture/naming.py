@@ -1,0 +1,218 @@
+"""Final ids for a capture: names that follow the user's code (see ``docs/capture.md``).
+
+Ops record under provisional names (``§12``); when the capture ends each gets
+its id from the facts :class:`~tracer.record.capture.session.Info` kept:
+
+* a parameter or buffer: its path in the module (``W_query.weight``,
+  ``heads_0.mask``: a ``ModuleList`` index joins its name with ``_``);
+* an input: the captured function's parameter name (``x``); a tensor made
+  inside the call: what made it (``ones``, ``rand``);
+* an op: the variable its statement assigns (``attn_scores``), prefixed by
+  the user module it ran in (``heads_0.attn_scores``); earlier ops of the
+  same statement are ``<variable>.<op>`` (``attn_weights.div``); an
+  in-place op is ``<receiver>.<op>``; re-assigning a variable from itself
+  is ``<old>.<op>`` (``queries.view``); otherwise a library module's path
+  (``out_proj``) or the op's name (``cat``);
+* a Python number: ``<reader>.c``; clashes get ``_2``, ``_3`` ….
+
+Every name, reference, template and attribute is rewritten in one pass.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import replace
+from typing import Any
+
+import torch
+
+from tracer.core.trace import Node, Ref
+from tracer.record.capture.session import Info, Session
+
+_PROV = re.compile(r"§[0-9]+")
+_BAD = re.compile(r"[^A-Za-z0-9_]")
+
+
+def pathname(path: str) -> str:
+    """A module path as an id prefix: ``heads.0.W_key`` -> ``heads_0.W_key``."""
+    out: list[str] = []
+    for seg in path.split("."):
+        seg = _BAD.sub("_", seg)
+        if not seg:
+            continue
+        if not (seg[0].isalpha() or seg[0] == "_"):
+            if out:
+                out[-1] += f"_{seg}"
+                continue
+            seg = f"m{seg}"
+        out.append(seg)
+    return ".".join(out)
+
+
+def _ident(name: str, fallback: str) -> str:
+    clean = _BAD.sub("_", name)
+    return clean if re.search(r"[A-Za-z]", clean) and not clean[0].isdigit() else fallback
+
+
+def qualified(roots: list[torch.nn.Module], prefix: dict[int, str]) -> dict[int, str]:
+    """id(tensor) -> path of every parameter and buffer of the root modules."""
+    out: dict[int, str] = {}
+    for root in roots:
+        pre = prefix.get(id(root), "")
+        for path, t in (*root.named_parameters(remove_duplicate=False), *root.named_buffers(remove_duplicate=False)):
+            out.setdefault(id(t), pathname(f"{pre}.{path}" if pre else path))
+    return out
+
+
+def final_names(s: Session, order: list[str], nodes: list[str]) -> dict[str, str]:
+    """Provisional base name -> id stem, for the bases in ``order`` (recording order).
+
+    ``nodes`` are all provisional node names (``§3.p``, ``check.§3`` …): a
+    stem is only taken if none of its node names clashes with one given out.
+    """
+    subs: dict[str, list[str]] = {}
+    for full in nodes:
+        for m in _PROV.finditer(full):
+            subs.setdefault(m.group(0), []).append(full)
+    qmap = qualified(s.roots, s.prefix)
+    last: dict[int, str] = {}
+    for b in order:
+        info = s.info[b]
+        if info.kind == "op":
+            last[info.group] = b
+    done: dict[str, str] = {}
+    taken: set[str] = set()
+    bound: dict[tuple[str, str], str] = {}
+
+    def names_of(base: str, stem: str) -> list[str]:
+        return [_PROV.sub(lambda m: stem if m.group(0) == base else m.group(0), f) for f in subs.get(base, [base])]
+
+    def claim(name: str, base: str) -> str:
+        cand, n = name, 1
+        while cand in taken or any(f in taken for f in names_of(base, cand)):
+            n += 1
+            cand = f"{name}_{n}"
+        taken.update(names_of(base, cand))
+        taken.add(cand)
+        return cand
+
+    later: list[str] = []
+    for b in order:
+        info = s.info[b]
+        t = s.tensors.get(b)
+        q = qmap.get(id(t)) if t is not None else None
+        if info.kind == "const":
+            continue
+        if q is not None:
+            done[b] = claim(q, b)
+        elif info.kind == "leaf":
+            done[b] = claim(_ident(info.hint, "input"), b)
+        elif _inner(info, b, last, s) and not (info.derived and info.source in done):
+            later.append(b)  # named after the statement's result, once that has its name
+        else:
+            given = s.arg_names.get(id(t)) if t is not None else None
+            done[b] = claim(_op_name(s, b, info, last, done, bound, given), b)
+    for b in later:
+        info = s.info[b]
+        end = done.get(last[info.group], "")
+        done[b] = claim(f"{end}.{_ident(info.op.rstrip('_'), 'op')}" if end else _ident(info.op, "op"), b)
+    for b in order:
+        info = s.info[b]
+        if info.kind == "const":
+            reader = done.get(info.hint, "const")
+            done[b] = claim(f"{reader}.c", b)
+    return done
+
+
+def _inner(info: Info, b: str, last: dict[int, str], s: Session) -> bool:
+    """An op of a statement that assigns a name, other than the statement's result."""
+    targets = info.site.targets if info.site else ()
+    return bool(targets) and not _is_last(info, b, last, s)
+
+
+def _is_last(info: Info, b: str, last: dict[int, str], s: Session) -> bool:
+    end = s.info[last[info.group]]
+    return last[info.group] == b or (
+        info.out_index is not None and end.out_index is not None and info.site is not None and end.site is not None
+        and info.site.lasti == end.site.lasti
+    )  # fmt: skip
+
+
+def _op_name(
+    s: Session,
+    b: str,
+    info: Info,
+    last: dict[int, str],
+    done: dict[str, str],
+    bound: dict[tuple[str, str], str],
+    given: str | None,
+) -> str:
+    scope = pathname(info.scope)
+    pre = f"{scope}." if scope else ""
+    op = _ident(info.op.rstrip("_"), "op")
+    targets = [_ident(t, "") for t in (info.site.targets if info.site else ())]
+    is_last = _is_last(info, b, last, s)
+    if targets and all(targets) and is_last:
+        var = targets[info.out_index] if info.out_index is not None and info.out_index < len(targets) else targets[0]
+        if len(targets) > 1 and info.out_index is None:
+            var = "_".join(targets)
+        key = (scope, var)
+        old = bound.get(key)
+        if old is None:
+            name = pre + var
+        elif info.source is not None and done.get(info.source) == old:
+            name = f"{old}.{op}"
+        elif info.module_out:
+            name = pathname(info.module_out)
+        else:
+            name = pre + var
+        bound[key] = name
+        return name
+    if info.derived and info.source is not None and info.source in done:
+        return f"{done[info.source]}.{op}"
+    if targets and all(targets):
+        return f"{pre}{'_'.join(targets)}.{op}"
+    if info.receiver is not None and info.receiver in done:
+        return f"{done[info.receiver]}.{op}"
+    if info.module_out:
+        return pathname(info.module_out)
+    if given:  # the unnamed result handed to a module as its input ``x``
+        return pre + _ident(given, op)
+    return pre + op
+
+
+def rename(nodes: list[Node], names: dict[str, str]) -> list[Node]:
+    """The nodes with every provisional name replaced (splits widened for the added segments)."""
+
+    def sub(text: str, latex: bool = False) -> str:
+        def one(m: re.Match[str]) -> str:
+            got = names.get(m.group(0), m.group(0).replace("§", "n"))
+            return got.replace("_", r"\_") if latex else got
+
+        return _PROV.sub(one, text)
+
+    def attrs(value: Any) -> Any:
+        if isinstance(value, str):
+            return sub(value)
+        if isinstance(value, dict):
+            return {k: attrs(v) for k, v in value.items()}
+        if isinstance(value, list):
+            return [attrs(v) for v in value]
+        return value
+
+    out = []
+    for n in nodes:
+        new = sub(n.name)
+        grow = new.count(".") - n.name.count(".")
+        out.append(
+            replace(
+                n,
+                name=new,
+                split=(0,) * grow + tuple(n.split),
+                args=tuple(Ref(sub(r.node), r.index) for r in n.args),
+                text=sub(n.text),
+                latex=sub(n.latex, latex=True),
+                attrs=attrs(n.attrs),
+            )
+        )
+    return out

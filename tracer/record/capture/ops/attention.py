@@ -1,0 +1,156 @@
+"""Dropout and ``F.scaled_dot_product_attention``, decomposed as their documentation states.
+
+Dropout in training mode draws a keep-mask from torch's random generator.
+The handler re-draws it from the state the generator had just before the
+call (on a tensor of ones of the same shape and type, which consumes the
+same draws), puts the generator back where torch left it, and records
+``N.keep`` (1 kept, 0 dropped), ``N.kept`` (input × keep), ``N.scale`` =
+1/(1−p) and ``N`` (torch's result, kept × scale).  With ``p = 0`` or in
+evaluation mode dropout changes nothing and records nothing.
+
+SDPA (without dropout) is ``softmax(q kᵀ · scale + mask) v``: ``N.scores``
+(products and running sums), ``N.scale``, ``N.scaled``, the mask
+(``N.causal`` for ``is_causal``, ``N.masked``), the stable softmax
+(``N.weights.*``) and ``N`` = torch's own output with the products and
+running sums of ``weights @ v``; ``check.N`` compares torch's fused kernel
+with that left-to-right form.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+
+from tracer.core.trace import Ref
+from tracer.record.capture import axes as ax
+from tracer.record.capture.ops.common import Call, Unsupported, check
+from tracer.record.capture.ops.reduce import stable
+from tracer.record.capture.session import Session
+
+
+def dropout(s: Session, c: Call) -> None:
+    """``F.dropout``/``nn.Dropout``: an alias when it changes nothing, else mask, kept entries and scale."""
+    x, out = c.args[0], c.out
+    p = float(c.arg(1, "p", 0.5))
+    training = bool(c.arg(2, "training", True)) if c.key == "dropout" else True
+    vx = s.var(x)
+    if p == 0.0 or not training:
+        s.bind(out, vx)
+        return
+    if c.rng is None or bool(c.arg(3, "inplace", False)):
+        raise Unsupported("dropout without a known random state")
+    after = torch.get_rng_state()
+    try:
+        torch.set_rng_state(c.rng)
+        keep = torch.nn.functional.dropout(torch.ones_like(x), p, True) != 0
+    finally:
+        torch.set_rng_state(after)
+    nz = x != 0
+    if not torch.equal((out != 0) & nz, keep & nz):
+        raise Unsupported("dropout mask could not be re-drawn")
+    name, _ = s.begin("dropout", vx.name)
+    names = vx.axes
+    mask = s.rec.input(
+        f"{name}.keep",
+        keep.to(out.dtype),
+        names,
+        symbol="B",
+        text=f"1 if torch kept entry {ax.placeholders(names)} else 0",
+        attrs={"made_by": f"dropout(p={p:g}) draw"},
+    )
+    kept = s.rec.elementwise(
+        "mul",
+        f"{name}.kept",
+        [vx(*names), mask(*names)],
+        names,
+        symbol="x B",
+        latex=r"x \cdot B",
+        text=f"{ax.ref_text(vx.name, names)} × {ax.ref_text(mask.name, names)}",
+    )
+    scale = s.rec.apply(
+        "const", f"{name}.scale", torch.tensor(1.0 / (1.0 - p), dtype=out.dtype), [], (), text=f"1 / (1 − {p:g})"
+    )
+    v = s.rec.apply(
+        "mul",
+        name,
+        out,
+        [Ref(kept.name, names), Ref(scale.name, ())],
+        names,
+        latex=r"\frac{x \cdot B}{1-p}",
+        text=f"{ax.ref_text(kept.name, names)} × {scale.name}",
+        attrs={"library": "dropout", "p": p},
+    )
+    s.bind(out, v)
+
+
+def sdpa(s: Session, c: Call) -> None:
+    """``F.scaled_dot_product_attention(q, k, v, attn_mask, dropout_p, is_causal, scale)``."""
+    q, k, v = c.arg(0, "query"), c.arg(1, "key"), c.arg(2, "value")
+    mask, p = c.arg(3, "attn_mask"), float(c.arg(4, "dropout_p", 0.0))
+    causal, scale = bool(c.arg(5, "is_causal", False)), c.arg(6, "scale")
+    out: torch.Tensor = c.out
+    if p != 0.0 or c.kwargs.get("enable_gqa") or q.dim() < 2 or q.shape[:-2] != k.shape[:-2] != v.shape[:-2]:
+        raise Unsupported("SDPA with dropout, grouped heads or broadcast batches")
+    vq, vk, vv = s.var(q), s.var(k), s.var(v)
+    lead = vq.axes[:-2]
+    i = vq.axes[-2]
+    j = ax.fresh([*lead, i], ("j",))
+    e = ax.fresh([*lead, i, j], ("c", "d"))
+    f = ax.fresh([*lead, i, j], ("d", "c", "e"))
+    name, _ = s.begin("sdpa")
+    sc = s.rec.contract(
+        f"{name}.scores",
+        vq(*lead, i, e),
+        vk(*lead, j, e),
+        (*lead, i, j, e),
+        e,
+        symbol=r"\omega",
+        latex=r"\omega = q \cdot k",
+        text=f"Σ_{e} {ax.ref_text(vq.name, (*lead, i, e))} × {ax.ref_text(vk.name, (*lead, j, e))}",
+    )
+    factor = float(scale) if scale is not None else 1.0 / math.sqrt(q.shape[-1])
+    const = s.rec.apply("const", f"{name}.scale", torch.tensor(factor, dtype=out.dtype), [], (), text=f"{factor:g}")
+    names = (*lead, i, j)
+    cur = s.rec.elementwise(
+        "mul",
+        f"{name}.scaled",
+        [sc(*names), const()],
+        names,
+        symbol=r"\tilde\omega",
+        latex=r"\omega \cdot s",
+        text=f"{ax.ref_text(sc.name, names)} × {const.name}",
+    )
+    t, tk = int(q.shape[-2]), int(k.shape[-2])
+    if causal:
+        up = torch.ones(t, tk, dtype=torch.bool).triu(1)
+        m = s.rec.input(f"{name}.causal", up.to(out.dtype), (i, j), symbol="U", text=f"1 if <{j}> > <{i}> else 0")
+        cur = s.rec.elementwise(
+            "masked_fill", f"{name}.masked", [cur(*names), m(i, j)], names, symbol="", latex="", text=""
+        )
+    if isinstance(mask, torch.Tensor):
+        vm = s.read(mask, names, tuple(cur.data.shape))
+        if mask.dtype == torch.bool:
+            hide = s.rec.apply("not", f"{name}.hide", (~mask).to(out.dtype), [vm.ref], vm.var.axes, text="not mask")
+            cur = s.rec.elementwise(
+                "masked_fill", f"{name}.masked_by", [cur(*names), hide(*vm.index)], names, symbol="", latex="", text=""
+            )
+        else:
+            cur = s.rec.elementwise("add", f"{name}.biased", [cur(*names), vm], names, symbol="", latex="", text="")
+    weights = stable(s, f"{name}.weights", cur, j)
+    ctx = s.rec.contract(
+        name,
+        weights(*lead, i, j),
+        vv(*lead, j, f),
+        (*lead, i, f, j),
+        j,
+        symbol=rf"\mathrm{{{name}}}",
+        latex=r"z = \sum_j \alpha_j v_j",
+        text=f"Σ_{j} {ax.ref_text(weights.name, names)} × {ax.ref_text(vv.name, (*lead, j, f))}",
+        parts=("t", "s"),
+        total=out.detach().clone(),
+        attrs={"library": "scaled_dot_product_attention", "causal": causal, "scale": factor},
+    )
+    s.bind(out, ctx)
+    sums = s.rec.value(f"{name}.s")
+    check(s, name, ctx, sums.select(len(lead) + 2, -1), f"{name}.s", f"{name}.s left to right")

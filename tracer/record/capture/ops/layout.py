@@ -1,0 +1,252 @@
+"""Layout ops: the same entries in another arrangement.
+
+``view``/``reshape``, ``transpose``/``.T``/``permute``, ``unsqueeze``/
+``squeeze``, ``expand``, ``cat``/``stack``, ``split``/``chunk`` and basic
+indexing each record a node of the moved entries whose references say, by
+index arithmetic over its own axes, where each entry came from (``"2*h+c-2"``
+for a head split: :func:`tracer.core.ids.index_expr`).  So explaining one
+entry of a transposed, head-split tensor leads back to the products that
+made it.  ``contiguous``, ``clone``, ``detach`` and ``.data`` change
+nothing a reader can see and add no node.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import torch
+
+from tracer.core.trace import Ref
+from tracer.record.capture import axes as ax
+from tracer.record.capture.ops.common import Call, Unsupported
+from tracer.record.capture.session import Session
+from tracer.record.recorder import Var
+
+ALIASES = {"contiguous", "clone", "detach", "data", "requires_grad_", "cpu"}
+
+
+def _emit(s: Session, c: Call, out: torch.Tensor, op: str, refs: list[Ref], names: Sequence[str], text: str) -> Var:
+    source = refs[0].node if len(refs) == 1 else None
+    name, info = s.begin(c.key if c.key in ("T", "mT", "t") else op, source)
+    info.derived = True
+    if isinstance(c.out, tuple | list):
+        info.out_index = next(n for n, t in enumerate(c.out) if t is out)
+    v = s.rec.apply(op, name, out, refs, tuple(names), text=text, attrs={"func": c.key})
+    return s.bind(out, v)
+
+
+def alias(s: Session, c: Call) -> None:
+    """An op that changes no entry: the result is the operand's node."""
+    if isinstance(c.out, torch.Tensor) and isinstance(c.args[0], torch.Tensor):
+        s.bind(c.out, s.var(c.args[0]))
+
+
+def permute(s: Session, c: Call) -> None:
+    """``transpose``, ``.T``, ``.mT``, ``t()``, ``permute``, ``movedim`` …: axes reordered, names kept."""
+    x, out = c.args[0], c.out
+    vx = s.var(x)
+    n = x.dim()
+    order = list(range(n))
+    if c.key in ("transpose", "swapaxes", "swapdims"):
+        d0, d1 = int(c.arg(1, "dim0")) % n, int(c.arg(2, "dim1")) % n
+        order[d0], order[d1] = order[d1], order[d0]
+    elif c.key in ("T", "t", "numpy_T"):
+        order = order[::-1]
+    elif c.key in ("mT",):
+        order[-2], order[-1] = order[-1], order[-2]
+    elif c.key == "permute":
+        dims = c.args[1:] if len(c.args) > 2 or not isinstance(c.args[1], Sequence) else c.args[1]
+        dims = c.kwargs.get("dims", dims)
+        order = [int(d) % n for d in dims]
+    else:
+        raise Unsupported(c.key)
+    names = [vx.axes[d] for d in order]
+    op = "transpose" if c.key in ("T", "t", "mT", "swapaxes", "swapdims") else c.key
+    _emit(s, c, out, op, [Ref(vx.name, vx.axes)], names, f"{ax.ref_text(vx.name, vx.axes)}")
+
+
+def reshape(s: Session, c: Call) -> None:
+    """``view``/``reshape``/``flatten``/``unflatten``/``view_as``/``reshape_as``: same order, new shape."""
+    x, out = c.args[0], c.out
+    vx = s.var(x)
+    src, dst = list(x.shape), list(out.shape)
+    names, exprs = _regroup(vx.axes, src, dst)
+    op = "view" if c.key in ("view", "view_as") else "reshape" if c.key in ("reshape", "reshape_as") else c.key
+    _emit(s, c, out, op, [Ref(vx.name, tuple(exprs))], names, ax.ref_text(vx.name, exprs))
+
+
+def _regroup(src_names: Sequence[str], src: list[int], dst: list[int]) -> tuple[list[str], list[str]]:
+    """Names for the new axes and, per source axis, its index as arithmetic over them (C order)."""
+    groups: list[tuple[list[int], list[int]]] = []
+    i = j = 0
+    while i < len(src) or j < len(dst):
+        gi, gj = [i] if i < len(src) else [], [j] if j < len(dst) else []
+        ps = src[i] if i < len(src) else 1
+        pd = dst[j] if j < len(dst) else 1
+        i, j = i + bool(gi), j + bool(gj)
+        while ps != pd:
+            if ps < pd and i < len(src):
+                gi.append(i)
+                ps *= src[i]
+                i += 1
+            elif j < len(dst):
+                gj.append(j)
+                pd *= dst[j]
+                j += 1
+            else:
+                raise Unsupported("reshape groups")
+        if not gi and groups:  # trailing axes of size one belong to the axis they were split from
+            groups[-1][1].extend(gj)
+        else:
+            groups.append((gi, gj))
+    names: list[str] = [""] * len(dst)
+    kept = {gj[0]: src_names[gi[0]] for gi, gj in groups if len(gi) == 1 and len(gj) == 1}
+    for d, name in kept.items():
+        names[d] = name
+    used = list(src_names) + list(kept.values())
+    for d in range(len(dst)):
+        if not names[d]:
+            names[d] = ax.fresh(used, ("h", "d", "c", "e"))
+            used.append(names[d])
+    exprs: list[str] = [""] * len(src)
+    for gi, gj in groups:
+        if len(gi) == 1 and len(gj) == 1:
+            exprs[gi[0]] = names[gj[0]]
+            continue
+        flat = [f"({names[d]}-1)*{math.prod(dst[d + 1 : gj[-1] + 1])}" for d in gj if dst[d] != 1]
+        f = "+".join(flat) or "0"
+        for e in gi:
+            stride = math.prod(src[e + 1 : gi[-1] + 1])
+            if src[e] == 1:
+                exprs[e] = "1"
+            elif e == gi[0]:
+                exprs[e] = f"({f})//{stride}+1" if stride != 1 else f"{f}+1"
+            else:
+                exprs[e] = f"({f})//{stride}%{src[e]}+1" if stride != 1 else f"({f})%{src[e]}+1"
+    return names, exprs
+
+
+def unsqueeze(s: Session, c: Call) -> None:
+    """``unsqueeze(d)``: a new axis of size one."""
+    x, out = c.args[0], c.out
+    vx = s.var(x)
+    d = int(c.arg(1, "dim")) % out.dim()
+    names = list(vx.axes)
+    names.insert(d, ax.fresh(vx.axes, ("u",)))
+    _emit(s, c, out, "unsqueeze", [Ref(vx.name, vx.axes)], names, ax.ref_text(vx.name, vx.axes))
+
+
+def squeeze(s: Session, c: Call) -> None:
+    """``squeeze``: axes of size one dropped (read as entry 1)."""
+    x, out = c.args[0], c.out
+    vx = s.var(x)
+    if out.dim() == x.dim():
+        s.bind(out, vx)
+        return
+    dims = c.arg(1, "dim")
+    drop = {d % x.dim() for d in ([dims] if isinstance(dims, int) else dims or range(x.dim())) if x.shape[d] == 1}
+    exprs = ["1" if d in drop else vx.axes[d] for d in range(x.dim())]
+    names = [a for d, a in enumerate(vx.axes) if d not in drop]
+    _emit(s, c, out, "squeeze", [Ref(vx.name, tuple(exprs))], names, ax.ref_text(vx.name, exprs))
+
+
+def expand(s: Session, c: Call) -> None:
+    """``expand``/``expand_as``/``broadcast_to``: axes of size one repeated (each entry reads entry 1)."""
+    x, out = c.args[0], c.out
+    vx = s.var(x)
+    lead = out.dim() - x.dim()
+    names = list(vx.axes)
+    for _ in range(lead):
+        names.insert(0, ax.fresh(names, ("b", "h")))
+    exprs = ["1" if x.shape[d] == 1 and out.shape[lead + d] != 1 else vx.axes[d] for d in range(x.dim())]
+    _emit(s, c, out, "expand", [Ref(vx.name, tuple(exprs))], names, ax.ref_text(vx.name, exprs))
+
+
+def getitem(s: Session, c: Call) -> None:
+    """Basic indexing ``x[a, b:c, ..., None]``: whole numbers, slices, ``...`` and ``None``."""
+    x, out = c.args[0], c.out
+    vx = s.var(x)
+    items = c.args[1] if isinstance(c.args[1], tuple) else (c.args[1],)
+    if any(not isinstance(i, int | slice | type(None) | type(Ellipsis)) or isinstance(i, bool) for i in items):
+        raise Unsupported("advanced indexing")
+    real = sum(1 for i in items if i is not None and i is not Ellipsis)
+    if Ellipsis in items:
+        k = items.index(Ellipsis)
+        items = (*items[:k], *([slice(None)] * (x.dim() - real)), *items[k + 1 :])
+    items = (*items, *([slice(None)] * (x.dim() - sum(1 for i in items if i is not None))))
+    names: list[str] = []
+    exprs: list[str] = []
+    d = 0
+    for it in items:
+        if it is None:
+            names.append(ax.fresh([*vx.axes, *names], ("u",)))
+            continue
+        size = x.shape[d]
+        if isinstance(it, int):
+            exprs.append(str(it % size + 1))
+        else:
+            start, _stop, step = it.indices(size)
+            a = vx.axes[d]
+            names.append(a)
+            if step == 1:
+                exprs.append(a if start == 0 else f"{a}+{start}")
+            else:
+                exprs.append(f"{start + 1}+({a}-1)*{step}")
+        d += 1
+    _emit(s, c, out, "getitem", [Ref(vx.name, tuple(exprs))], names, ax.ref_text(vx.name, exprs))
+
+
+def cat(s: Session, c: Call) -> None:
+    """``torch.cat(tensors, dim)``: operands one after another along ``dim``."""
+    parts, out = list(c.arg(0, "tensors")), c.out
+    dim = int(c.arg(1, "dim", 0)) % out.dim()
+    first = s.var(parts[0])
+    names = list(first.axes) if parts[0].dim() == out.dim() else list(ax.default(out.dim()))
+    refs, offset = [], 0
+    for t in parts:
+        v = s.var(t)
+        if t.dim() != out.dim():
+            raise Unsupported("cat of an empty tensor")
+        exprs = [names[d] if d != dim or offset == 0 else f"{names[d]}-{offset}" for d in range(out.dim())]
+        refs.append(Ref(v.name, tuple(exprs)))
+        offset += int(t.shape[dim])
+    _emit(s, c, out, "cat", refs, names, f"{' | '.join(r.node for r in refs)} along axis {names[dim]}")
+
+
+def stack(s: Session, c: Call) -> None:
+    """``torch.stack(tensors, dim)``: operands as entries of a new axis."""
+    parts, out = list(c.arg(0, "tensors")), c.out
+    dim = int(c.arg(1, "dim", 0)) % out.dim()
+    first = s.var(parts[0])
+    names = list(first.axes)
+    new = ax.fresh(names, ("b", "h", "s"))
+    names.insert(dim, new)
+    refs = []
+    for m, t in enumerate(parts):
+        v = s.var(t)
+        if t.dim() == 0:
+            raise Unsupported("stack of scalars")
+        exprs = [names[d if d < dim else d + 1] for d in range(t.dim())]
+        exprs[0] = f"{exprs[0]}+({new}-{m + 1})*{int(t.shape[0])}"  # in range only where the new axis is m+1
+        refs.append(Ref(v.name, tuple(exprs)))
+    _emit(s, c, out, "stack", refs, names, f"{', '.join(r.node for r in refs)} stacked along {new}")
+
+
+def split(s: Session, c: Call) -> None:
+    """``split``/``chunk``/``unbind``/``tensor_split``: consecutive pieces along one axis."""
+    x, outs = c.args[0], c.out
+    vx = s.var(x)
+    dim = int(c.arg(1 if c.key == "unbind" else 2, "dim", 0)) % x.dim()
+    offset = 0
+    for piece in outs:
+        if c.key == "unbind":
+            exprs = [a if d != dim else str(offset + 1) for d, a in enumerate(vx.axes)]
+            names = [a for d, a in enumerate(vx.axes) if d != dim]
+            offset += 1
+        else:
+            a = vx.axes[dim]
+            exprs = [b if d != dim or offset == 0 else f"{a}+{offset}" for d, b in enumerate(vx.axes)]
+            names = list(vx.axes)
+            offset += int(piece.shape[dim])
+        _emit(s, c, piece, c.key, [Ref(vx.name, tuple(exprs))], names, ax.ref_text(vx.name, exprs))

@@ -1,0 +1,184 @@
+"""Reductions and softmax: ``sum``, ``mean``, ``max``/``amax`` over one axis, ``softmax``.
+
+A sum is recorded as its running sums left to right (``N.s``) with torch's
+own total as ``N`` and ``check.N`` between them (torch adds in blocks).
+``softmax`` is the library call ``N`` and, beside it, its decomposition in the
+stable form the lessons teach: ``N.max``, ``N.shift``, ``N.exp``, ``N.sum``
+(running sums ``N.sum.s``) and ``N.quot``; ``check.N`` compares the two.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from tracer.core.trace import Ref
+from tracer.record.capture import axes as ax
+from tracer.record.capture.ops.common import Call, Unsupported, check
+from tracer.record.capture.session import Session
+from tracer.record.recorder import Var
+
+
+def _dim(c: Call, x: torch.Tensor, pos: int = 1) -> int:
+    d = c.arg(pos, "dim")
+    if isinstance(d, list | tuple):
+        if len(d) != 1:
+            raise Unsupported("reduction over several axes")
+        d = d[0]
+    if d is None:
+        raise Unsupported("reduction over every axis")
+    return int(d) % x.dim()
+
+
+def stable(s: Session, name: str, x: Var, over: str) -> Var:
+    """The stable softmax of ``x`` along ``over``, step by step; returns the quotients ``name.quot``."""
+    names = x.axes
+    rest = tuple(a for a in names if a != over)
+    row = ax.ref_text(x.name, [("*" if a == over else a) for a in names])
+    m = s.rec.max(f"{name}.max", x(*names), over, symbol="m", latex=r"m = \max", text=f"max {row}")
+    shift = s.rec.elementwise(
+        "sub",
+        f"{name}.shift",
+        [x(*names), m(*rest)],
+        names,
+        symbol="x - m",
+        latex="x - m",
+        text=f"{ax.ref_text(x.name, names)} − {ax.ref_text(m.name, rest)}",
+    )
+    e = s.rec.elementwise(
+        "exp",
+        f"{name}.exp",
+        [shift(*names)],
+        names,
+        symbol="e",
+        latex="e^{x - m}",
+        text=f"exp({ax.ref_text(shift.name, names)})",
+    )
+    total = s.rec.contract(
+        f"{name}.sum",
+        e(*names),
+        None,
+        names,
+        over,
+        symbol="S",
+        latex=rf"S = \sum_{{{over}}} e^{{x - m}}",
+        text=f"Σ_{over} {ax.ref_text(e.name, names)}",
+        part_text=("", f"Σ_{{m≤<{over}>}} {ax.ref_text(e.name, [('m' if a == over else a) for a in names])}"),
+    )
+    return s.rec.elementwise(
+        "div",
+        f"{name}.quot",
+        [e(*names), total(*rest)],
+        names,
+        symbol="e / S",
+        latex=r"\frac{e^{x - m}}{S}",
+        text=f"{ax.ref_text(e.name, names)} / {ax.ref_text(total.name, rest)}",
+    )
+
+
+def softmax(s: Session, c: Call) -> None:
+    """``torch.softmax``/``Tensor.softmax``/``F.softmax`` along one axis."""
+    x, out = c.args[0], c.out
+    if c.kwargs.get("dtype") is not None:
+        raise Unsupported("softmax with a dtype")
+    vx = s.var(x)
+    d = _dim(c, x)
+    over = vx.axes[d]
+    name, _ = s.begin("softmax", vx.name)
+    quot = stable(s, name, vx, over)
+    star = tuple("*" if a == over else a for a in vx.axes)
+    v = s.rec.apply(
+        "softmax",
+        name,
+        out,
+        [Ref(vx.name, star)],
+        vx.axes,
+        symbol=rf"\mathrm{{{name}}}",
+        latex=rf"\mathrm{{softmax}}(\mathrm{{{vx.name}}})",
+        text=f"softmax({ax.ref_text(vx.name, star)})[<{over}>]",
+        attrs={"over": over, "func": c.key, "parts": f"{name}.quot"},
+    )
+    s.bind(out, v)
+    check(s, name, v, quot.data, quot.name, f"{name}.quot (stable softmax step by step)")
+
+
+def _keepdim(s: Session, c: Call, v: Var, out: torch.Tensor, d: int, over: str, x: Var) -> None:
+    """A ``keepdim=True`` result: the reduced node read back with its axis of size one."""
+    name = f"{v.name}.keepdim"
+    kept = s.rec.apply("unsqueeze", name, out, [Ref(v.name, v.axes)], x.axes, text=ax.ref_text(v.name, v.axes))
+    s.bind(out, kept)
+
+
+def total(s: Session, c: Call) -> None:
+    """``sum(dim)`` and ``mean(dim)``: running sums left to right, then torch's total (and ``/ n``)."""
+    x, out = c.args[0], c.out
+    if c.kwargs.get("dtype") is not None:
+        raise Unsupported("sum with a dtype")
+    vx = s.var(x)
+    d = _dim(c, x)
+    over = vx.axes[d]
+    keep = bool(c.arg(2, "keepdim", False))
+    rest = tuple(a for a in vx.axes if a != over)
+    value = out.squeeze(d) if keep else out
+    name, _ = s.begin(c.key, vx.name)
+    n = int(x.shape[d])
+    if c.key == "sum":
+        v = s.rec.contract(
+            name,
+            vx(*vx.axes),
+            None,
+            vx.axes,
+            over,
+            symbol=rf"\mathrm{{{name}}}",
+            latex=rf"\sum_{{{over}}}",
+            text=f"Σ_{over} {ax.ref_text(vx.name, vx.axes)}",
+            total=value.detach().clone(),
+            attrs={"library": "sum"},
+        )
+        sums = s.rec.value(f"{name}.s")
+        check(s, name, v, sums.select(d, -1), f"{name}.s", f"{name}.s left to right")
+    else:
+        part = s.rec.contract(
+            f"{name}.sum",
+            vx(*vx.axes),
+            None,
+            vx.axes,
+            over,
+            symbol="S",
+            latex=rf"\sum_{{{over}}}",
+            text=f"Σ_{over} {ax.ref_text(vx.name, vx.axes)}",
+        )
+        count = s.rec.apply("const", f"{name}.n", torch.tensor(float(n), dtype=value.dtype), [], (), text=str(n))
+        v = s.rec.apply(
+            "div",
+            name,
+            value,
+            [Ref(part.name, rest), Ref(count.name, ())],
+            rest,
+            text=f"{ax.ref_text(part.name, rest)} / {n}",
+            attrs={"library": "mean"},
+        )
+    if keep:
+        _keepdim(s, c, v, out, d, over, vx)
+    else:
+        s.bind(out, v)
+
+
+def maximum(s: Session, c: Call) -> None:
+    """``max(dim)`` (values; the indices as a tensor step) and ``amax(dim)``: exact, as torch's."""
+    x = c.args[0]
+    if c.key == "max" and (len(c.args) < 2 and "dim" not in c.kwargs):
+        raise Unsupported("max of every entry")
+    if c.key == "max" and len(c.args) > 1 and isinstance(c.args[1], torch.Tensor):
+        raise Unsupported("max of two tensors")
+    out = c.out[0] if c.key == "max" else c.out
+    vx = s.var(x)
+    d = _dim(c, x)
+    over = vx.axes[d]
+    keep = bool(c.arg(2, "keepdim", False))
+    name, _ = s.begin(c.key, vx.name)
+    row = ax.ref_text(vx.name, ["*" if a == over else a for a in vx.axes])
+    v = s.rec.max(name, vx(*vx.axes), over, symbol=rf"\mathrm{{{name}}}", latex=rf"\max_{{{over}}}", text=f"max {row}")
+    if keep:
+        _keepdim(s, c, v, out, d, over, vx)
+    else:
+        s.bind(out, v)

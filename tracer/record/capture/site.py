@@ -1,0 +1,150 @@
+"""Where in the user's code an op ran: the statement, and the names it assigns.
+
+Captured ids follow the code (``attn_scores = queries @ keys.T`` names the
+product ``attn_scores``), so each op is traced back to the innermost frame
+outside torch and attn-trace, and that frame's current statement is looked up
+in the file's syntax tree (parsed once per file).  Nothing here runs or
+changes the user's code; when a source is not available (code typed into a
+bare interpreter), there is simply no name to take.
+"""
+
+from __future__ import annotations
+
+import ast
+import linecache
+import os
+import sys
+from dataclasses import dataclass
+from functools import lru_cache
+from types import FrameType
+
+import torch
+
+_TRACER = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+_SKIP = (os.path.dirname(torch.__file__) + os.sep, _TRACER + os.sep)
+_STDLIB_SKIP = ("contextlib.py", "functools.py")
+
+
+@dataclass(frozen=True)
+class Site:
+    """One execution point of a user statement."""
+
+    frame: int  # id of the frame object (only compared while the frame is alive)
+    start: int  # first line of the statement
+    lasti: int  # bytecode offset inside the frame, to tell loop iterations apart
+    targets: tuple[str, ...]  # names the statement assigns (``a = …``, ``self.a = …``, ``a, b = …``)
+    kind: str  # "assign", "return", "expr" or "other"
+    call: tuple[str, tuple[str, ...]]  # the statement's call ``a.b(x, y)``: ("a.b", ("x", "y")); ("", ()) if none
+    where: str  # "file.py:LINE" (base name only)
+    code: str  # the function's name
+
+
+def _user_frame(depth: int) -> FrameType | None:
+    f: FrameType | None = sys._getframe(depth + 1)
+    while f is not None:
+        name = f.f_code.co_filename
+        if not name.startswith(_SKIP) and not name.endswith(_STDLIB_SKIP):
+            return f
+        f = f.f_back
+    return None
+
+
+def variable(value: object, depth: int = 2) -> str | None:
+    """The name a user frame gives ``value`` (a local first, then a module global), if any."""
+    f = _user_frame(depth)
+    if f is None:
+        return None
+    for scope in (f.f_locals, f.f_globals):
+        for name, v in scope.items():
+            if v is value and not name.startswith("_"):
+                return name
+    return None
+
+
+def user_site(depth: int = 2) -> Site | None:
+    """The statement of the innermost user frame above the caller, or None (no user frame)."""
+    f = _user_frame(depth)
+    if f is None:
+        return None
+    line = f.f_lineno or 0
+    start, targets, kind, call = statement(f.f_code.co_filename, line, f.f_code.co_firstlineno)
+    where = f"{os.path.basename(f.f_code.co_filename)}:{line}"
+    return Site(id(f), start, f.f_lasti, targets, kind, call, where, f.f_code.co_name)
+
+
+Call = tuple[str, tuple[str, ...]]
+Stmt = tuple[int, int, tuple[str, ...], str, Call]
+
+
+def statement(filename: str, line: int, first: int = 0) -> tuple[int, tuple[str, ...], str, Call]:
+    """(first line, assigned names, kind, call) of the innermost statement of ``filename`` holding ``line``.
+
+    Only statements from line ``first`` on count (the running function's
+    first line): code in a lambda is not the statement the lambda sits in.
+    """
+    best: Stmt | None = None
+    for st in _statements(filename):
+        if first <= st[0] <= line <= st[1] and (best is None or st[1] - st[0] <= best[1] - best[0]):
+            best = st
+    return (best[0], best[2], best[3], best[4]) if best is not None else (line, (), "other", ("", ()))
+
+
+@lru_cache(maxsize=256)
+def _statements(filename: str) -> tuple[Stmt, ...]:
+    text = "".join(linecache.getlines(filename))
+    if not text:
+        return ()
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError):
+        return ()
+    out = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.stmt):
+            out.append((node.lineno, node.end_lineno or node.lineno, _targets(node), _kind(node), _call(node)))
+    return tuple(out)
+
+
+def _call(node: ast.stmt) -> Call:
+    """The dotted callee and the plain-name arguments of a statement that is one call (``y = a.b(x)``)."""
+    value = getattr(node, "value", None)
+    if not isinstance(value, ast.Call):
+        return ("", ())
+    parts: list[str] = []
+    f: ast.expr = value.func
+    while isinstance(f, ast.Attribute):
+        parts.append(f.attr)
+        f = f.value
+    if not isinstance(f, ast.Name):
+        return ("", ())
+    parts.append(f.id)
+    names = tuple(a.id if isinstance(a, ast.Name) else "" for a in value.args)
+    return (".".join(reversed(parts)), names)
+
+
+def _kind(node: ast.stmt) -> str:
+    if isinstance(node, ast.Assign | ast.AnnAssign | ast.AugAssign):
+        return "assign"
+    if isinstance(node, ast.Return):
+        return "return"
+    return "expr" if isinstance(node, ast.Expr) else "other"
+
+
+def _targets(node: ast.stmt) -> tuple[str, ...]:
+    if isinstance(node, ast.Assign) and len(node.targets) == 1:
+        return _names(node.targets[0])
+    if isinstance(node, ast.AnnAssign | ast.AugAssign):
+        return _names(node.target)
+    return ()
+
+
+def _names(target: ast.expr) -> tuple[str, ...]:
+    if isinstance(target, ast.Name):
+        return (target.id,)
+    if isinstance(target, ast.Attribute):
+        return (target.attr,)
+    if isinstance(target, ast.Tuple | ast.List):
+        parts = [_names(e) for e in target.elts]
+        if all(len(p) == 1 for p in parts):
+            return tuple(p[0] for p in parts)
+    return ()
