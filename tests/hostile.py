@@ -93,6 +93,7 @@ def spread(doc: dict[str, Any], strings: list[str], shift: int = 0) -> dict[str,
     meta = out["meta"]
     meta["tokens"] = [f"{nxt()}{k}" for k in range(len(meta["tokens"]))]
     meta["note"] = nxt()
+    meta["source"] = {"kind": "file", "name": nxt() + ".json"}
     for table in (meta.get("narrative") or {}).values():
         table["title"] = nxt()
         table["summary"] = nxt() + " $" + latex_forms(nxt())[0] + "$"

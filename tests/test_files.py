@@ -143,3 +143,13 @@ def test_report_killed_midway_then_rerun_without_force(tmp_path: Path) -> None:
     res = invoke("report", "--format", "md", "-o", str(tmp_path / "r"))
     assert res.exit_code == 0, res.output
     assert sorted(p.name for p in tmp_path.iterdir()) == ["r"]
+
+
+def test_the_current_folder_is_never_replaced(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(files.Refused, match="current folder"):
+        files.write_folder(Path("."), _files(1), True, is_report_file)
+    with pytest.raises(files.Refused, match="current folder"):
+        files.write_folder(tmp_path.parent, _files(1), True, is_report_file)
+    files.write_folder(Path("sub"), _files(1), False, is_report_file)  # a folder below it is fine
+    assert (tmp_path / "sub" / "index.md").is_file()

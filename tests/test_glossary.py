@@ -50,3 +50,11 @@ def test_the_glossary_check_catches_known_wrong_variants() -> None:
     assert any("个批次（共" in f for f in found) and any("(?<!注意力)分数" in f for f in found)
     assert offences("zh", "缩放后的注意力分数，批次中的第 1 个样本") == []
     assert offences("en", "Only batch entry 1 of 2 is shown") != []
+
+
+@pytest.mark.parametrize("lang", LANGS)
+def test_string_tables_use_the_glossary(lang: str) -> None:
+    text = (templates_dir() / "locale" / f"{lang}.toml").read_text(encoding="utf-8")
+    assert offences(lang, text) == []
+    if lang == "zh":
+        assert not re.search(r"[\u4e00-\u9fff][:;,?!]", text), "a half-width colon or comma after Chinese text"

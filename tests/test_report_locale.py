@@ -53,5 +53,5 @@ def test_missing_key_fails_a_render(tutorial: tracer.Trace, monkeypatch: pytest.
 def test_chinese_report_is_chinese(tutorial_report) -> None:  # type: ignore[no-untyped-def]
     html = tutorial_report("zh")["index.html"].decode()
     assert 'lang="zh-Hans"' in html
-    assert strings.table("zh")["scores.why"] in html
-    assert strings.table("en")["scores.why"] not in html
+    assert strings.table("zh")["norm.div"] in html
+    assert strings.table("en")["norm.div"] not in html

@@ -85,7 +85,7 @@ def test_markdown_dot_products_and_tables_match(tutorial: tracer.Trace, tutorial
         lines = aligned(md, rf"\omega_{{2{j}}} &= x^{{(2)}} \cdot x^{{({j})}}")
         assert re.findall(r"-?\d+\.\d+", " ".join(lines[1:])) == _expected_dot(tutorial, 2, j)
     # the normalization table: one row per key, columns in a fixed order
-    header = next(ln for ln in md.splitlines() if ln.startswith("| j | Token | $\\omega_{2j}$"))
+    header = next(ln for ln in md.splitlines() if ln.startswith("| $j$ | Token | $\\omega_{2j}$"))
     lines = md.splitlines()
     start = lines.index(header) + 2
     nodes = ["omega", "div.alpha", "naive.exp", "naive.alpha", "stable.shift", "stable.exp", "alpha", "torch.alpha"]

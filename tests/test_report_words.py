@@ -20,7 +20,7 @@ from tracer.core import fmt
 from tracer.present import report
 from tracer.present.strings import LANGS
 
-CHECKED = ("trainable", "causal", "multihead")
+CHECKED = ("simple", "trainable", "causal", "multihead")
 """The lesson pages whose words are checked (every lesson, once its narrative is written for readers)."""
 LESSON_IDS = {"simple", "trainable", "causal", "multihead"}
 LATIN_OK = {"softmax", "float32", "float64", "attn", "trace", "inf", "nan", *LESSON_IDS}
@@ -48,6 +48,8 @@ def test_no_node_names_or_plain_maths(lesson: str, lang: str) -> None:
     found = PLAIN_MATHS.search(text)
     assert found is None, f"{lesson}.{lang}: plain-text maths {text[max(0, found.start() - 30) : found.end() + 10]!r}"
     assert not re.search(r"(?<![\w-])--[a-z]", text), "a command-line flag in the prose"
+    assert "%(" not in page(lesson, lang), "a placeholder left unfilled"
+    assert "<mtext>\\" not in page(lesson, lang), "LaTeX that did not become MathML"
 
 
 @pytest.mark.parametrize("lesson", CHECKED)
@@ -144,3 +146,35 @@ def test_multihead_output_is_built_term_by_term() -> None:
         want.append(fmt.num(t[f"split.proj[1,2,{c}]"].value, 4))
         assert [n.lstrip("(").rstrip(")") for n in nums if "." in n] == [w.lstrip("-") for w in want]
     assert fmt.num(t["split.proj[1,2,1]"].value, 4) == "0.1010"
+
+
+@pytest.mark.parametrize("lang", LANGS)
+@pytest.mark.parametrize("lesson", CHECKED)
+def test_each_caption_is_said_once(lesson: str, lang: str) -> None:
+    captions = [visible(c) for c in re.findall(r"<figcaption>(.*?)</figcaption>", page(lesson, lang), re.S)]
+    repeated = {c for c in captions if captions.count(c) > 1 and c.strip()}
+    assert not repeated, f"{lesson}.{lang}: captions repeated {sorted(repeated)[:3]}"
+
+
+def _head(html: str, anchor: str) -> str:
+    """The first header cell of the table ``anchor``."""
+    found = re.search(rf'id="{anchor}".*?<th scope="col">(.*?)</th>', html, re.S)
+    assert found is not None, anchor
+    return found.group(1)
+
+
+@pytest.mark.parametrize("lang", LANGS)
+def test_tutorial_states_what_its_page_shows(lang: str) -> None:
+    html = page("simple", lang)
+    text = visible(html)
+    for anchor in ("alpha-table", "z-table"):  # rows are queries
+        assert "<mi>i</mi>" in _head(html, anchor)
+    if lang == "en":
+        assert "Three matrix products" not in text and "Two matrix products and a row-wise softmax" in text
+        assert "in short, is agreement" not in text and "lengths" in text
+    else:
+        assert "三次矩阵乘法" not in text and "两次矩阵乘法加上逐行的 softmax" in text
+        assert "长度的乘积" in text
+    t = tracer.trace_self_attention()
+    omega = t.tensor("omega")[1]
+    assert omega.argmax() == 1 and abs(omega[1] - float((t.tensor("x")[1] ** 2).sum())) < 1e-6  # ω22 = |x(2)|²

@@ -113,3 +113,23 @@ def test_report_and_diff_name_the_edited_values_once(files: dict[str, Path], tmp
     same = r.invoke(app, ["diff", str(files["ok"]), str(files["ok"])])
     assert same.exit_code == 0 and same.stderr == ""
     assert json.loads(r.invoke(app, ["diff", str(files["ok"]), str(files["bad"]), "--format", "json"]).stdout)
+
+
+def test_the_report_names_edited_values_and_makes_no_rounding_claim_for_them(
+    files: dict[str, Path], tmp_path: Path
+) -> None:
+    r = CliRunner()
+    assert (
+        r.invoke(app, ["report", "--from", str(files["bad"]), "-o", str(tmp_path / "bad"), "--format", "md"]).exit_code
+        == 0
+    )
+    assert (
+        r.invoke(app, ["report", "--from", str(files["ok"]), "-o", str(tmp_path / "ok"), "--format", "md"]).exit_code
+        == 0
+    )
+    bad = (tmp_path / "bad" / "index.md").read_text(encoding="utf-8")
+    ok = (tmp_path / "ok" / "index.md").read_text(encoding="utf-8")
+    assert bad.count("Not following from their inputs") == 1 and "omega\\[2,1\\]" in bad
+    assert "Not following" not in ok
+    at = bad.index(r"\omega_{21} = x^{(2)}")
+    assert "5.0000" in bad[at : at + 200] and "unrounded" not in bad[at : at + 400]

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import sys
+import warnings
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, TypeVar
@@ -18,7 +19,7 @@ import click
 
 import tracer
 from tracer.compare.defaults import DEFAULT_ATOL, DEFAULT_LIMIT, DEFAULT_RTOL
-from tracer.errors import InputError, TracerError
+from tracer.errors import InputError, InputNote, TracerError
 from tracer.present.strings import LANGS
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -43,7 +44,14 @@ class App(click.Group):
             raise UserError(str(e)) from None
 
 
-OPTION_OF = {"text": "--text", "dim": "--dim", "spec": "--pipeline", "torch": "--torch"}
+OPTION_OF = {
+    "text": "--text",
+    "dim": "--dim",
+    "seed": "--seed",
+    "d_out": "--d-out",
+    "spec": "--pipeline",
+    "torch": "--torch",
+}
 """The CLI option that carries each library argument named in an :class:`~tracer.errors.InputError`."""
 
 
@@ -137,7 +145,11 @@ def build_trace(
     data: Any = None
     source: dict[str, Any] | None = None
     if inputs_file is not None:
-        data, file_tokens = inputs.read_file(inputs_file)
+        with warnings.catch_warnings(record=True) as said:
+            warnings.simplefilter("always", InputNote)
+            data, file_tokens = inputs.read_file(inputs_file)
+        for w in said:
+            status(f"note: {w.message}")
         labels = labels if labels is not None else file_tokens
         source = {"kind": "file", "name": inputs_file.name}
     elif text is not None:

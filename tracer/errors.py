@@ -36,3 +36,10 @@ class StepNotFound(TracerError, KeyError):
 
     def __str__(self) -> str:  # KeyError would quote the message
         return str(self.args[0]) if self.args else "step not found"
+
+
+class InputNote(UserWarning):
+    """Something about the inputs worth saying that is not an error (a bfloat16 tensor converted to float64).
+
+    Raised as a warning; the CLI prints it as a ``note:`` line on stderr.
+    """

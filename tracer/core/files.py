@@ -21,7 +21,8 @@ Writing is whole or not at all:
 
 Rules for destinations: a path that is a symbolic link (dangling or not) is
 refused, never followed or replaced; a folder that holds files other than a
-report's is refused rather than replaced.  Staging and set-aside folders are
+report's is refused rather than replaced, and so is the current folder (or
+one that holds it), which a rename would pull from under the shell.  Staging and set-aside folders are
 named ``.<name>.attn-trace-new-<pid>-<random>`` and ``...-old-...``; one
 left by a process that no longer runs (``kill -9``, power loss) is
 recognised by the next run: a set-aside report whose replacement never
@@ -143,7 +144,11 @@ def write_folder(folder: Path, files: Mapping[str, bytes], replace: bool, is_our
     ``replace``, a file of ``files`` that already exists raises
     ``FileExistsError`` before anything is written.
     """
+    folder = Path(os.path.abspath(folder))
     refuse_link(folder)
+    here = Path(os.path.abspath(os.curdir))
+    if folder == here or folder in here.parents:  # replacing it would leave the shell in a deleted folder
+        raise Refused(f"{folder} is the current folder or holds it: run attn-trace from outside the report folder")
     try:
         folder.parent.mkdir(parents=True, exist_ok=True)
     except FileExistsError:  # a file where a folder should be

@@ -72,6 +72,18 @@ def sci(value: float, digits: int = 2) -> str:
     return f"{v:.{digits}e}"
 
 
+def adds_up(terms: list[float], total: float, eps: float = 2.0**-23, tiny: float = 2.0**-126) -> bool:
+    """Whether ``terms`` add up to ``total`` within the rounding of summing them (``eps``: the dtype's).
+
+    False for a total that was edited after it was computed: a report or an
+    explanation must not then say that the exact values add up.
+    """
+    if not all(map(math.isfinite, [*terms, total])):
+        return True  # inf and nan have notes of their own
+    slack = 4 * len(terms) * eps * math.fsum(abs(t) for t in terms)
+    return abs(math.fsum(terms) - total) <= slack + tiny
+
+
 def rounding_note(terms: list[float], total: float, decimals: int = DECIMALS) -> bool:
     """True when the displayed terms do not add up to the displayed total (rounding shows)."""
     shown = sum(round(t, decimals) for t in terms)

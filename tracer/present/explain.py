@@ -13,7 +13,7 @@ import math
 
 import numpy as np
 
-from tracer.core.fmt import DECIMALS, num, places, rounding_note, sci
+from tracer.core.fmt import DECIMALS, adds_up, num, places, rounding_note, sci
 from tracer.core.trace import Step, Trace
 from tracer.present.board import terms as shown_terms
 
@@ -111,7 +111,8 @@ def explain(trace: Trace, step_id: str, decimals: int = DECIMALS) -> str:
         lines.append(f"  {_input_note(trace, step)}")
     if step.is_element and step.op == "sum":
         terms = [trace[i].value for i in ins]
-        if terms and not adds_up(terms, step.value, step.node.value.dtype):
+        fin = np.finfo(step.node.value.dtype)
+        if terms and not adds_up(terms, step.value, float(fin.eps), float(fin.tiny)):
             lines.append(
                 f"  note: the terms add up to {num(math.fsum(terms), decimals)}, not to {num(step.value, decimals)}:"
                 " this value does not follow from its inputs (the trace was edited)"
@@ -123,14 +124,6 @@ def explain(trace: Trace, step_id: str, decimals: int = DECIMALS) -> str:
     if step.is_element and not np.isfinite(step.value):
         lines.append(f"  warning: {_nonfinite_note(trace, step)}")
     return "\n".join(lines)
-
-
-def adds_up(terms: list[float], total: float, dtype: np.dtype) -> bool:
-    """Whether ``terms`` add up to ``total`` within the rounding of summing them in ``dtype``."""
-    if not all(map(math.isfinite, [*terms, total])):
-        return True  # inf and nan are explained by their own warning
-    slack = 4 * len(terms) * float(np.finfo(dtype).eps) * math.fsum(abs(t) for t in terms)
-    return abs(math.fsum(terms) - total) <= slack + float(np.finfo(dtype).tiny)
 
 
 def _input_note(trace: Trace, step: Step) -> str:

@@ -44,8 +44,10 @@ def run(spec: str, ex: Example) -> Trace:
     meta = {"dtype": ex.dtype, "n_tokens": t, "dim": d, "source": ex.source, "query": ex.query, "tokens": ex.tokens}
     try:
         trace = fn(values, list(ex.tokens), ex.query, dt, dict(meta))
-    except Exception as e:
-        raise InputError(f"pipeline {spec} failed: {type(e).__name__}: {e}") from None
+    except KeyboardInterrupt:  # the person at the keyboard, not the pipeline
+        raise
+    except BaseException as e:  # SystemExit(0) too: a pipeline that exits has not made a trace
+        raise InputError(f"pipeline {spec} failed: {loader.describe(e)}") from None
     if not isinstance(trace, Trace):
         raise InputError(f"pipeline {spec} returned {type(trace).__name__}, not a Trace")
     trace.meta.setdefault("lesson", name)

@@ -16,15 +16,18 @@ names it.  Accepted sources:
 from __future__ import annotations
 
 import csv
-import json
+import io
 import math
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from tracer.errors import InputError
+from tracer.core.limits import MAX_CELLS, MAX_DIM, MAX_TOKENS
+from tracer.errors import InputError, InputNote
+from tracer.record import untrusted
 
 TUTORIAL_TOKENS = ["Your", "journey", "starts", "with", "one", "step"]
 TUTORIAL_INPUTS = [
@@ -36,12 +39,8 @@ TUTORIAL_INPUTS = [
     [0.05, 0.80, 0.55],  # step     x(6)
 ]
 
-MAX_TOKENS = 2048
-"""Most rows (tokens) a trace may have."""
-MAX_DIM = 1024
-"""Most embedding components a trace may have."""
-MAX_CELLS = 1 << 25
-"""Most entries T*T*d of the largest recorded tensors (33,554,432: T=512 with d=128)."""
+SEEDS = (-(1 << 63), (1 << 64) - 1)
+"""The seeds torch's generator accepts (a 64-bit signed or unsigned number)."""
 DTYPES = ("float32", "float64")
 
 
@@ -167,7 +166,7 @@ def _tokens(tokens: Any, t: int) -> list[str]:
 def read_file(path: str | Path) -> tuple[Any, list[str] | None]:
     """Read embeddings (and token labels, if the file has them) from a file."""
     p = Path(path)
-    if not p.exists():
+    if not p.exists() and not p.is_symlink():
         raise InputError(f"no such file: {p}")
     if p.is_dir():
         raise InputError(f"{p} is a directory, not an inputs file")
@@ -180,10 +179,7 @@ def read_file(path: str | Path) -> tuple[Any, list[str] | None]:
 
 def read_json(p: Path) -> tuple[Any, list[str] | None]:
     """A JSON list of rows, or an object with ``inputs`` and optional ``tokens``."""
-    try:
-        data = json.loads(p.read_text(encoding="utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as e:
-        raise InputError(f"{p.name} is not valid JSON: {e}") from None
+    data = untrusted.parse_json(untrusted.read_bytes(p, "inputs file"), p.name)
     rows, tokens = (data.get("inputs"), data.get("tokens")) if isinstance(data, dict) else (data, None)
     if isinstance(data, dict) and "inputs" not in data:
         raise InputError(f'{p.name}: a JSON object must have an "inputs" key (and optionally "tokens")')
@@ -196,12 +192,14 @@ def read_csv(p: Path) -> tuple[Any, list[str] | None]:
     """One row per token.  A first row without numbers is a header; a first column
     that is not numeric in every row holds the token labels."""
     try:
-        text = p.read_text(encoding="utf-8-sig")
+        text = untrusted.read_bytes(p, "inputs file").decode("utf-8-sig")
     except UnicodeDecodeError:
         raise InputError(f"{p.name} is not a text CSV file") from None
-    rows = [r for r in csv.reader(text.splitlines()) if any(c.strip() for c in r)]
-    if rows and not any(_is_number(c) for c in rows[0]):
-        rows = rows[1:]
+    lines = [(n, r) for n, r in enumerate(csv.reader(text.splitlines()), 1) if any(c.strip() for c in r)]
+    numbered = [any(_is_number(c) for c in r) for _, r in lines]
+    if lines and not numbered[0] and (len(lines) == 1 or numbered[1]):  # a header only above numbers
+        lines = lines[1:]
+    rows = [r for _, r in lines]
     if not rows:
         raise InputError(f"{p.name} has no rows of numbers")
     labels = None
@@ -209,11 +207,11 @@ def read_csv(p: Path) -> tuple[Any, list[str] | None]:
         labels = [r[0].strip() for r in rows]
         rows = [r[1:] for r in rows]
     out = []
-    for n, r in enumerate(rows, 1):
+    for (n, _), r in zip(lines, rows, strict=True):
         vals: list[Any] = []
         for c, cell in enumerate(r, 1):
             if not _is_number(cell):
-                raise InputError(f"{p.name}: row {n}, column {c} is not a number: {cell.strip()!r}"[:200])
+                raise InputError(f"{p.name}: line {n}, column {c} is not a number: {cell.strip()!r}"[:200])
             vals.append(float(cell))
         out.append(vals)
     return out, labels
@@ -221,11 +219,12 @@ def read_csv(p: Path) -> tuple[Any, list[str] | None]:
 
 def read_npy(p: Path) -> tuple[Any, list[str] | None]:
     """A 2-d numeric ``.npy`` array (pickled objects are refused)."""
-    with p.open("rb") as f:
-        if f.read(6) != b"\x93NUMPY":
-            raise InputError(f"{p.name} is not a .npy file (it has no NumPy header)")
+    raw = untrusted.read_bytes(p, "inputs file")
+    if raw[:6] != b"\x93NUMPY":
+        raise InputError(f"{p.name} is not a .npy file (it has no NumPy header)")
+    untrusted.npy_shape(p, raw)
     try:
-        arr = np.load(p, allow_pickle=False)
+        arr = np.load(io.BytesIO(raw), allow_pickle=False)
     except ValueError as e:
         why = "it holds Python objects" if "pickle" in str(e) else str(e).splitlines()[0]
         raise InputError(f"{p.name} is not a numeric .npy array: {why}") from None
@@ -238,22 +237,27 @@ def read_pt(p: Path) -> tuple[Any, list[str] | None]:
     """A tensor, or a dict with ``inputs`` and optional ``tokens``, saved by ``torch.save``."""
     import torch
 
-    with p.open("rb") as f:
-        magic = f.read(4)
-    if magic != b"PK\x03\x04" and magic[:1] != b"\x80":  # torch.save writes a zip (or, long ago, a pickle)
+    raw = untrusted.read_bytes(p, "inputs file")
+    if raw[:4] != b"PK\x03\x04" and raw[:1] != b"\x80":  # torch.save writes a zip (or, long ago, a pickle)
         raise InputError(f"{p.name} is not a readable PyTorch file (not written by torch.save)")
     try:
-        obj = torch.load(p, map_location="cpu", weights_only=True)
+        obj = torch.load(io.BytesIO(raw), map_location="cpu", weights_only=True)
     except Exception as e:  # an untrusted file can fail inside torch in many ways; all mean "unreadable"
         first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
         raise InputError(f"{p.name} is not a readable PyTorch file: {first}"[:300]) from None
     if isinstance(obj, dict):
         if "inputs" not in obj:
             raise InputError(f'{p.name}: a saved dict must have an "inputs" tensor (and optionally "tokens")')
-        return obj["inputs"], obj.get("tokens")
+        obj, tokens = obj["inputs"], obj.get("tokens")
+    else:
+        tokens = None
     if not isinstance(obj, torch.Tensor):
-        raise InputError(f"{p.name} holds a {type(obj).__name__}, not a tensor")
-    return obj, None
+        raise InputError(f"{p.name} holds {'null' if obj is None else 'a ' + type(obj).__name__}, not a tensor")
+    notes: list[str] = []
+    values = untrusted.tensor_values(obj, p.name, notes)
+    for note in notes:
+        warnings.warn(InputNote(note), stacklevel=2)
+    return values, tokens
 
 
 def _is_number(cell: str) -> bool:
@@ -287,6 +291,8 @@ def from_text(text: str, dim: int = 3, seed: int = 0) -> tuple[list[list[float]]
         raise InputError(f"{dim} is past the limit of {MAX_DIM}", arg="dim")
     if len(tokens) > MAX_TOKENS:
         raise InputError(f"has {len(tokens)} tokens, past the limit of {MAX_TOKENS}", arg="text")
+    if isinstance(seed, bool) or not isinstance(seed, int) or not SEEDS[0] <= seed <= SEEDS[1]:
+        raise InputError(f"must be a whole number from {SEEDS[0]} to {SEEDS[1]}, got {seed!r}"[:200], arg="seed")
     vocab = list(dict.fromkeys(tokens))
     gen = torch.Generator().manual_seed(int(seed))
     table = torch.rand(len(vocab), dim, generator=gen, dtype=torch.float64)

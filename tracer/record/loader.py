@@ -41,8 +41,16 @@ def module(where: str, what: str) -> ModuleType:
         return importlib.import_module(where)
     except InputError:
         raise
-    except Exception as e:  # the user's code: any failure is reported in one line
-        raise InputError(f"cannot import {what} {where}: {type(e).__name__}: {e}") from None
+    except KeyboardInterrupt:  # the person at the keyboard, not the user's code
+        raise
+    except BaseException as e:  # the user's code: any failure, SystemExit at import included, in one line
+        raise InputError(f"cannot import {what} {where}: {describe(e)}") from None
+
+
+def describe(e: BaseException) -> str:
+    """An exception in one line: its type and the first line of its message."""
+    text = str(e).strip().splitlines()[0] if str(e).strip() else ""
+    return f"{type(e).__name__}: {text}"[:300] if text else type(e).__name__
 
 
 def short_name(where: str, func: str) -> str:

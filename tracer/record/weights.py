@@ -15,14 +15,16 @@ never disturbs the caller's random state.
 
 from __future__ import annotations
 
-import json
+import io
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import torch
 
+from tracer.core import limits
 from tracer.errors import InputError
+from tracer.record import untrusted
 
 NAMES = ("W_query", "W_key", "W_value")
 RAND_SEED = 123
@@ -56,17 +58,20 @@ def linear(d_in: int, d_out: int, seed: int = LINEAR_SEED) -> dict[str, torch.Te
 def load(path: str | Path, d_in: int) -> dict[str, torch.Tensor]:
     """Weights from a file; each must be d_in x d_out with the same d_out, all finite."""
     p = Path(path)
-    if not p.exists():
+    if not p.exists() and not p.is_symlink():
         raise InputError(f"no such weights file: {p}")
     ext = p.suffix.lower()
+    if ext not in (".json", ".pt", ".npz"):
+        raise InputError(f"unsupported weights file type {ext or '(none)'!r}: use .json, .pt or .npz")
+    data = untrusted.read_bytes(p, "weights file")
     raw: dict[str, Any]
     try:
         if ext == ".json":
-            raw = json.loads(p.read_text(encoding="utf-8"))
+            raw = untrusted.parse_json(data, p.name)
         elif ext == ".pt":
-            raw = torch.load(p, map_location="cpu", weights_only=True)
+            raw = torch.load(io.BytesIO(data), map_location="cpu", weights_only=True)
         elif ext == ".npz":
-            with np.load(p, allow_pickle=False) as z:
+            with np.load(io.BytesIO(data), allow_pickle=False) as z:
                 raw = {k: z[k] for k in z.files}
         else:
             raise InputError(f"unsupported weights file type {ext or '(none)'!r}: use .json, .pt or .npz")
@@ -83,16 +88,13 @@ def load(path: str | Path, d_in: int) -> dict[str, torch.Tensor]:
         raise InputError(f"{p.name} lacks {', '.join(missing)}")
     out = {}
     for name in NAMES:
-        try:
-            t = torch.as_tensor(np.asarray(raw[name], dtype=np.float64))
-        except (TypeError, ValueError):
-            raise InputError(f"{p.name}: {name} is not a table of numbers") from None
+        t = torch.as_tensor(_numbers(raw[name], f"{p.name}: {name}"))
         if t.ndim != 2 or t.shape[0] != d_in or t.shape[1] < 1:
             raise InputError(
                 f"{p.name}: {name} must be {d_in} x d_out (the inputs have {d_in} dims), got {tuple(t.shape)}"
             )
-        if not torch.isfinite(t).all():
-            raise InputError(f"{p.name}: {name} has values that are not finite")
+        if not torch.isfinite(t).all() or not torch.isfinite(t.to(torch.float32)).all():
+            raise InputError(f"{p.name}: {name} has values that are not finite in float32")
         out[name] = t
     widths = {t.shape[1] for t in out.values()}
     if len(widths) != 1:
@@ -100,13 +102,48 @@ def load(path: str | Path, d_in: int) -> dict[str, torch.Tensor]:
     return out
 
 
-def choose(spec: str, d_in: int, d_out: int) -> tuple[dict[str, torch.Tensor], dict[str, Any]]:
-    """Weights for ``--weights rand|linear|FILE`` and a description for the trace's metadata."""
-    if d_out < 1 or d_out > 1024:
-        raise InputError(f"d_out must be from 1 to 1024, got {d_out}")
+def _numbers(value: Any, what: str) -> np.ndarray:
+    """A table of real numbers as float64: booleans, strings, complex and object arrays are refused."""
+    if hasattr(value, "detach"):  # a tensor from a .pt file
+        return untrusted.tensor_values(value, what)
+    try:
+        arr = np.asarray(value)
+    except (TypeError, ValueError):
+        raise InputError(f"{what} is not a table of numbers") from None
+    if arr.dtype.kind not in "iuf":  # b(ool), c(omplex), O(bject), U(nicode) ...
+        raise InputError(f"{what} is not a table of real numbers (it holds {arr.dtype})")
+    return arr.astype(np.float64)
+
+
+def check_size(tokens: int, d_in: int, d_out: int, batch: int = 2) -> None:
+    """Refuse a ``d_out`` whose tensors would pass the limits, before any is built.
+
+    The lessons' largest tensors are the projections' products (T x d_in x
+    d_out) and the scores' and context vectors' products (T x T x d_out),
+    each for up to ``batch`` copies of the inputs.
+    """
+    if isinstance(d_out, bool) or not isinstance(d_out, int) or not 1 <= d_out <= limits.MAX_DIM:
+        raise InputError(f"must be from 1 to {limits.MAX_DIM} (a whole number), got {d_out!r}"[:200], arg="d_out")
+    cells = batch * tokens * max(d_in, tokens) * d_out
+    if cells > limits.MAX_CELLS:
+        raise InputError(
+            f"{d_out} with {tokens} tokens of {d_in} dims makes tensors of {cells:,} entries, "
+            f"past the limit of {limits.MAX_CELLS:,}",
+            arg="d_out",
+        )
+
+
+def choose(spec: str, d_in: int, d_out: int, tokens: int = 1) -> tuple[dict[str, torch.Tensor], dict[str, Any]]:
+    """Weights for ``--weights rand|linear|FILE`` and a description for the trace's metadata.
+
+    ``tokens`` (the inputs' rows) lets the sizes be checked before anything is built.
+    """
+    if spec not in ("rand", "linear"):
+        w = load(spec, d_in)
+        width = int(w["W_query"].shape[1])
+        check_size(tokens, d_in, width)
+        return w, {"kind": "file", "name": Path(spec).name, "d_out": width}
+    check_size(tokens, d_in, d_out)
     if spec == "rand":
         return rand(d_in, d_out), {"kind": "rand", "seed": RAND_SEED, "d_out": d_out}
-    if spec == "linear":
-        return linear(d_in, d_out), {"kind": "linear", "seed": LINEAR_SEED, "d_out": d_out}
-    w = load(spec, d_in)
-    return w, {"kind": "file", "name": Path(spec).name, "d_out": int(w["W_query"].shape[1])}
+    return linear(d_in, d_out), {"kind": "linear", "seed": LINEAR_SEED, "d_out": d_out}

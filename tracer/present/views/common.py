@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -70,8 +71,27 @@ class Ctx:
         return Num(text, step_id, "" if np.isfinite(value) else "bad")
 
     def rounds(self, terms: Sequence[float], total: float) -> bool:
-        """True when the displayed terms do not add up to the displayed total."""
-        return fmt.rounding_note([float(v) for v in terms], float(total), self.decimals)
+        """True when the displayed terms do not add up to the displayed total, though their exact values do.
+
+        An edited total (its exact terms add up to something else) gets no
+        rounding note: the page's summary names it instead (see :func:`unfollowed`).
+        """
+        values = [float(v) for v in terms]
+        fin = np.finfo(np.dtype(self.trace.dtype))
+        if not fmt.adds_up(values, float(total), float(fin.eps), float(fin.tiny)):
+            return False
+        return fmt.rounding_note(values, float(total), self.decimals)
+
+
+def unfollowed(trace: Trace, s: Any) -> tuple[tuple[str, str], ...]:
+    """The summary line naming values that do not follow from their inputs (none when all do)."""
+    check = trace.verify()
+    return () if check.ok else ((s("page.summary_unfollowed"), check.summary()),)
+
+
+def said(text: str, note: bool = False) -> Para:
+    """A paragraph or caption we wrote: its ``$...$`` spans are maths, its ```...``` spans code (never a token)."""
+    return Para(text, note=note, math=True)
 
 
 def tex(text: str) -> str:
@@ -135,14 +155,17 @@ def index(j: int) -> Num:
     return Num(str(j + 1), cls="label")
 
 
-def rows_table(ctx: Ctx, anchor: str, caption: str, node: str, symbol: str, given: bool = False) -> Table:
+def rows_table(
+    ctx: Ctx, anchor: str, caption: str | Para, node: str, symbol: str, given: bool = False, row: str = "j"
+) -> Table:
     """A T x d node (``x``, ``z``) as a table: a row per token (some left out when many), a column per component.
 
-    ``symbol`` is the LaTeX of a column header with ``%(k)s`` for the component.
+    ``symbol`` is the LaTeX of a column header with ``%(k)s`` for the component; ``row`` names the rows'
+    index (``j`` for keys, ``i`` for queries).
     """
     m = ctx.trace.tensor(node)
     comps = elide(ctx.d)
-    head = [Num(ctx.s("inputs.col_j")), Num(ctx.s("inputs.col_token"))]
+    head = [Num(row, latex=True), Num(ctx.s("inputs.col_token"))]
     head += [Num(symbol % {"k": k + 1}, latex=True) if k is not None else Num("⋯") for k in comps]
     rows = []
     for i, missing in gaps(pick_rows(ctx.t, ctx.q), ctx.t):

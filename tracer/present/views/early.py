@@ -6,17 +6,17 @@ import numpy as np
 
 from tracer.present.board import elide
 from tracer.present.figures import plots
-from tracer.present.views.common import FULL_T, TOP, Ctx, rows_table, tex
+from tracer.present.views.common import FULL_T, TOP, Ctx, rows_table, said, tex
 from tracer.present.views.layout import board, chunked
-from tracer.present.views.model import Block, Equation, Figure, Para, Section
+from tracer.present.views.model import Block, Equation, Figure, Section
 
 
 def inputs(ctx: Ctx) -> Section:
     """The tokens and their embedding vectors, as a table and a figure."""
     s, q, d = ctx.s, ctx.q, ctx.d
     x = ctx.trace.tensor("x")
-    table = rows_table(ctx, "inputs-table", s("inputs.table_caption"), "x", r"x^{(j)}_{%(k)s}", given=True)
-    blocks: list[Block] = [Para(s("inputs.intro", d=d, q=q)), table, _vectors_figure(ctx, x)]
+    table = rows_table(ctx, "inputs-table", said(s("inputs.table_caption")), "x", r"x^{(j)}_{%(k)s}", given=True)
+    blocks: list[Block] = [said(s("inputs.intro", d=d, q=q)), table, _vectors_figure(ctx, x)]
     return Section("inputs", s("inputs.title"), tuple(blocks))
 
 
@@ -70,10 +70,10 @@ def shown_keys(ctx: Ctx) -> list[int]:
 def scores(ctx: Ctx) -> Section:
     """Every score of the focus query as a dot product written out term by term."""
     s, q = ctx.s, ctx.q
-    blocks: list[Block] = [Para(s("scores.intro", q=q)), Para(s("scores.why")), Para(s("scores.each"))]
+    blocks: list[Block] = [said(s("scores.intro", q=q)), said(s("scores.why", q=q)), said(s("scores.each"))]
     if ctx.d > len([k for k in elide(ctx.d) if k is not None]):
-        blocks.append(Para(s("scores.elided", d=ctx.d), note=True))
+        blocks.append(said(s("scores.elided", d=ctx.d), note=True))
     if ctx.t > FULL_T:
-        blocks.append(Para(s("scores.top_only", t=ctx.t, n=TOP), note=True))
+        blocks.append(said(s("scores.top_only", t=ctx.t, n=TOP), note=True))
     blocks += [dot(ctx, q, j + 1, True) for j in shown_keys(ctx)]
     return Section("scores", s("scores.title"), tuple(blocks))

@@ -19,6 +19,7 @@ from tracer.present.views.common import (
     heatmap_svg,
     index,
     rows_table,
+    said,
     tex,
     token,
     with_gaps,
@@ -55,12 +56,12 @@ def context(ctx: Ctx) -> Section:
     s, q, tr = ctx.s, ctx.q, ctx.trace
     keys = shown_keys(ctx)
     comps = elide(ctx.d)
-    blocks: list[Block] = [Para(s("context.intro", q=q))]
+    blocks: list[Block] = [said(s("context.intro", q=q))]
     if ctx.t > FULL_T:
-        blocks.append(Para(s("context.top_only", t=ctx.t, n=len(keys)), note=True))
+        blocks.append(said(s("context.top_only", t=ctx.t, n=len(keys)), note=True))
     blocks += [_component(ctx, k, keys) for k in comps if k is not None]
     terms, z = tr.tensor("z.t")[q - 1], tr.tensor("z")[q - 1]
-    head = [Num(s("inputs.col_j")), Num(s("inputs.col_token")), Num(rf"\alpha_{{{q}j}}", latex=True)]
+    head = [Num("j", latex=True), Num(s("inputs.col_token")), Num(rf"\alpha_{{{q}j}}", latex=True)]
     head += [Num(rf"\alpha_{{{q}j}}\, x^{{(j)}}_{{{k + 1}}}", latex=True) if k is not None else Num("⋯") for k in comps]
     rows = []
     for j, missing in gaps(with_gaps(keys, ctx.t), ctx.t):
@@ -78,8 +79,8 @@ def context(ctx: Ctx) -> Section:
     notes = []
     bad = [str(k + 1) for k in comps if k is not None and ctx.rounds(terms[:, k], float(z[k]))]
     if bad and ctx.t <= FULL_T:
-        notes.append(Para(s("context.rounding", cols=", ".join(bad), n=ctx.decimals), note=True))
-    blocks.append(Table("context-table", s("context.table_caption", q=q), tuple(head), tuple(rows), tuple(notes)))
+        notes.append(said(s("context.rounding", cols=", ".join(bad), n=ctx.decimals), note=True))
+    blocks.append(Table("context-table", said(s("context.table_caption", q=q)), tuple(head), tuple(rows), tuple(notes)))
     blocks.append(_context_figure(ctx, terms, z))
     return Section("context", s("context.title", q=q), tuple(blocks))
 
@@ -102,7 +103,7 @@ def _context_figure(ctx: Ctx, terms: np.ndarray, z: np.ndarray) -> Figure:
     caption = s("context.fig_caption", q=q)
     if d < ctx.d:
         caption += " " + s("context.dims_elided", n=d, d=ctx.d)
-    return Figure("fig-context", "fig-context", svg, s("context.fig_alt", q=q), caption)
+    return Figure("fig-context", "fig-context", svg, s("context.fig_alt", q=q), said(caption))
 
 
 def _heatmap(ctx: Ctx, node: str, links: bool) -> tuple[str, bool]:
@@ -112,9 +113,9 @@ def _heatmap(ctx: Ctx, node: str, links: bool) -> tuple[str, bool]:
     return heatmap_svg(ctx, f"fig-{node}", ctx.trace.tensor(node), hrefs)
 
 
-def _matrix_table(ctx: Ctx, node: str, caption: str) -> Table:
+def _matrix_table(ctx: Ctx, node: str, caption: str | Para) -> Table:
     m = ctx.trace.tensor(node)
-    head = [Num(ctx.s("inputs.col_j")), Num(ctx.s("inputs.col_token"))] + [Num(str(j + 1)) for j in range(ctx.t)]
+    head = [Num("i", latex=True), Num(ctx.s("inputs.col_token"))] + [Num(str(j + 1)) for j in range(ctx.t)]
     rows = [
         Row(
             (index(i), token(ctx, i), *[ctx.cell(f"{node}[{i + 1},{j + 1}]", float(v)) for j, v in enumerate(m[i])]),
@@ -128,30 +129,31 @@ def _matrix_table(ctx: Ctx, node: str, caption: str) -> Table:
 def pairs(ctx: Ctx) -> Section:
     """Every query at once: heatmaps, all context vectors, matrix form and its check."""
     s, q, t, tr = ctx.s, ctx.q, ctx.t, ctx.trace
-    blocks: list[Block] = [Para(s("pairs.intro", q=q, t=t))]
+    blocks: list[Block] = [said(s("pairs.intro", q=q, t=t))]
     omega_svg, small = _heatmap(ctx, "omega", links=True)
     alpha_svg, _ = _heatmap(ctx, "alpha", links=False)
     if small:
         b = math.ceil(t / HEAT_BLOCKS)
         key = "pairs.downsampled" if b > 1 else "pairs.unannotated"
-        blocks.append(Para(s(key, t=t, b=b), note=True))
+        blocks.append(said(s(key, t=t, b=b), note=True))
     elif t <= FULL_T:
-        blocks.append(Para(s("pairs.click"), interactive=True))
-    blocks.append(Figure("fig-omega", "fig-omega", omega_svg, s("pairs.omega_alt", t=t), s("pairs.omega_caption")))
-    blocks.append(Figure("fig-alpha", "fig-alpha", alpha_svg, s("pairs.alpha_alt", t=t), s("pairs.alpha_caption")))
+        blocks.append(replace(said(s("pairs.click")), interactive=True))
+    omega_cap, alpha_cap = said(s("pairs.omega_caption")), said(s("pairs.alpha_caption"))
+    blocks.append(Figure("fig-omega", "fig-omega", omega_svg, s("pairs.omega_alt", t=t), omega_cap))
+    blocks.append(Figure("fig-alpha", "fig-alpha", alpha_svg, s("pairs.alpha_alt", t=t), alpha_cap))
     if t <= FULL_T:
-        blocks.append(_matrix_table(ctx, "alpha", s("pairs.alpha_caption")))
-    blocks.append(rows_table(ctx, "z-table", s("pairs.z_caption"), "z", r"z^{(i)}_{%(k)s}"))
-    blocks.append(Para(s("pairs.matrix")))
+        blocks.append(_matrix_table(ctx, "alpha", said(s("pairs.alpha_table_caption"))))
+    blocks.append(rows_table(ctx, "z-table", said(s("pairs.z_caption")), "z", r"z^{(i)}_{%(k)s}", row="i"))
+    blocks.append(said(s("pairs.matrix")))
     blocks.append(
         Formula("formula-matrix", r",\qquad ".join(tr.node(n).latex for n in ("mat.omega", "mat.alpha", "mat.z")))
     )
     checks = {n: float(tr[f"check.{n}"].value) for n in ("omega", "alpha", "z")}
-    blocks.append(Para(s("pairs.checks", **{n: fmt.sci(v) for n, v in checks.items()})))
+    blocks.append(said(s("pairs.checks", **{n: fmt.sci(v) for n, v in checks.items()})))
     eps = float(np.finfo(np.dtype(tr.dtype)).eps)
     scale = max(1.0, float(np.max(np.abs(tr.tensor("omega")))))
     ok = all(v <= 64 * eps * scale for v in checks.values())
-    blocks.append(Para(s("pairs.agree" if ok else "pairs.differ", dtype=tr.dtype), note=True))
+    blocks.append(said(s("pairs.agree" if ok else "pairs.differ", dtype=tr.dtype), note=True))
     if t <= FULL_T:
         eqs = []
         for i in range(1, t + 1):
@@ -160,7 +162,7 @@ def pairs(ctx: Ctx) -> Section:
                 eqs.append(replace(e, anchor=f"pair-{i}-{j}", extra_label="", extra=()))
         blocks.append(Group("pairs-expansions", s("pairs.expansions"), tuple(eqs)))
     else:
-        blocks.append(Para(s("pairs.expansions_focus_only", t=t), note=True))
+        blocks.append(said(s("pairs.expansions_focus_only", t=t), note=True))
     return Section("pairs", s("pairs.title"), tuple(blocks))
 
 
@@ -173,7 +175,7 @@ def recap(ctx: Ctx) -> Section:
         return ids.fill(n.latex, {}, n.sizes)
 
     blocks: list[Block] = [
-        Para(s("recap.intro")),
+        said(s("recap.intro")),
         Formula("recap-score", general("omega"), s("recap.score")),
         Formula("recap-max", general("stable.max"), s("recap.max")),
         Formula("recap-weight", general("alpha"), s("recap.weight")),

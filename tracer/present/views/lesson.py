@@ -20,6 +20,7 @@ from tracer.errors import InputError
 from tracer.present.narrative import Narrative, Stage
 from tracer.present.strings import Strings
 from tracer.present.views.code import blocks
+from tracer.present.views.common import unfollowed
 from tracer.present.views.model import Block, Formula, Page, Para, Section
 from tracer.present.views.nodes import LessonCtx, node_blocks, values_table
 from tracer.present.views.worked import bars, heatmaps, written
@@ -61,7 +62,7 @@ def section(ctx: LessonCtx, n: int, stage: str, story: Stage, code: Sequence[Blo
         blocks += written(ctx, tr.node(name))
     for name in story.bars:
         blocks += bars(ctx, tr.node(name))
-    values = values_table(ctx, nodes, f"{stage}-values")
+    values = values_table(ctx, nodes, f"{stage}-values", n)
     if values is not None:
         blocks.append(values)
     blocks += code
@@ -91,6 +92,7 @@ def build(trace: Trace, story: Narrative, decimals: int = 4) -> Page:
         (s("page.summary_query"), f"x({q}) · {trace.tokens[q - 1]}"),
         (s("page.summary_dtype"), trace.dtype),
         (s("page.summary_decimals"), s("page.decimals", n=decimals)),
+        *unfollowed(trace, s),
     )
     ui = {k: s(f"page.{k}") for k in ("nav_prev", "nav_next", "nav_label", "contents")}
     return Page(

@@ -230,7 +230,7 @@ def _grid(
     return Table(anchor_id, caption(ctx, node, part), tuple(head), tuple(rows), notes)
 
 
-def values_table(ctx: LessonCtx, nodes: list[Node], anchor_id: str) -> Table | None:
+def values_table(ctx: LessonCtx, nodes: list[Node], anchor_id: str, section: int) -> Table | None:
     """One table for a stage's scalars: constants, and the checks that compare two forms.
 
     Each row says what the number is in the narrative's words; the step id
@@ -248,4 +248,4 @@ def values_table(ctx: LessonCtx, nodes: list[Node], anchor_id: str) -> Table | N
     if not rows:
         return None
     head = (Num(ctx.s("lesson.col_what")), Num(ctx.s("lesson.col_value")))
-    return Table(anchor_id, Para(ctx.s("lesson.values_caption"), math=True), head, tuple(rows))
+    return Table(anchor_id, Para(ctx.s("lesson.values_caption", n=section), math=True), head, tuple(rows))

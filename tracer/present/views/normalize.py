@@ -7,7 +7,7 @@ import numpy as np
 from tracer.core import fmt
 from tracer.present.figures import plots
 from tracer.present.overflow import MAX_POWER, Overflow
-from tracer.present.views.common import Ctx, elided_row, gaps, index, pick_rows, token
+from tracer.present.views.common import Ctx, elided_row, gaps, index, pick_rows, said, token
 from tracer.present.views.model import Block, Figure, Formula, Num, Para, Row, Section, Table
 
 # (node of the per-key column, node of its sum or "" for none)
@@ -36,10 +36,12 @@ def symbol(ctx: Ctx, node: str) -> str:
     return ctx.trace[f"{node}[{ctx.q}]"].latex.split(" = ")[0]
 
 
-def _table(ctx: Ctx, anchor: str, caption: str, cols: list[tuple[str, str]], rows: list[int | None], tag: str) -> Table:
+def _table(
+    ctx: Ctx, anchor: str, caption: str | Para, cols: list[tuple[str, str]], rows: list[int | None], tag: str
+) -> Table:
     """The query's row of each column node, one table row per key, and a row of sums."""
     tr, q = ctx.trace, ctx.q
-    head = [Num(ctx.s("inputs.col_j")), Num(ctx.s("inputs.col_token"))]
+    head = [Num("j", latex=True), Num(ctx.s("inputs.col_token"))]
     head += [Num(symbol(ctx, node), latex=True) for node, _ in cols]
     out = []
     for j, missing in gaps(rows, ctx.t):
@@ -68,18 +70,18 @@ def normalize(ctx: Ctx) -> Section:
     """The focus row's scores turned into weights four ways, with a comparison figure."""
     s, q, tr = ctx.s, ctx.q, ctx.trace
     blocks: list[Block] = [
-        Para(s("norm.intro", q=q)),
-        Para(s("norm.div")),
+        said(s("norm.intro", q=q)),
+        said(s("norm.div")),
         Formula("formula-div", tr[f"div.alpha[{q}]"].latex),
-        Para(s("norm.naive")),
+        said(s("norm.naive")),
         Formula("formula-naive", tr[f"naive.alpha[{q}]"].latex),
-        Para(s("norm.stable")),
+        said(s("norm.stable")),
         Formula("formula-max", tr[f"stable.max[{q}]"].latex),
         Formula("formula-stable", tr[f"alpha[{q}]"].latex),
-        Para(s("norm.torch")),
+        said(s("norm.torch")),
         Formula("formula-torch", tr[f"torch.alpha[{q}]"].latex),
         _table(ctx, "norm-table", s("norm.table_caption"), list(COLUMNS), list(range(ctx.t)), ""),
-        Para(s("norm.max_note", q=q, m=ctx.num(float(tr.tensor("stable.max")[q - 1]))), note=True),
+        said(s("norm.max_note", q=q, m=ctx.num(float(tr.tensor("stable.max")[q - 1]))), note=True),
     ]
     series = [
         (s(f"norm.s_{key}"), np.asarray(tr.tensor(node)[q - 1], dtype=np.float64))
@@ -88,7 +90,7 @@ def normalize(ctx: Ctx) -> Section:
     svg = plots.weights("fig-weights", tr.tokens, q, series, s("norm.ylabel"))
     blocks.append(Figure("fig-weights", "fig-weights", svg, s("norm.fig_alt", n=ctx.t, q=q), s("norm.fig_caption")))
     blocks.append(
-        Para(s("norm.checks", naive=fmt.sci(tr["check.naive"].value), torch=fmt.sci(tr["check.torch"].value)))
+        said(s("norm.checks", naive=fmt.sci(tr["check.naive"].value), torch=fmt.sci(tr["check.torch"].value)))
     )
     return Section("normalize", s("norm.title"), tuple(blocks))
 
@@ -98,13 +100,13 @@ def overflow(ctx: Ctx, ov: Overflow | None) -> Section:
     s, q = ctx.s, ctx.q
     if ov is None:
         top = float(np.max(ctx.trace.tensor("omega")[q - 1]))
-        return Section("overflow", s("overflow.title"), (Para(s("overflow.none", max=MAX_POWER, m=ctx.num(top))),))
+        return Section("overflow", s("overflow.title"), (said(s("overflow.none", max=MAX_POWER, m=ctx.num(top))),))
     sub = Ctx(ov.trace, s, ctx.decimals)
     lim = ctx.num(ov.limit)
     c = f"{ov.factor:,}"
     blocks: list[Block] = [
-        Para(s("overflow.intro", c=c, c2=f"{ov.factor**2:,}", m=ctx.num(ov.top), dtype=ov.trace.dtype, limit=lim)),
-        Para(s("overflow.factor", c=c, limit=lim), note=True),
+        said(s("overflow.intro", c=c, c2=f"{ov.factor**2:,}", m=ctx.num(ov.top), dtype=ov.trace.dtype, limit=lim)),
+        said(s("overflow.factor", c=c, limit=lim), note=True),
         _table(
             sub,
             "overflow-table",
@@ -118,5 +120,5 @@ def overflow(ctx: Ctx, ov: Overflow | None) -> Section:
     naive = ov.trace.tensor("naive.alpha")[q - 1]
     total = ctx.num(float(ov.trace.tensor("alpha_sum")[q - 1]))
     counts = s("overflow.counts", inf=int(np.isinf(exps).sum()), t=ctx.t, nan=int(np.isnan(naive).sum()), sum=total)
-    blocks.append(Para(counts))
+    blocks.append(said(counts))
     return Section("overflow", s("overflow.title"), tuple(blocks))

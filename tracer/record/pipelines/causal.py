@@ -38,7 +38,7 @@ def prepare(values: torch.Tensor, d_out: int = 2, **unknown: Any) -> dict[str, A
     if unknown:
         raise InputError(f"lesson 'causal' takes no option {', '.join(sorted(unknown))}")
     d_in, t = int(values.shape[1]), int(values.shape[0])
-    linear, info = wts.choose("linear", d_in, d_out)
+    linear, info = wts.choose("linear", d_in, d_out, int(values.shape[0]))
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(wts.MODULE_SEED)
         drop = torch.nn.Dropout(DROPOUT)

@@ -38,6 +38,7 @@ def prepare(values: torch.Tensor, d_out: int = 2, **unknown: Any) -> dict[str, A
     if unknown:
         raise InputError(f"lesson 'multihead' takes no option {', '.join(sorted(unknown))}")
     d_in = int(values.shape[1])
+    wts.check_size(int(values.shape[0]), d_in, d_out, batch=HEADS)
     if d_out % HEADS:
         raise InputError(f"d_out must be divisible by the {HEADS} heads, got {d_out}")
     heads = wts.linear_layers(d_in, d_out, seed=wts.MODULE_SEED, count=HEADS)

@@ -86,7 +86,7 @@ def prepare(values: torch.Tensor, weights: str = "rand", d_out: int = 2, **unkno
 
     if unknown:
         raise InputError(f"lesson 'trainable' takes no option {', '.join(sorted(unknown))}")
-    built, info = w.choose(weights, int(values.shape[1]), d_out)
+    built, info = w.choose(weights, int(values.shape[1]), d_out, int(values.shape[0]))
     return {"weights": built, "weights_meta": info}
 
 

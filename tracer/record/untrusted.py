@@ -1,0 +1,121 @@
+"""Reading inputs and weights files that anyone may have written: sizes first, one error type always.
+
+Every reader of :mod:`tracer.record.inputs` and :mod:`tracer.record.weights`
+goes through these helpers, so a hostile file ends in one
+:class:`~tracer.errors.InputError` line, never in a stray exception or an
+allocation the limits forbid:
+
+- :func:`read_bytes`: regular files only (not ``/dev/zero`` or a pipe), at
+  most :data:`~tracer.core.limits.MAX_INPUT_BYTES`, measured before reading;
+- :func:`parse_json`: integers of any length become floats (a 5000-digit
+  integer is just too large, not a crash), ``1e999`` and nesting too deep
+  for the parser are refused, ``NaN`` and ``Infinity`` are left for
+  validation, which names the row and column that is not finite;
+- :func:`npy_shape`: a ``.npy`` header's shape and dtype are checked against
+  the limits before the array is read;
+- :func:`tensor_values`: a tensor from a ``.pt`` file as float64 numbers:
+  ``bfloat16`` and ``float16`` convert exactly (and say so); sparse,
+  quantized, meta and complex tensors are refused.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from tracer.core import files, limits
+from tracer.errors import InputError
+
+
+def read_bytes(p: Path, what: str) -> bytes:
+    """The bytes of ``p``, a regular file of at most ``MAX_INPUT_BYTES``."""
+    try:
+        return files.read_limited(p, limits.MAX_INPUT_BYTES, what)
+    except FileNotFoundError:
+        raise InputError(f"no such file: {p}") from None
+    except IsADirectoryError:
+        raise InputError(f"{p} is a directory, not an {what}") from None
+    except files.NotRegular as e:
+        raise InputError(str(e)) from None
+    except OSError as e:
+        raise InputError(f"cannot read {p}: {e.strerror or e}") from None
+
+
+def _integer(text: str) -> int | float:
+    return int(text) if len(text) <= 18 else _number(text)  # a long one as a float: never int()'s digit limit
+
+
+def _number(text: str) -> float:
+    value = float(text)  # float() of any length of digits gives inf rather than raising
+    if not math.isfinite(value):
+        raise ValueError(f"number {text[:20]}{'…' if len(text) > 20 else ''} is too large")
+    return value
+
+
+def _constant(name: str) -> float:
+    return float(name)  # NaN, Infinity: kept, so that validation names the row and column that is not finite
+
+
+def parse_json(raw: bytes, name: str) -> Any:
+    """The JSON document in ``raw``, every number a float (``InputError`` for a number too large or bad JSON)."""
+    try:
+        return json.loads(raw.decode("utf-8"), parse_int=_integer, parse_float=_number, parse_constant=_constant)
+    except RecursionError:
+        raise InputError(f"{name} is not valid JSON: nested too deeply") from None
+    except UnicodeDecodeError:
+        raise InputError(f"{name} is not valid JSON: not UTF-8 text") from None
+    except ValueError as e:  # JSONDecodeError included
+        raise InputError(f"{name} is not valid JSON: {e}"[:300]) from None
+
+
+def npy_shape(p: Path, raw: bytes) -> None:
+    """Refuse a ``.npy`` file whose header announces an array past the limits, before it is read."""
+    import io
+
+    from numpy.lib import format as npf
+
+    f = io.BytesIO(raw)
+    try:
+        major, _ = npf.read_magic(f)
+        reader = npf.read_array_header_1_0 if major == 1 else npf.read_array_header_2_0
+        shape, _, dtype = reader(f)
+    except Exception as e:  # a malformed header can fail in many ways
+        raise InputError(f"{p.name} is not a .npy file: {str(e).splitlines()[0] if str(e) else e!r}"[:300]) from None
+    if dtype.hasobject:
+        raise InputError(f"{p.name} is not a numeric .npy array: it holds Python objects")
+    if len(shape) != 2:
+        raise InputError(f"{p.name}: inputs must be a 2-d table (tokens x dims), got shape {shape}")
+    t, d = shape
+    if t > limits.MAX_TOKENS or d > limits.MAX_DIM or t * t * d > limits.MAX_CELLS:
+        raise InputError(f"{p.name}: an array of shape {shape} is too large (past the limits in docs/security.md)")
+
+
+def tensor_values(t: Any, name: str, notes: list[str] | None = None) -> np.ndarray:
+    """A torch tensor from a file as a float64 numpy array (see the module docstring)."""
+    import torch
+
+    layout = getattr(t, "layout", torch.strided)
+    if layout != torch.strided or getattr(t, "is_sparse", False):
+        raise InputError(f"{name} is a sparse tensor ({layout}): save it dense (tensor.to_dense())")
+    if getattr(t, "is_quantized", False):
+        raise InputError(f"{name} is a quantized tensor: save it dequantized (tensor.dequantize())")
+    if getattr(t, "is_meta", False) or t.device.type == "meta":
+        raise InputError(f"{name} is a meta tensor: it has a shape but no values")
+    if t.is_complex():
+        raise InputError(f"{name} is a complex tensor: inputs and weights must be real numbers")
+    if t.dtype == torch.bool:
+        raise InputError(f"{name} is a tensor of booleans, not numbers")
+    if t.dtype in (torch.bfloat16, torch.float16):
+        if notes is not None:
+            notes.append(f"{name} holds {str(t.dtype).removeprefix('torch.')}: converted exactly to float64")
+        t = t.to(torch.float64)
+    if t.numel() > limits.MAX_CELLS:
+        raise InputError(f"{name} has {t.numel():,} values, past the limits (see docs/security.md)")
+    try:
+        return np.asarray(t.detach().cpu().to(torch.float64).numpy())
+    except (TypeError, RuntimeError) as e:
+        raise InputError(f"{name} cannot be read as numbers: {str(e).splitlines()[0]}"[:300]) from None
