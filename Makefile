@@ -39,7 +39,9 @@ gold:  ## rewrite the golden reports (reports/) from today's code
 mutate:  ## mutation testing of the core with mutmut (slow: not part of `make test`; docs/testing.md)
 	$(PIP_INSTALL) -e ".[test,mutate]"
 	rm -rf mutants
-	PYTHONPATH=$(CURDIR)/mutants nice -n 19 $(PYTHON) -m mutmut run; rc=$$?; \
+	# one thread each: mutmut forks after torch has started its thread pool, and forked children hang
+	OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 PYTHONPATH=$(CURDIR)/mutants \
+	  nice -n 19 $(PYTHON) -m mutmut run; rc=$$?; \
 	$(PYTHON) -m mutmut results; exit $$rc
 
 clean:  ## remove caches and test artifacts

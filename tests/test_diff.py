@@ -10,7 +10,7 @@ import pytest
 
 import tracer
 from tracer.compare import differ
-from tracer.compare.diffmask import carry, compare, scan, shift
+from tracer.compare.diffmask import carry, compare, first, scan, self_step, shift
 from tracer.core.trace import Ref
 
 
@@ -187,6 +187,12 @@ def test_carry_follows_index_expressions() -> None:
     back = np.broadcast_to(carry(status, Ref("x", ("j", "k-1")), axes, shape), shape)
     assert back[:, 1, 3].all() and back.sum() == 3
     assert carry(status, Ref("x"), axes, shape) is True
+    # an index this cannot follow (an axis the reader lacks, a repeated axis) falls back to "any entry"
+    assert carry(status, Ref("x", ("q", "k")), axes, shape) is True
+    assert carry(status, Ref("x", ("i", "i")), axes, shape) is True
+    quiet = np.zeros((3, 4), dtype=bool)
+    assert carry(quiet, Ref("x", ("q", "k")), axes, shape) is False
+    assert carry(quiet, Ref("x", ("i", "i")), axes, shape) is False
 
 
 def test_shift_and_scan() -> None:
@@ -196,6 +202,39 @@ def test_shift_and_scan() -> None:
     ne = np.array([True, True, False, True])
     base = np.array([True, False, False, False])
     assert scan(ne, base, 0, 1).tolist() == [True, True, False, False]
+    # a change starts wherever base has one, and never wraps around from the end
+    assert scan(ne, np.array([False, False, False, True]), 0, 1).tolist() == [False, False, False, True]
+    assert scan(np.ones(4, dtype=bool), np.array([False, False, True, False]), 0, 1).tolist() == [
+        False,
+        False,
+        True,
+        True,
+    ]
+    assert scan(np.ones(5, dtype=bool), np.array([True, False, False, False, False]), 0, 2).tolist() == [
+        True,
+        False,
+        True,
+        False,
+        True,
+    ]
+
+
+@pytest.mark.parametrize(
+    ("index", "want"),
+    [
+        (("i", "j", "k-1"), (2, 1)),  # a running sum reads its previous entry along k
+        (("i", "j-2", "k"), (1, 2)),
+        (("i", "j", "k"), None),  # no shift: not a running sum
+        (("i", "k", "j-1"), None),  # axes out of order
+        (("i-1", "j", "k-1"), None),  # two shifts
+        (("i", "j", "k+1"), None),  # reads ahead
+        (("*", "j", "k-1"), None),
+        (("i", "k-1"), None),  # too few
+        (None, None),
+    ],
+)
+def test_self_step(index: tuple[str, ...] | None, want: tuple[int, int] | None) -> None:
+    assert self_step(Ref("s", index), ("i", "j", "k")) == want
 
 
 def test_drift_within_tolerance_does_not_carry_a_change(tutorial: tracer.Trace) -> None:
@@ -211,3 +250,40 @@ def test_drift_within_tolerance_does_not_carry_a_change(tutorial: tracer.Trace) 
     d = tracer.diff(tutorial, changed)
     assert [r.id for r in d.roots] == ["omega[2,1]"]
     assert d.totals.differing == 1
+
+
+def test_rows_carry_both_values(tutorial: tracer.Trace) -> None:
+    """A tensor-level root names its first differing entry with both values; only-in rows carry their one value."""
+    changed = edit(tutorial, "mat.alpha", (1, 2), 0.25)
+    root = tracer.diff(tutorial, changed).roots[0]
+    assert (root.kind, root.a) == ("value", pytest.approx(float(tutorial.tensor("mat.alpha")[1, 2])))
+    assert root.formula == tutorial["mat.alpha"].latex and root.stage == "matrix"
+    assert root.abs_diff == pytest.approx(abs(root.a - 0.25))
+    fewer = tracer.Trace([n for n in tutorial.nodes if n.name != "check.z"], tutorial.meta)
+    gone = [s for s in tracer.diff(tutorial, fewer).steps if s.id == "check.z"]
+    assert [(s.kind, s.a, s.b) for s in gone] == [("only_a", float(tutorial["check.z"].value), None)]
+    back = [s for s in tracer.diff(fewer, tutorial).steps if s.id == "check.z"]
+    assert [(s.kind, s.a, s.b) for s in back] == [("only_b", None, float(tutorial["check.z"].value))]
+
+
+def test_only_in_rows_of_elements(tutorial: tracer.Trace) -> None:
+    from tracer.record.inputs import tutorial as tutorial_inputs
+
+    values, tokens = tutorial_inputs()
+    five = tracer.trace_self_attention(values[:5], tokens=tokens[:5])
+    row = next(s for s in tracer.diff(tutorial, five, limit=1000).steps if s.id == "x[6,1]")
+    assert (row.a, row.b, row.abs_diff) == (pytest.approx(0.05), None, None)
+    row = next(s for s in tracer.diff(five, tutorial, limit=1000).steps if s.id == "x[6,1]")
+    assert (row.a, row.b) == (None, pytest.approx(0.05))
+
+
+def test_first_lists_the_first_true_entries_in_id_order() -> None:
+    assert first(np.array(True), 1) == [()]
+    assert first(np.array(True), 0) == []
+    assert first(np.array(False), 3) == []
+    assert first(np.array([False, True, True, True]), 2) == [(1,), (2,)]
+    m = np.zeros((3, 2, 2), dtype=bool)
+    m[0, 1, 1] = m[2, 0, 0] = m[2, 1, 0] = True
+    assert first(m, 10) == [(0, 1, 1), (2, 0, 0), (2, 1, 0)]
+    assert first(m, 2) == [(0, 1, 1), (2, 0, 0)]
+    assert first(m, 0) == []

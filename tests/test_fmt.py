@@ -58,6 +58,7 @@ def test_num_default_is_the_tutorials_four_decimals() -> None:
         ([0.5, float("inf"), float("nan")], 1),  # non-finite values do not count
         ([], 0),
         ([1234567.5], 0),  # the tolerance is relative (1e-6 of the value, about a float32 ulp)
+        ([0.4300015], 4),  # 1.5e-6 from 0.43: more than a float32 rounding, so not "0.43"
     ],
 )
 def test_places(values: object, want: int) -> None:
@@ -91,6 +92,7 @@ def test_full_tells_float32_neighbours_apart() -> None:
     assert fmt.full(a) != fmt.full(b)
     assert fmt.full(a) == "0.954400003"
     assert fmt.full(float("nan")) == "nan"
+    assert fmt.full(np.float32(0.1)) == "0.100000001"  # nine significant digits, not ten
 
 
 @pytest.mark.parametrize(
@@ -103,6 +105,8 @@ def test_full_tells_float32_neighbours_apart() -> None:
         (float("inf"), "float32", "float('inf')"),
         (float("-inf"), "float32", "-float('inf')"),
         (float("nan"), "float64", "float('nan')"),
+        (1e-4, "float64", "0.0001"),  # from 1e-4 on: positional
+        (1e16, "float64", "1.0e+16"),  # from 1e16 on: scientific
     ],
 )
 def test_literal_reads_back(value: float, dtype: str, want: str) -> None:
@@ -116,7 +120,13 @@ def test_literal_reads_back(value: float, dtype: str, want: str) -> None:
         assert typed(back) == typed(value)
 
 
+def test_literal_defaults_to_float32() -> None:
+    assert fmt.literal(np.float32(0.43)) == "0.43"  # as float64 it would be 0.4300000071525574
+
+
 def test_rounding_note() -> None:
     assert fmt.rounding_note([0.25, 0.75], 1.0) is False
+    assert fmt.rounding_note([0.4, 0.4], 0.8) is False  # terms rounded to 4 decimals, not to whole numbers
+    assert fmt.rounding_note([0.25, 0.75], 1.0, decimals=2) is False  # both sides at the same decimals
     assert fmt.rounding_note([0.33333, 0.33333, 0.33334], 1.0) is True  # 0.3333 × 3 shows 0.9999
     assert fmt.rounding_note([0.00004, 0.00004], 0.00008) is True  # shown terms 0 + 0, total 0.0001

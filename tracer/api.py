@@ -64,15 +64,10 @@ def example(
 
 def run(lesson: str, ex: Example, **lesson_options: Any) -> Trace:
     """Run a lesson's pipeline on a validated example (``lesson_options`` go to the lesson's ``prepare``)."""
-    import torch
-
     if lesson not in LESSONS:
         raise InputError(f"unknown lesson {lesson!r}: choose from {', '.join(LESSONS)}")
     module = importlib.import_module(LESSONS[lesson][0])
-    dt = {"float32": torch.float32, "float64": torch.float64}[ex.dtype]
-    values = torch.tensor(ex.values, dtype=torch.float64).to(dt)
-    t, d = ex.values.shape
-    meta = {"dtype": ex.dtype, "n_tokens": t, "dim": d, "source": ex.source}
+    values, dt, meta = ex.for_pipeline()
     extra = module.prepare(values, **lesson_options) if hasattr(module, "prepare") else {}
     if not hasattr(module, "prepare") and lesson_options:
         raise InputError(f"lesson {lesson!r} takes no option {', '.join(sorted(lesson_options))}")

@@ -24,7 +24,6 @@ import ast
 import re
 from collections.abc import Callable, Mapping, Sequence
 from functools import lru_cache
-from typing import Any
 
 _SEGMENT = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)(?:\[([0-9, ]*)\])?")
 _PLACEHOLDER = re.compile(r"<([a-z][a-z0-9_]*'?(?:[+-][0-9]+)?(?:,[a-z][a-z0-9_]*'?(?:[+-][0-9]+)?)*)>")
@@ -200,7 +199,7 @@ def _compile(node: ast.expr, expr: str) -> Callable[[Mapping[str, int]], int]:
 
 
 # -- globs over ids ------------------------------------------------------------
-def glob_matcher(pattern: str) -> Any:
+def glob_matcher(pattern: str) -> Callable[[str], bool]:
     """A predicate for ids matching ``pattern``.
 
     ``*`` matches any run of characters within one segment (it never crosses a
@@ -208,8 +207,8 @@ def glob_matcher(pattern: str) -> Any:
     """
     parts = re.split(r"(\*\*|\*|\?)", pattern)
     wild = {"**": ".*", "*": "[^.]*", "?": "[^.]"}
-    rx = "".join(wild.get(p, re.escape(p)) for p in parts)
-    return re.compile(rx).fullmatch
+    compiled = re.compile("".join(wild.get(p, re.escape(p)) for p in parts))
+    return lambda step_id: compiled.fullmatch(step_id) is not None
 
 
 _SHAPED = re.compile(r"([A-Za-z0-9_*?]+)(?:\[([0-9*?,]*)\])?")

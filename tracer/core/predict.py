@@ -15,10 +15,13 @@ are never derived.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import numpy as np
+
+Fix = Callable[[int, np.ndarray], np.ndarray]
+"""Corrects slice ``n`` of a predicted running sum (a stored patch) before the next is computed from it."""
 
 PREDICTABLE = {"mul", "add", "sub", "div", "acc", "sum", "max", "masked_fill"}
 
@@ -44,7 +47,7 @@ def predict(
     attrs: Mapping[str, Any],
     done: Mapping[str, np.ndarray],
     dtype: np.dtype,
-    fix: Any = None,
+    fix: Fix | None = None,
     like: np.ndarray | None = None,
 ) -> np.ndarray | None:
     """The recomputed value of a node, or None when its op or layout is not derivable.

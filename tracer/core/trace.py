@@ -13,6 +13,7 @@ This module imports numpy only: no torch, no renderer, no I/O.
 from __future__ import annotations
 
 import difflib
+import os
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import product
@@ -321,7 +322,7 @@ class Trace:
 
         return verify(self)
 
-    def save(self, path: Any) -> None:
+    def save(self, path: str | os.PathLike[str]) -> None:
         """Write the trace file (see ``docs/trace-format.md``)."""
         from tracer.core.serialize import save
 

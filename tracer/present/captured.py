@@ -18,6 +18,8 @@ from tracer.present.strings import Strings
 
 PARTS = {"p", "s", "t", "max", "shift", "exp", "sum", "quot", "keep", "kept", "scale", "xw", "n", "keepdim", "c"}
 PARTS |= {"scores", "scaled", "causal", "masked", "masked_by", "hide", "biased", "weights"}
+PARTS |= {"mean", "dev", "sq", "ss", "count", "var", "eps", "veps", "std", "norm", "shifted", "cube", "cubec", "inner"}
+PARTS |= {"u", "tanh", "erf", "onep", "half", "prod", "three", "k", "root", "r2", "one", "h"}
 """Last segments of the nodes that are parts of another node's step-by-step form."""
 
 KINDS = (
@@ -34,7 +36,7 @@ KINDS = (
 LAYOUT = {"view", "reshape", "transpose", "permute", "unsqueeze", "squeeze", "expand", "getitem", "cat", "stack"}
 LAYOUT |= {"split", "chunk", "unbind", "flatten", "unflatten"}
 ARITH = {"add", "sub", "mul", "div", "exp", "sqrt", "rsqrt", "pow", "neg", "abs", "tanh", "log", "square"}
-ARITH |= {"reciprocal", "sigmoid", "relu", "maximum", "minimum"}
+ARITH |= {"reciprocal", "sigmoid", "relu", "maximum", "minimum", "erf", "var", "layer_norm", "gelu"}
 MAX_TABLES = 6
 """A stage shows at most this many of its results as tables (every value stays in the trace)."""
 

@@ -35,13 +35,9 @@ def load(spec: str) -> tuple[Callable[..., Any], dict[str, Any], str]:
 
 def run(spec: str, ex: Example) -> Trace:
     """Run the pipeline ``spec`` on a validated example."""
-    import torch
-
     fn, story, name = load(spec)
-    dt = {"float32": torch.float32, "float64": torch.float64}[ex.dtype]
-    values = torch.tensor(ex.values, dtype=torch.float64).to(dt)
-    t, d = ex.values.shape
-    meta = {"dtype": ex.dtype, "n_tokens": t, "dim": d, "source": ex.source, "query": ex.query, "tokens": ex.tokens}
+    values, dt, meta = ex.for_pipeline()
+    meta.update(query=ex.query, tokens=ex.tokens)
     try:
         trace = fn(values, list(ex.tokens), ex.query, dt, dict(meta))
     except KeyboardInterrupt:  # the person at the keyboard, not the pipeline

@@ -21,13 +21,16 @@ import math
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from tracer.core.limits import MAX_CELLS, MAX_DIM, MAX_TOKENS
 from tracer.errors import InputError, InputNote
 from tracer.record import untrusted
+
+if TYPE_CHECKING:
+    import torch
 
 TUTORIAL_TOKENS = ["Your", "journey", "starts", "with", "one", "step"]
 TUTORIAL_INPUTS = [
@@ -53,6 +56,20 @@ class Example:
     query: int
     dtype: str
     source: dict[str, Any] = field(default_factory=dict)
+
+    def for_pipeline(self) -> tuple[torch.Tensor, torch.dtype, dict[str, Any]]:
+        """What every pipeline, a lesson or a teacher's own, is called with.
+
+        The values as a tensor in the example's dtype (rounded once, from the
+        exact float64 inputs), that torch dtype, and the trace metadata every
+        trace starts from.
+        """
+        import torch
+
+        dt = {"float32": torch.float32, "float64": torch.float64}[self.dtype]
+        values = torch.tensor(self.values, dtype=torch.float64).to(dt)
+        t, d = self.values.shape
+        return values, dt, {"dtype": self.dtype, "n_tokens": t, "dim": d, "source": self.source}
 
 
 def tutorial() -> tuple[list[list[float]], list[str]]:

@@ -23,6 +23,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
 import torch
 
 from tracer.core.trace import ELEMENT, TENSOR, Node, Ref, Trace
@@ -116,11 +117,13 @@ class Recorder:
         """The finished trace with ``meta`` (tokens, query, dtype, ...)."""
         return Trace(self._nodes, meta)
 
-    def value(self, name: str) -> torch.Tensor:
-        """The values recorded under node ``name`` (the latest node of that name)."""
+    def value(self, name: str, last: str | None = None) -> torch.Tensor:
+        """A copy of the values recorded under node ``name``; with ``last``, only the last entry along that axis."""
         for node in reversed(self._nodes):
             if node.name == name:
-                return torch.from_numpy(node.value.copy())
+                at = node.axes.index(last) if last is not None else -1
+                v = node.value if last is None else node.value[(slice(None),) * at + (-1,)]
+                return torch.from_numpy(np.array(v))
         raise KeyError(name)
 
     # -- recording ---------------------------------------------------------

@@ -14,7 +14,7 @@ import torch
 
 from tracer.core.trace import TENSOR, Ref
 from tracer.record.capture import axes as ax
-from tracer.record.capture.ops import attention, layout, pointwise, products, reduce
+from tracer.record.capture.ops import attention, layout, norms, pointwise, products, reduce
 from tracer.record.capture.ops.common import Call, Handler, as_stored
 from tracer.record.capture.session import Session
 
@@ -34,6 +34,9 @@ HANDLERS: dict[str, Handler] = {
     **dict.fromkeys(("max", "amax"), reduce.maximum),
     **dict.fromkeys(("dropout", "dropout_"), attention.dropout),
     "scaled_dot_product_attention": attention.sdpa,
+    "var": norms.variance,
+    "layer_norm": norms.layer_norm,
+    "gelu": norms.gelu,
     **dict.fromkeys(layout.ALIASES, layout.alias),
     **dict.fromkeys(("transpose", "swapaxes", "swapdims", "T", "t", "mT", "permute"), layout.permute),
     **dict.fromkeys(("view", "reshape", "view_as", "reshape_as", "flatten", "unflatten"), layout.reshape),

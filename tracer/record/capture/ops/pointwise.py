@@ -67,6 +67,7 @@ UNARY = {
     "__neg__": "neg",
     "abs": "abs",
     "tanh": "tanh",
+    "erf": "erf",
     "log": "log",
     "logical_not": "not",
     "__invert__": "not",

@@ -134,8 +134,7 @@ def _contract(s: Session, c: Call, a: Arg, b: Arg, names: tuple[str, ...], over:
         attrs={"library": op, "code": what},
     )
     s.bind(out, v)
-    sums = s.rec.value(f"{name}.s")
-    ours = sums.select(len(names), -1) if sums.dim() > len(names) else sums
+    ours = s.rec.value(f"{name}.s", last=over)
     check(s, name, v, ours, f"{name}.s", f"{name}.s left to right")
 
 
@@ -149,7 +148,7 @@ def einsum(s: Session, c: Call) -> None:
         raise Unsupported("einsum other than 'ab,bc->ac' with two operands")
     lhs, rhs = eq.replace(" ", "").split("->")
     specs = lhs.split(",")
-    letters = {ch: ch.lower() for ch in set(lhs + rhs)}
+    letters = {ch: ch.lower() for ch in set(lhs + rhs) - {","}}
     if len(set(letters.values())) != len(letters) or any(not ch.isalpha() for ch in letters):
         raise Unsupported("einsum letters")
     summed = sorted(set("".join(specs)) - set(rhs))

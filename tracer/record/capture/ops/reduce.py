@@ -134,8 +134,7 @@ def total(s: Session, c: Call) -> None:
             total=value.detach().clone(),
             attrs={"library": "sum"},
         )
-        sums = s.rec.value(f"{name}.s")
-        check(s, name, v, sums.select(d, -1), f"{name}.s", f"{name}.s left to right")
+        check(s, name, v, s.rec.value(f"{name}.s", last=over), f"{name}.s", f"{name}.s left to right")
     else:
         part = s.rec.contract(
             f"{name}.sum",
