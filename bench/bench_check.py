@@ -33,6 +33,9 @@ CASES = {
     "causal": "causal_book.py:CausalAttention",
     "multihead": "multihead_book.py:MultiHeadAttention",
 }
+D_OUT = {
+    "multihead": 8
+}  # the check builds lesson multihead with d_out = 8 (docs/check.md); the trace is timed both ways
 
 
 def timed(cmd: list[str], repeat: int) -> float:
@@ -48,7 +51,7 @@ def timed(cmd: list[str], repeat: int) -> float:
     return statistics.median(times)
 
 
-def warm(lesson: str, spec: str, repeat: int) -> tuple[float, float]:
+def warm(lesson: str, spec: str, repeat: int, **options: int) -> tuple[float, float]:
     """Median in-process times of (trace + serialize, check) after one warm-up run of each."""
     sys.path.insert(0, str(ROOT))
     from tracer import api
@@ -57,7 +60,7 @@ def warm(lesson: str, spec: str, repeat: int) -> tuple[float, float]:
     from tracer.core.serialize import dumps
 
     def trace() -> None:
-        dumps(api.trace_lesson(lesson))
+        dumps(api.trace_lesson(lesson, **options))
 
     def run() -> None:
         obj, source = load(str(ROOT / "tests" / "check_corpus" / spec))
@@ -81,18 +84,22 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=5)
     args = parser.parse_args()
     py = [sys.executable, "-m", "tracer"]
-    print(f"{'lesson':<10} {'trace s':>8} {'check s':>8} {'ratio':>6}")
+    print(f"{'lesson':<22} {'trace s':>8} {'check s':>8} {'ratio':>6}")
     with tempfile.TemporaryDirectory() as tmp:
         for lesson, spec in CASES.items():
             out = str(Path(tmp) / f"{lesson}.json")
-            trace = timed([*py, "trace", "--lesson", lesson, "-o", out, "--force"], args.repeat)
             check = timed([*py, "check", f"tests/check_corpus/{spec}", "--lesson", lesson], args.repeat)
-            print(f"{lesson:<10} {trace:>8.3f} {check:>8.3f} {check / trace:>6.2f}")
+            for extra in ([], ["--d-out", str(D_OUT[lesson])]) if lesson in D_OUT else ([],):
+                trace = timed([*py, "trace", "--lesson", lesson, *extra, "-o", out, "--force"], args.repeat)
+                label = f"{lesson} {' '.join(extra)}".strip()
+                print(f"{label:<22} {trace:>8.3f} {check:>8.3f} {check / trace:>6.2f}")
     print(f"\nin one warm process (median of {args.repeat * 4})")
-    print(f"{'lesson':<10} {'trace ms':>8} {'check ms':>8} {'ratio':>6}")
+    print(f"{'lesson':<22} {'trace ms':>8} {'check ms':>8} {'ratio':>6}")
     for lesson, spec in CASES.items():
-        trace, check = warm(lesson, spec, args.repeat * 4)
-        print(f"{lesson:<10} {trace * 1e3:>8.1f} {check * 1e3:>8.1f} {check / trace:>6.2f}")
+        for options in ({}, {"d_out": D_OUT[lesson]}) if lesson in D_OUT else ({},):
+            trace, check = warm(lesson, spec, args.repeat * 4, **options)
+            label = f"{lesson} {' '.join(f'--d-out {v}' for v in options.values())}".strip()
+            print(f"{label:<22} {trace * 1e3:>8.1f} {check * 1e3:>8.1f} {check / trace:>6.2f}")
 
 
 if __name__ == "__main__":

@@ -90,7 +90,8 @@ def test_divergence_names_element_values_and_line() -> None:
     assert d.element == "scaled[1,1]" and d.student is not None
     assert d.reference == pytest.approx(r.trace["scaled[1,1]"].value)
     assert d.student == pytest.approx(r.trace["omega[1,1]"].value, rel=1e-5)  # the unscaled score
-    assert d.where == "trainable_noscale.py:16"
+    assert d.student_id == "attn_weights.matmul" and d.student_step == "attn_weights.matmul[1,1]"
+    assert r.student is not None and r.student[d.student_step].value == pytest.approx(d.student)
     assert r.diagnosis == "scale_missing" and r.consequences == ["weights", "context"]
     assert "√d_k" in r.explain("zh") and "没有把注意力分数除以" in r.explain("zh")
 

@@ -24,6 +24,7 @@ BOOK_INIT = (
     "        self.W_key = nn.Linear(d_in, d_out, bias=False)\n"
     "        self.W_value = nn.Linear(d_in, d_out, bias=False)\n"
 )
+FORWARD_TUPLE = "    def forward(self, x):\n        q = self.W_query(x)\n        return q, q\n"
 
 
 def run(*args: str) -> tuple[int, str, str]:
@@ -39,8 +40,8 @@ def test_text_match_and_divergence() -> None:
     assert code == 1
     assert "First divergence: causal mask (masked, reference step batch.neg.omega)" in out
     assert "lesson: batch.neg.omega[1,1,2] = batch.omega[1,1,2] unless 2 > 1, then -inf = -inf" in out
-    assert "yours: batch.neg.omega[1,1,2] = 0.0000  (your tensor" in out
-    assert "causal_mask_zero.py:21" in out
+    assert "yours: attn_scores.masked_fill[1,1,2] = mask.bool.getitem[1,2] ? 0 : attn_scores[1,1,2] = 0.0000" in out
+    assert "(your tensor attn_scores.masked_fill" in out
     assert "Diagnosis [mask_zero]: The masked scores are filled with 0 instead of −∞" in out
     assert "Wrong as a consequence: scaling by √d_k, attention weights, dropout, context vectors" in out
 
@@ -57,11 +58,12 @@ def test_json_schema() -> None:
     assert code == 1 and doc["schema"] == "attn-trace-check" and doc["schema_version"] == 1
     assert set(doc) == {
         "schema", "schema_version", "lesson", "name", "ok", "roles", "stages",
-        "first_divergence", "diagnosis", "consequences", "notes",
+        "first_divergence", "diagnosis", "consequences", "notes", "opaque",
     }  # fmt: skip
     fd = doc["first_divergence"]
     assert fd["element"] == "batch.neg.omega[1,1,2]" and fd["reference"] == "-inf"
-    assert fd["student"] == 0.0 and fd["where"] == "causal_mask_zero.py:21"
+    assert fd["student"] == 0.0 and fd["student_tensor"] == "attn_scores.masked_fill"
+    assert fd["student_step"] == "attn_scores.masked_fill[1,1,2]"
     assert doc["diagnosis"]["steps"] == ["batch.neg.omega", "batch.neg.scaled"]
     assert [s["status"] for s in doc["stages"]][:5] == ["match"] * 4 + ["differs"]
 
@@ -106,11 +108,15 @@ BAD_INPUTS = {
         "A raised ZeroDivisionError: division by zero",
     ),
     "not a tensor": (
+        lambda t: write(t, HEAD + "class A(nn.Module):\n" + BOOK_INIT + FORWARD_TUPLE) + ":A",
+        "returned tuple, not a tensor",
+    ),
+    "computes nothing": (
         lambda t: (
             write(t, HEAD + "class A(nn.Module):\n" + BOOK_INIT + "    def forward(self, x):\n        return 3\n")
             + ":A"
         ),
-        "returned int, not a tensor",
+        "computed nothing in torch",
     ),
     "no weights": (
         lambda t: (

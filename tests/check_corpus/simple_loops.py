@@ -1,16 +1,18 @@
 # expect: lesson=simple name=context_vectors exit=0
-# Simple self-attention with the chapter's loops: dot products one by one, then a naive softmax.
+# Loops over the tokens: one dot product at a time, a naive softmax, each context vector a weighted sum.
 import torch
 
 
-def softmax_naive(x):
-    return torch.exp(x) / torch.exp(x).sum(dim=-1, keepdim=True)
-
-
 def context_vectors(inputs):
-    attn_scores = torch.empty(inputs.shape[0], inputs.shape[0])
-    for i, x_i in enumerate(inputs):
+    rows = []
+    for x_i in inputs:
+        rows.append(torch.stack([torch.dot(x_i, x_j) for x_j in inputs]))
+    attn_scores = torch.stack(rows)
+    attn_weights = torch.exp(attn_scores) / torch.exp(attn_scores).sum(dim=-1, keepdim=True)
+    context = []
+    for i in range(inputs.shape[0]):
+        z = torch.zeros(inputs.shape[1])
         for j, x_j in enumerate(inputs):
-            attn_scores[i, j] = torch.dot(x_i, x_j)
-    attn_weights = softmax_naive(attn_scores)
-    return attn_weights @ inputs
+            z = z + attn_weights[i, j] * x_j
+        context.append(z)
+    return torch.stack(context)

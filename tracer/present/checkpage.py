@@ -125,9 +125,10 @@ def context(r: CheckResult, lang: str) -> dict[str, Any]:
         elif d.student is None:
             verdict["yours"] = s("check.your_none")
         else:
-            verdict["yours"] = f"{d.element} = {num(d.student)}" + (
-                f"  ({s('check.made_at', id=d.student_id, where=d.where)})" if d.where else ""
-            )
+            said = f"{d.element} = {num(d.student)}"
+            if d.student_step is not None and r.student is not None:
+                said = equation(r.student, r.student[d.student_step])
+            verdict["yours"] = said + (f"  ({s('check.made_at', id=d.student_id, where=d.where)})" if d.where else "")
         verdict["run"] = run_label(s, r, d.run) if d.run != "eval" else ""
         verdict["diagnosis"] = f"[{r.hit.code}] {r.sentence(lang)}" if r.hit else s("check.no_diagnosis")
         verdict["steps"] = ", ".join(r.hit.steps) if r.hit else ""
@@ -141,7 +142,7 @@ def context(r: CheckResult, lang: str) -> dict[str, Any]:
         "roles": roles,
         "verdict": verdict,
         "cards": [card(r, s, x, n) for n, x in enumerate(r.stages, 1)],
-        "notes": [s(f"check.note_{n}") for n in r.notes],
+        "notes": [s(f"check.note_{n}", ops=", ".join(r.opaque)) for n in r.notes],
     }
 
 

@@ -64,7 +64,11 @@ def divergence_lines(s: Strings, r: CheckResult, decimals: int = 4) -> list[str]
         lines.append(f"  {s('check.your_value')}: {s('check.your_none')}")
     else:
         origin = s("check.made_at", id=d.student_id, where=d.where) if d.where else s("check.made", id=d.student_id)
-        lines.append(f"  {s('check.your_value')}: {d.element} = {num(d.student, decimals)}  ({origin})")
+        if d.student_step is not None and r.student is not None:
+            said = equation(r.student, r.student[d.student_step], decimals)
+        else:
+            said = f"{d.element} = {num(d.student, decimals)}"
+        lines.append(f"  {s('check.your_value')}: {said}  ({origin})")
     return lines
 
 
@@ -95,7 +99,7 @@ def text(r: CheckResult, lang: str = "en", verbose: bool = False) -> str:
             f"  {MARK[x.status]} {stage_name(s, q.stage):<18} {q.step:<20} {status_name(s, x.status)}{run}{tail}{extra}"
         )
     for note in r.notes:
-        out.append(s(f"check.note_{note}"))
+        out.append(s(f"check.note_{note}", ops=", ".join(r.opaque)))
     return "\n".join(out) + "\n"
 
 

@@ -43,6 +43,7 @@ class Context:
     train: list[Seen] = field(default_factory=list)
     short_error: StudentError | None = None
     short_where: str = ""
+    captured: Trace | None = None  # the student's eval run, captured
 
     @property
     def causal(self) -> bool:

@@ -42,7 +42,7 @@ class Spec:
     heads: int
     batch: bool  # called on torch.stack((inputs, inputs)) rather than on inputs
     quantities: tuple[Quantity, ...]
-    short: int = 0  # tokens of the shorter sequence the module must also handle (0: not checked)
+    short: int = 0  # tokens of a shorter sequence whose result must be the first rows of the full one (0: none)
     dropout: float = 0.0  # p of the train-mode run (0: no train-mode run)
 
     @property
@@ -107,7 +107,7 @@ SPECS: dict[str, Spec] = {
             Q("alpha", "weights", "batch.causal.alpha"),
             Q("dropped", "dropout", "dropout.alpha", run="train"),
             Q("z", "context", "batch.z"),
-            Q("short", "mask", "batch.neg.scaled", run="short"),
+            Q("short", "mask", "batch.z", run="short"),
         ),
         short=4,
         dropout=0.5,
@@ -132,7 +132,7 @@ SPECS: dict[str, Spec] = {
             Q("concat", "merge", "split.concat", True, "o"),
             Q("proj", "output", "split.proj", True, "o"),
             Q("out", "output", "split.out", False, "o"),
-            Q("short", "mask", "split.neg.scaled", run="short"),
+            Q("short", "mask", "split.out", run="short"),
         ),
         short=4,
         dropout=0.5,

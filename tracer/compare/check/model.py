@@ -23,7 +23,7 @@ class Seen:
     id: str
     op: str
     value: np.ndarray
-    where: str = ""  # "file.py:LINE" of the student's statement, when known
+    where: str = ""  # "file.py:LINE" of the student's statement, when the capture knows it
 
 
 @dataclass(frozen=True)
@@ -36,8 +36,9 @@ class Quantity:
     the scaling): it is skipped when a later quantity of its ``group`` matches
     (only those named in ``after``, when given: a sibling alternative proves nothing).
     ``run`` is the student run it is compared with: ``eval`` (dropout off),
-    ``train`` (dropout on, under the lesson's seed) or ``short`` (a sequence
-    shorter than ``context_length``).
+    ``train`` (dropout on, under the lesson's seed) or ``short`` (the result
+    on a sequence shorter than ``context_length``, which a causal module must
+    give as the first rows of its result on the whole sequence).
     """
 
     key: str
@@ -116,6 +117,7 @@ class Divergence:
     student_id: str | None
     where: str
     note: str = ""  # on the shorter sequence: the error the student's code raised
+    student_step: str | None = None  # the entry's id in the student's captured trace (explain it there)
 
     def to_json(self) -> dict[str, Any]:
         """The JSON form (``docs/check.md``)."""
@@ -130,6 +132,7 @@ class Divergence:
             "student_tensor": self.student_id,
             "where": self.where,
             "note": self.note,
+            "student_step": self.student_step,
         }
 
 

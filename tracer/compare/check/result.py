@@ -25,6 +25,8 @@ class CheckResult:
     ``ok`` is True when the student's run holds every quantity of the
     lesson; otherwise ``first_divergence`` says where it first goes wrong and
     ``diagnosis`` names the catalogue entry that explains it (or is None).
+    ``student`` is the captured trace of the student's run: explain any of
+    its steps (``first_divergence.student_step``) as a lesson's.
     Use it in a test as ``assert result.ok, result.explain("en")``.
     """
 
@@ -36,6 +38,7 @@ class CheckResult:
     trace: Trace = field(repr=False)
     notes: list[str] = field(default_factory=list)
     name: str = ""  # what was checked, e.g. "attn.py:CausalAttention"
+    student: Trace | None = field(default=None, repr=False)  # the student's run (eval mode), captured
 
     @property
     def ok(self) -> bool:
@@ -51,6 +54,11 @@ class CheckResult:
     def consequences(self) -> list[str]:
         """The stages after the first divergence that are wrong as a consequence (in lesson order, no repeats)."""
         return list(dict.fromkeys(s.quantity.stage for s in self.stages if s.status == "consequence"))
+
+    @property
+    def opaque(self) -> list[str]:
+        """The torch calls of the student's code that the capture recorded whole (opaque steps)."""
+        return [str(op) for op in (self.student.meta.get("opaque") or [])] if self.student is not None else []
 
     def sentence(self, lang: str = "en") -> str:
         """The diagnosis as one sentence in ``lang`` (empty when there is none)."""
@@ -101,6 +109,7 @@ class CheckResult:
             },
             "consequences": self.consequences,
             "notes": list(self.notes),
+            "opaque": self.opaque,
         }
 
     def dumps(self, lang: str = "en") -> str:

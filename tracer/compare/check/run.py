@@ -11,7 +11,7 @@ import torch
 from tracer.compare.check import align, lessons, roles, student
 from tracer.compare.check.catalogue import BY_CODE, diagnose
 from tracer.compare.check.context import Context, Hit
-from tracer.compare.check.model import Divergence, Quantity, Seen, StageResult
+from tracer.compare.check.model import Divergence, Match, Quantity, Seen, StageResult
 from tracer.compare.check.result import CheckResult
 from tracer.core.trace import Step
 from tracer.errors import InputError
@@ -20,8 +20,8 @@ from tracer.errors import InputError
 def check(obj: Any, lesson: str = "simple", source: str | None = None) -> CheckResult:
     """Check ``obj`` (a function for lesson ``simple``, a module class otherwise) against ``lesson``.
 
-    ``source`` is the student's file, used to say on which line a tensor was
-    made (default: the file ``obj`` was defined in).
+    ``source`` is the student's file, used to name what was checked and the
+    line where a crash happened (default: the file ``obj`` was defined in).
     """
     if lesson not in lessons.SPECS:
         raise InputError(f"unknown lesson {lesson!r}: choose from {', '.join(lessons.SPECS)}")
@@ -37,20 +37,20 @@ def check(obj: Any, lesson: str = "simple", source: str | None = None) -> CheckR
         if not callable(obj) or isinstance(obj, type):
             raise InputError(f"lesson simple checks a function f(inputs) -> context vectors, not {obj!r}")
         module, found, fn = None, {}, obj
-    main = student.run(fn, x, source, spec.seed)
+    main = student.run(fn, x, spec.seed)
     if main.error is not None:
         raise main.error
     final = Seen("output", "return", student.output_array(main.output, _name(obj)), "")
     trace = lessons.reference(spec, found)
-    ctx = Context(spec, trace, [*main.seen, final], found, final)
+    ctx = Context(spec, trace, [*main.seen, final], found, final, captured=main.trace)
     runs: dict[str, list[Seen]] = {"eval": ctx.seen}
     if module is not None and any(q.run == "train" for q in spec.quantities):
         module.train()
-        ctx.train = student.run(module, x, source, spec.seed).seen
+        ctx.train = student.run(module, x, spec.seed).seen
         module.eval()
         runs["train"] = ctx.train
     if module is not None and spec.short:
-        short = student.run(module, x[..., : spec.short, :], source, spec.seed)
+        short = student.call(module, x[..., : spec.short, :], spec.seed)
         ctx.short_error = short.error
         ctx.short_where = _where(short.error.details, source) if short.error else ""
         runs["short"] = short.seen + ([_seen_output(short.output)] if short.error is None else [])
@@ -68,7 +68,8 @@ def check(obj: Any, lesson: str = "simple", source: str | None = None) -> CheckR
             if s.status == "differs":
                 s.status = "consequence"
     label = f"{Path(source).name}:{_name(obj)}" if source else _name(obj)
-    return CheckResult(spec.name, stages, divergence, hit, list(found.values()), trace, _notes(ctx, stages), label)
+    notes = _notes(ctx, stages)
+    return CheckResult(spec.name, stages, divergence, hit, list(found.values()), trace, notes, label, main.trace)
 
 
 def _name(obj: Any) -> str:
@@ -76,9 +77,9 @@ def _name(obj: Any) -> str:
 
 
 def _seen_output(out: Any) -> Seen:
-    from tracer.compare.check.probe import as_array
-
-    return Seen("output", "return", as_array(out), "") if isinstance(out, torch.Tensor) else Seen("", "", np.zeros(0))
+    if not isinstance(out, torch.Tensor) or not out.is_floating_point():
+        return Seen("", "", np.zeros(0))
+    return Seen("output", "return", out.detach().to(torch.float64).cpu().numpy().copy(), "")
 
 
 def _ref(ctx: Context, q: Quantity) -> tuple[np.ndarray, tuple[str, ...]]:
@@ -122,6 +123,9 @@ def _other_draws(ctx: Context, stages: list[StageResult]) -> None:
         if any(t.value.ndim >= 2 and dropped_like(t.value[(0,) * (t.value.ndim - 2)], first, scale) for t in ctx.train):
             s.status = "not compared"
             s.note = "draws"
+        elif s.nearest is None:  # no tensor of the weights' shape: the dropout ran inside a library call
+            s.status = "not compared"
+            s.note = "hidden"
 
 
 def _mark_optional(stages: list[StageResult]) -> None:
@@ -193,6 +197,7 @@ def _divergence(ctx: Context, s: StageResult, hit: Hit | None, stages: list[Stag
         note = ctx.short_error.cause
         where = ctx.short_where
     element = Step(ctx.trace, node, tuple(int(i) for i in idx)).id
+    mine = _student_step(ctx, near, idx) if near is not None and s.quantity.run == "eval" else None
     return Divergence(
         s.quantity.run,
         s.quantity.stage,
@@ -204,7 +209,19 @@ def _divergence(ctx: Context, s: StageResult, hit: Hit | None, stages: list[Stag
         near.seen.id if near is not None else None,
         where,
         note,
+        mine,
     )
+
+
+def _student_step(ctx: Context, m: Match, idx: tuple[int, ...]) -> str | None:
+    """The id, in the student's captured trace, of the entry shown beside the lesson's element ``idx``."""
+    if ctx.captured is None or m.seen.id not in {n.name for n in ctx.captured.nodes}:
+        return None
+    node = ctx.captured.node(m.seen.id)
+    at = [0] * (node.value.ndim - m.lead)
+    for r, axis in enumerate(m.perm):
+        at[axis] = int(idx[r])
+    return Step(ctx.captured, node, (0,) * m.lead + tuple(at)).id
 
 
 def _where(details: str, source: str | None) -> str:
@@ -223,4 +240,6 @@ def _notes(ctx: Context, stages: list[StageResult]) -> list[str]:
     notes = []
     if ctx.spec.heads > 1:
         notes.append("no_train_dropout")
+    if ctx.captured is not None and ctx.captured.meta.get("opaque"):
+        notes.append("opaque")
     return notes

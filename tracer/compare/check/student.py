@@ -20,7 +20,8 @@ from typing import Any
 import torch
 
 from tracer.compare.check.model import Seen
-from tracer.errors import InputError
+from tracer.core.trace import Trace
+from tracer.errors import InputError, TracerError
 
 
 class StudentError(InputError):
@@ -34,11 +35,12 @@ class StudentError(InputError):
 
 @dataclass
 class Run:
-    """One run of the student's code: the tensors it made and what it returned."""
+    """One run of the student's code: the tensors it made, what it returned, and the captured trace."""
 
     seen: list[Seen]
     output: Any
     error: StudentError | None = None
+    trace: Trace | None = None
 
 
 def load(spec: str) -> tuple[Any, str]:
@@ -87,32 +89,43 @@ def construct(cls: Any, args: Sequence[Any], names: Sequence[str], seed: int) ->
     return module
 
 
-def run(fn: Callable[..., Any], x: torch.Tensor, source: str | None, seed: int | None) -> Run:
-    """Call ``fn(x)`` with its tensors recorded; a crash is kept in the run, not raised."""
-    from tracer.compare.check.probe import Probe
+def run(fn: Callable[..., Any], x: torch.Tensor, seed: int | None) -> Run:
+    """Call ``fn(x)`` under torch capture; a crash is kept in the run, not raised."""
+    from tracer.compare.check.captured import capture, seen
 
-    probe = Probe(source)
     with torch.random.fork_rng(devices=[]), torch.no_grad():
         if seed is not None:
             torch.manual_seed(seed)
         try:
-            with probe:
-                out = fn(x)
+            out, trace = capture(fn, x)
+        except TracerError:  # the capture's own verdict on the code (it computed nothing in torch, ...)
+            raise
         except Exception as e:
             err = StudentError(f"{_name(fn)} raised {_one_line(e)}", traceback.format_exc(), _one_line(e))
-            return Run(probe.seen, None, err)
-    return Run(probe.seen, out)
+            return Run([], None, err)
+    return Run(seen(trace), out, None, trace)
+
+
+def call(fn: Callable[..., Any], x: torch.Tensor, seed: int | None) -> Run:
+    """Call ``fn(x)`` without capture (only its result is compared); a crash is kept in the run."""
+    with torch.random.fork_rng(devices=[]), torch.no_grad():
+        if seed is not None:
+            torch.manual_seed(seed)
+        try:
+            out = fn(x)
+        except Exception as e:
+            err = StudentError(f"{_name(fn)} raised {_one_line(e)}", traceback.format_exc(), _one_line(e))
+            return Run([], None, err)
+    return Run([], out)
 
 
 def output_array(out: Any, what: str) -> Any:
     """The returned tensor as a float64 array (a non-tensor result is an error)."""
-    from tracer.compare.check.probe import as_array
-
     if not isinstance(out, torch.Tensor):
         raise InputError(f"{what} returned {type(out).__name__}, not a tensor")
     if not out.is_floating_point():
         raise InputError(f"{what} returned a {out.dtype} tensor, not floating-point values")
-    return as_array(out)
+    return out.detach().to(torch.float64).cpu().numpy().copy()
 
 
 def _name(obj: Any) -> str:
