@@ -33,7 +33,7 @@ def blocks(trace: Trace, s: Strings) -> dict[str, list[Block]]:
     for stage, sources in cells.items():
         for n, source in enumerate(sources, 1):
             output = tuple(line for name in CHECKED.findall(source) for line in printed(trace, name))
-            label = s("code.label") if n == 1 else ""
+            label = "" if out else s("code.label")  # said once, over the page's first code
             block = Code(f"code-{stage}-{n}", label, source.rstrip("\n"), output)
             out.setdefault(stage, []).append(block)
     return out

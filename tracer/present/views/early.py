@@ -41,7 +41,7 @@ def dot(ctx: Ctx, i: int, j: int, focus: bool) -> Equation:
     x, p, run = tr.tensor("x"), tr.tensor("omega.p"), tr.tensor("omega.s")
     total = float(tr.tensor("omega")[i - 1, j - 1])
     sid = f"omega[{i},{j}]"
-    lhs, definition = tr[sid].latex.split(" = ")[:2]
+    lhs, *definition = tr[sid].latex.split(" = ")[:2]  # a file's formula may have no "="
     factors, products, sums = [], [], []
     for k in elide(ctx.d):
         if k is None:
@@ -54,7 +54,7 @@ def dot(ctx: Ctx, i: int, j: int, focus: bool) -> Equation:
         products.append(tex(ctx.num(float(p[i - 1, j - 1, k]))))
         sums.append(rf"s_{{{k + 1}}} = {ctx.num(float(run[i - 1, j - 1, k]))}")
     note = ctx.s("scores.rounding", n=ctx.decimals) if ctx.rounds(p[i - 1, j - 1], total) else ""
-    steps = [definition, chunked(factors), chunked(products), ctx.num(total)]
+    steps = [*definition, chunked(factors), chunked(products), ctx.num(total)]
     return board(f"omega-{i}-{j}", sid, lhs, steps, ctx.s("scores.partial"), sums, note, focus)
 
 
