@@ -14,6 +14,7 @@ import importlib
 
 from tracer.core.trace import Trace
 from tracer.present.strings import Strings
+from tracer.present.views.common import FULL_T
 from tracer.present.views.model import Block, Code, Section
 
 SECTION = {"matrix": "pairs"}
@@ -28,6 +29,8 @@ def blocks(trace: Trace, s: Strings) -> dict[str, list[Block]]:
     lesson = str(trace.meta.get("lesson", "simple"))
     if lesson not in CODE or trace.meta.get("captured") or "narrative" in trace.meta:
         return {}  # a teacher's pipeline or captured code: its notebook re-runs that code, not a lesson's
+    if len(trace.tokens) > FULL_T:
+        return {}  # the printed tensors would be the size of the trace: the notebook is the place for them
     cells: dict[str, list[str]] = importlib.import_module(CODE[lesson]).cells(trace)
     out: dict[str, list[Block]] = {}
     for stage, sources in cells.items():
