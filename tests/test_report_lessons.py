@@ -96,7 +96,7 @@ def test_markdown_tables_show_the_trace(lesson: str) -> None:
 def test_worked_dot_product_matches_the_trace() -> None:
     t = lesson_trace("trainable")
     page = lesson_report("trainable", "en")["index.html"].decode()
-    block = re.search(r'class="equation[^>]*data-id="omega\[2,1\]">.*?</math>', page, re.S)
+    block = re.search(r'class="equation[^>]*data-id="omega\[2,1\]">.*?<div class="extra">', page, re.S)
     assert block is not None
     numbers = [n for n in re.findall(r"<mn>([^<]+)</mn>", block.group(0)) if "." in n]
     want = []

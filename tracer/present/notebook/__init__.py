@@ -24,7 +24,7 @@ from tracer.core.trace import Trace
 from tracer.errors import InputError
 from tracer.present import narrative
 from tracer.present.notebook.captured import cells as captured_cells
-from tracer.present.notebook.code import Cell, setup
+from tracer.present.notebook.code import Cell, setup, traced_cell
 from tracer.present.notebook.pipeline import cells as custom_cells
 from tracer.present.render.env import md
 from tracer.present.strings import Strings
@@ -88,8 +88,10 @@ def cells(trace: Trace, lang: str = "en", pipeline: str | None = None) -> list[d
         per_stage = importlib.import_module(CODE[lesson]).cells(trace)
     else:
         raise InputError(f"no notebook code for lesson {lesson!r} yet: notebooks cover {', '.join(CODE)}")
+    everything = "".join(code for stage in per_stage.values() for code in stage)
     out = [_cell("markdown", cell_id(lesson, "intro"), intro(trace, story, s))]
     out.append(_cell("code", cell_id(lesson, "setup"), setup(trace)))
+    out.append(_cell("code", cell_id(lesson, "traced"), traced_cell(trace, everything)))
     for n, stage in enumerate(trace.stages, 1):
         prose = story.stage(stage)
         out.append(_cell("markdown", cell_id(lesson, stage), f"## {n}. {prose.title}\n\n{prose.text}\n"))

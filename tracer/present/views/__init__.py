@@ -12,6 +12,8 @@ from tracer.core.trace import Trace
 from tracer.errors import InputError
 from tracer.present.overflow import Overflow
 from tracer.present.strings import Strings
+from tracer.present.views import code
+from tracer.present.views.code import with_code
 from tracer.present.views.common import Ctx, unfollowed
 from tracer.present.views.early import inputs, scores
 from tracer.present.views.late import context, pairs, recap
@@ -37,14 +39,17 @@ def build(trace: Trace, lang: str = "en", decimals: int = 4, scaled: Overflow | 
         (s("page.summary_decimals"), s("page.decimals", n=decimals)),
         *unfollowed(trace, s),
     )
-    sections = (
-        inputs(ctx),
-        scores(ctx),
-        normalize(ctx),
-        overflow(ctx, scaled),
-        context(ctx),
-        pairs(ctx),
-        recap(ctx),
+    sections = with_code(
+        (
+            inputs(ctx),
+            scores(ctx),
+            normalize(ctx),
+            overflow(ctx, scaled),
+            context(ctx),
+            pairs(ctx),
+            recap(ctx),
+        ),
+        code.blocks(trace, s),
     )
     ui = {k: s(f"page.{k}") for k in ("nav_prev", "nav_next", "nav_label", "contents")}
     return Page(
