@@ -7,6 +7,7 @@ exactly what attn-trace recorded.
 
 from __future__ import annotations
 
+import importlib
 import re
 from typing import Any
 
@@ -17,6 +18,22 @@ from tracer.core.trace import Trace
 
 Cell = str
 """The source of one code cell."""
+
+CODE = {name: f"tracer.present.notebook.{name}" for name in ("simple", "trainable", "causal", "multihead")}
+"""Lesson -> module whose ``cells(trace)`` gives each stage's code cells."""
+
+
+def lesson_cells(trace: Trace) -> dict[str, list[Cell]]:
+    """Stage -> code cells of a built-in lesson's trace (its module in :data:`CODE` writes them).
+
+    The one source of the code a report shows (:mod:`tracer.present.views.code`)
+    and a notebook runs (:mod:`tracer.present.notebook`).  Lives here, beside
+    the helpers the lesson modules share, so that the views can read it
+    without importing the notebook package, which builds on the views.
+    """
+    cells: dict[str, list[Cell]] = importlib.import_module(CODE[str(trace.meta.get("lesson", "simple"))]).cells(trace)
+    return cells
+
 
 SHOW = '''def text(t, indent=10):
     """The numbers of a tensor, a row per line (continuation lines indented), signs in a column of their own."""

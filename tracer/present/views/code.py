@@ -1,7 +1,7 @@
 """The code beside the maths: each stage's PyTorch lines, taken from the lesson's notebook code.
 
 One source: a report shows exactly the code cells that ``attn-trace
-notebook`` writes for the same trace (:data:`tracer.present.notebook.CODE`),
+notebook`` writes for the same trace (:func:`tracer.present.notebook.code.lesson_cells`),
 and under them what their ``show(...)`` checks print, torch's value beside
 the traced one (:func:`~tracer.present.notebook.code.printed`).  A test runs
 the notebook and compares its printed lines with the page's.  Lessons
@@ -9,8 +9,6 @@ without notebook code (a teacher's own pipeline) get no code blocks.
 """
 
 from __future__ import annotations
-
-import importlib
 
 from tracer.core.trace import Trace
 from tracer.present.strings import Strings
@@ -23,15 +21,15 @@ SECTION = {"matrix": "pairs"}
 
 def blocks(trace: Trace, s: Strings) -> dict[str, list[Block]]:
     """Stage -> its code blocks (empty when the lesson has no notebook code)."""
-    from tracer.present.notebook import CODE  # the notebook package builds on the views: import it when used
-    from tracer.present.notebook.code import CHECKED, printed
+    # a leaf module, but importing it runs the notebook package's __init__, which reaches the renderers
+    from tracer.present.notebook.code import CHECKED, CODE, lesson_cells, printed
 
     lesson = str(trace.meta.get("lesson", "simple"))
     if lesson not in CODE or trace.meta.get("captured") or "narrative" in trace.meta:
         return {}  # a teacher's pipeline or captured code: its notebook re-runs that code, not a lesson's
     if len(trace.tokens) > FULL_T:
         return {}  # the printed tensors would be the size of the trace: the notebook is the place for them
-    cells: dict[str, list[str]] = importlib.import_module(CODE[lesson]).cells(trace)
+    cells = lesson_cells(trace)
     out: dict[str, list[Block]] = {}
     for stage, sources in cells.items():
         for n, source in enumerate(sources, 1):

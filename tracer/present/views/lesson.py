@@ -22,6 +22,7 @@ from tracer.present.views.code import blocks
 from tracer.present.views.common import unfollowed
 from tracer.present.views.model import Block, Formula, Page, Para, Section
 from tracer.present.views.nodes import LessonCtx, node_blocks, values_table
+from tracer.present.views.order import stage_order
 from tracer.present.views.worked import bars, heatmaps, written
 from tracer.version import __version__
 
@@ -67,12 +68,6 @@ def section(ctx: LessonCtx, n: int, stage: str, story: Stage, code: Sequence[Blo
         blocks.append(values)
     blocks += code
     return Section(stage, f"{n}. {story.title}", tuple(blocks))
-
-
-def stage_order(trace: Trace) -> list[str]:
-    """The stages in the order the lesson lists them (``meta["stages"]``), else as first recorded."""
-    listed = [str(s) for s in trace.meta.get("stages", [])]
-    return [s for s in listed if s in trace.stages] + [s for s in trace.stages if s not in listed]
 
 
 def build(trace: Trace, story: Narrative, decimals: int = 4) -> Page:
