@@ -37,7 +37,7 @@ $(VENV)/bin/python:
 $(VENV)/.installed: $(VENV)/bin/python pyproject.toml constraints.txt
 	$(SAY) "installing torch $(TORCH) (CPU build) into $(VENV) ..."
 	@t=$$(date +%s); $(PIP) --retries 2 --no-deps --extra-index-url $(TORCH_INDEX) "torch==$(TORCH)" \
-	  && echo "attn-trace:   torch $$($(PY) -c 'import torch; print(torch.__version__)') in $$(( $$(date +%s) - t )) s"
+	  && echo "attn-trace:   torch $$($(PY) -c 'from importlib.metadata import version; print(version("torch"))') in $$(( $$(date +%s) - t )) s"
 	$(SAY) "installing attn-trace and its test tools into $(VENV) ..."
 	@t=$$(date +%s); $(PIP) -e ".[test]" && echo "attn-trace:   done in $$(( $$(date +%s) - t )) s"
 	@touch $@

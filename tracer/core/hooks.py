@@ -5,13 +5,14 @@ that know how to draw it (:mod:`tracer.present.display`) or how to write it
 (:mod:`tracer.core.serialize`, which itself imports the trace).  Instead the
 package's top (``tracer/__init__.py``, which Python runs before any
 submodule) registers one function per service here, and
-``Trace._repr_mimebundle_``, ``Step._repr_mimebundle_`` and ``Trace.save``
-call through this table.  The registered functions import their modules
+``Trace._repr_mimebundle_``, ``Step._repr_mimebundle_``, both ``__repr__``
+(:mod:`tracer.core.reprs`, which needs :mod:`tracer.core.portable`, itself
+built on the trace) and ``Trace.save`` call through this table.  The registered functions import their modules
 lazily, so ``import tracer`` stays cheap.
 
     >>> from tracer.core import hooks
     >>> sorted(hooks.registered())
-    ['check_text', 'display', 'save']
+    ['check_text', 'display', 'repr', 'save']
 
 ``check_text`` is the same arrangement for a student-check result
 (:meth:`tracer.compare.check.result.CheckResult.explain`), whose text is
@@ -27,7 +28,7 @@ _SERVICES: dict[str, Callable[..., Any]] = {}
 
 
 def register(name: str, fn: Callable[..., Any]) -> None:
-    """Provide service ``name`` (``"display"``, ``"save"``, ``"check_text"``); a later one replaces an earlier."""
+    """Provide service ``name`` (``"display"``, ``"repr"``, ``"save"``, ``"check_text"``); a later one replaces."""
     _SERVICES[name] = fn
 
 
