@@ -39,7 +39,9 @@ $(VENV)/.installed: $(VENV)/bin/python pyproject.toml constraints.txt
 	@t=$$(date +%s); $(PIP) --retries 2 --no-deps --extra-index-url $(TORCH_INDEX) "torch==$(TORCH)" \
 	  && echo "attn-trace:   torch $$($(PY) -c 'from importlib.metadata import version; print(version("torch"))') in $$(( $$(date +%s) - t )) s"
 	$(SAY) "installing attn-trace and its test tools into $(VENV) ..."
-	@t=$$(date +%s); $(PIP) -e ".[test]" && echo "attn-trace:   done in $$(( $$(date +%s) - t )) s"
+	@t=$$(date +%s); $(PIP) -e ".[test]" && echo "attn-trace:   done in $$(( $$(date +%s) - t )) s" || { \
+	  echo "attn-trace: the install failed; pip says why without --quiet: $(PY) -m pip install -c constraints.txt -e '.[test]'" >&2; \
+	  exit 1; }
 	@touch $@
 
 install: $(READY)  ## install attn-trace (editable) with its tested pins and test tools
