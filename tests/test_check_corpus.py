@@ -64,3 +64,14 @@ def test_docs_list_the_catalogue() -> None:
     doc = (Path(__file__).parent.parent / "docs" / "check.md").read_text(encoding="utf-8")
     for entry in CATALOGUE:
         assert f"| `{entry.code}` |" in doc
+
+
+def test_changelog_counts_the_corpus() -> None:
+    """The CHANGELOG's corpus size and expected-failure note say what ``tests/check_corpus`` holds."""
+    import re
+
+    text = " ".join((Path(__file__).parent.parent / "CHANGELOG.md").read_text(encoding="utf-8").split())
+    said = re.findall(r"A corpus of (\d+) student implementations", text)
+    assert said == [str(len(FILES))], f"CHANGELOG says {said}, tests/check_corpus holds {len(FILES)}"
+    xfails = [p.stem for p in FILES if "xfail" in expectation(p)]
+    assert ("strict expected failure" in text) == bool(xfails), xfails
