@@ -34,8 +34,13 @@ def computed(node: Node) -> bool:
     return "func" in node.attrs or "library" in node.attrs
 
 
-def seen(trace: Trace) -> list[Seen]:
-    """The student's tensors in the order they were made."""
+def seen(trace: Trace, sites: dict[str, str] | None = None) -> list[Seen]:
+    """The student's tensors in the order they were made, each with the ``file.py:LINE`` that made it.
+
+    ``sites`` maps node ids to lines (:meth:`Capture.sites`); a documented
+    step of a library call (``out.scores`` of an SDPA call) takes its call's line.
+    """
+    sites = sites or {}
     nodes = {n.name: n for n in trace.nodes}
     out = []
     for node in trace.nodes:
@@ -44,8 +49,18 @@ def seen(trace: Trace) -> list[Seen]:
         if node.op != "input" and not computed(node) and not _sdpa_part(node.name, nodes):
             continue
         value = np.asarray(node.value, dtype=np.float64)
-        out.append(Seen(node.name, node.op, value, str(node.attrs.get("line", ""))))
+        out.append(Seen(node.name, node.op, value, _site(node.name, sites)))
     return out
+
+
+def _site(name: str, sites: dict[str, str]) -> str:
+    """The line of ``name``, or of its nearest recorded ancestor (``a.b.c`` -> ``a.b`` -> ``a``)."""
+    parts = name.split(".")
+    for cut in range(len(parts), 0, -1):
+        got = sites.get(".".join(parts[:cut]))
+        if got:
+            return got
+    return ""
 
 
 def _sdpa_part(name: str, nodes: dict[str, Node]) -> bool:
@@ -58,8 +73,8 @@ def _sdpa_part(name: str, nodes: dict[str, Node]) -> bool:
     return False
 
 
-def capture(fn: Callable[..., Any], x: torch.Tensor) -> tuple[Any, Trace]:
-    """``fn(x)`` captured: its result and the trace.
+def capture(fn: Callable[..., Any], x: torch.Tensor) -> tuple[Any, Trace, dict[str, str]]:
+    """``fn(x)`` captured: its result, the trace, and the line that made each node.
 
     The capture's stderr line about ops recorded whole is kept out of the
     check's output; the check lists them itself (``trace.meta["opaque"]``).
@@ -68,4 +83,4 @@ def capture(fn: Callable[..., Any], x: torch.Tensor) -> tuple[Any, Trace]:
 
     with contextlib.redirect_stderr(io.StringIO()), start(name="student") as cap:
         out = fn(x)
-    return out, cap.trace
+    return out, cap.trace, cap.sites()

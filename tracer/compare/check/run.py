@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from tracer.compare.check import align, lessons, roles, student
+from tracer.compare.check import align, deadline, lessons, roles, student
 from tracer.compare.check.catalogue import BY_CODE, diagnose
 from tracer.compare.check.context import Context, Hit
 from tracer.compare.check.model import Divergence, Match, Quantity, Seen, StageResult
@@ -17,16 +17,22 @@ from tracer.core.trace import Step
 from tracer.errors import InputError
 
 
-def check(obj: Any, lesson: str = "simple", source: str | None = None) -> CheckResult:
+def check(obj: Any, lesson: str = "simple", source: str | None = None, timeout: float | None = None) -> CheckResult:
     """Check ``obj`` (a function for lesson ``simple``, a module class otherwise) against ``lesson``.
 
     ``source`` is the student's file, used to name what was checked and the
     line where a crash happened (default: the file ``obj`` was defined in).
+    ``timeout`` limits the whole check, in seconds (default
+    :data:`deadline.SECONDS`; 0: no limit): an endless loop in the student's
+    code ends it with an :class:`~tracer.errors.InputError`.
     """
     if lesson not in lessons.SPECS:
         raise InputError(f"unknown lesson {lesson!r}: choose from {', '.join(lessons.SPECS)}")
-    spec = lessons.SPECS[lesson]
-    source = source or student.source_of(obj)
+    with deadline.limit(deadline.SECONDS if timeout is None else timeout, f"the check of {_name(obj)}"):
+        return _check(obj, lessons.SPECS[lesson], source or student.source_of(obj))
+
+
+def _check(obj: Any, spec: lessons.Spec, source: str | None) -> CheckResult:
     x = lessons.inputs(spec)
     if spec.is_class:
         module = student.construct(obj, spec.args, spec.signature, spec.seed)

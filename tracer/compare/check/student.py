@@ -19,6 +19,7 @@ from typing import Any
 
 import torch
 
+from tracer.compare.check import deadline
 from tracer.compare.check.model import Seen
 from tracer.core.trace import Trace
 from tracer.errors import InputError, TracerError
@@ -43,8 +44,8 @@ class Run:
     trace: Trace | None = None
 
 
-def load(spec: str) -> tuple[Any, str]:
-    """The object ``NAME`` of ``FILE.py:NAME`` and the file's path."""
+def load(spec: str, timeout: float | None = None) -> tuple[Any, str]:
+    """The object ``NAME`` of ``FILE.py:NAME`` and the file's path (the import limited to ``timeout`` seconds)."""
     where, sep, name = spec.rpartition(":")
     if not sep or not where.endswith(".py") or not name:
         raise InputError(f"check wants FILE.py:NAME, not {spec!r}")
@@ -56,8 +57,9 @@ def load(spec: str) -> tuple[Any, str]:
         raise InputError(f"cannot load {where} as Python")
     module = importlib.util.module_from_spec(loader)
     try:
-        loader.loader.exec_module(module)
-    except KeyboardInterrupt:
+        with deadline.limit(deadline.SECONDS if timeout is None else timeout, f"importing {where}"):
+            loader.loader.exec_module(module)
+    except (KeyboardInterrupt, InputError):
         raise
     except BaseException as e:  # the student's file: any failure, SystemExit included, is one line
         raise StudentError(f"{where} failed to import: {_one_line(e)}", traceback.format_exc()) from None
@@ -86,10 +88,10 @@ def construct(cls: Any, args: Sequence[Any], names: Sequence[str], seed: int) ->
         torch.manual_seed(seed)
         try:
             module = cls(*args)
-        except KeyboardInterrupt:
+        except (KeyboardInterrupt, deadline.Overtime):
             raise
         except BaseException as e:  # SystemExit too: the student's code, not ours
-            raise StudentError(f"{_name(cls)}{_shape(names)} raised {_one_line(e)}", traceback.format_exc()) from None
+            raise StudentError(f"{_name(cls)}{_shape(names)} raised {_failure(e)}", traceback.format_exc()) from None
     return module
 
 
@@ -101,13 +103,13 @@ def run(fn: Callable[..., Any], x: torch.Tensor, seed: int | None) -> Run:
         if seed is not None:
             torch.manual_seed(seed)
         try:
-            out, trace = capture(fn, x)
-        except (TracerError, KeyboardInterrupt):  # the capture's own verdict, or the person at the keyboard
+            out, trace, sites = capture(fn, x)
+        except (TracerError, KeyboardInterrupt, deadline.Overtime):  # ours, the keyboard's, the clock's
             raise
         except BaseException as e:  # SystemExit too: the student's code, not ours
-            err = StudentError(f"{_name(fn)} raised {_one_line(e)}", traceback.format_exc(), _one_line(e))
+            err = StudentError(f"{_name(fn)} raised {_failure(e)}", traceback.format_exc(), _one_line(e))
             return Run([], None, err)
-    return Run(seen(trace), out, None, trace)
+    return Run(seen(trace, sites), out, None, trace)
 
 
 def call(fn: Callable[..., Any], x: torch.Tensor, seed: int | None) -> Run:
@@ -117,10 +119,10 @@ def call(fn: Callable[..., Any], x: torch.Tensor, seed: int | None) -> Run:
             torch.manual_seed(seed)
         try:
             out = fn(x)
-        except KeyboardInterrupt:
+        except (KeyboardInterrupt, deadline.Overtime):
             raise
         except BaseException as e:  # SystemExit too: the student's code, not ours
-            err = StudentError(f"{_name(fn)} raised {_one_line(e)}", traceback.format_exc(), _one_line(e))
+            err = StudentError(f"{_name(fn)} raised {_failure(e)}", traceback.format_exc(), _one_line(e))
             return Run([], None, err)
     return Run([], out)
 
@@ -145,6 +147,20 @@ def _shape(names: Sequence[str]) -> str:
 def _one_line(e: BaseException) -> str:
     text = str(e).strip().splitlines()
     return f"{type(e).__name__}: {text[0]}" if text else type(e).__name__
+
+
+def _failure(e: BaseException) -> str:
+    """The exception in one line, with the student's line that raised it (``… at attn.py:14``)."""
+    where = crash_site(e)
+    return f"{_one_line(e)} at {where}" if where else _one_line(e)
+
+
+def crash_site(e: BaseException) -> str:
+    """``file.py:LINE`` of the innermost frame of ``e``'s traceback in the user's code (not torch's, not ours)."""
+    from tracer.record.capture.site import user_file
+
+    frames = [f for f in traceback.extract_tb(e.__traceback__) if user_file(f.filename)]
+    return f"{Path(frames[-1].filename).name}:{frames[-1].lineno}" if frames else ""
 
 
 def clean_modules(prefix: str = "attn_trace_student_") -> None:

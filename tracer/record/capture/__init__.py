@@ -91,6 +91,18 @@ class Capture:
             return None
         return self._names.get(v.name, v.name) if "§" in v.name else v.name
 
+    def sites(self) -> dict[str, str]:
+        """Node id -> ``"file.py:LINE"`` of the user statement whose op made it (ops run in user code only).
+
+        The line is read off the stack when the op runs, so a loop body or a
+        module's ``forward`` points at the student's own line, not at torch.
+        """
+        out = {}
+        for base, info in self.session.info.items():
+            if info.site is not None and base in self._names:
+                out[self._names[base]] = info.site.where
+        return out
+
     def _finish(self) -> Trace:
         s = self.session
         raw = s.rec.trace({}).nodes

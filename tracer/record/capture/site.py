@@ -39,11 +39,15 @@ class Site:
     code: str  # the function's name
 
 
+def user_file(name: str) -> bool:
+    """True for a source file of the user's code: not torch's, not attn-trace's, not a context-manager helper."""
+    return not name.startswith(_SKIP) and not name.endswith(_STDLIB_SKIP)
+
+
 def _user_frame(depth: int) -> FrameType | None:
     f: FrameType | None = sys._getframe(depth + 1)
     while f is not None:
-        name = f.f_code.co_filename
-        if not name.startswith(_SKIP) and not name.endswith(_STDLIB_SKIP):
+        if user_file(f.f_code.co_filename):
             return f
         f = f.f_back
     return None

@@ -1,0 +1,88 @@
+"""The click group every command registers on, its error handling, and the output helpers they share.
+
+Exit codes: 0 ok, 1 differences found (``diff``, ``verify``, ``check``), 2
+bad usage or bad input, reported in one line with no traceback.  Results go
+to stdout or ``-o``; status lines go to stderr.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+
+import tracer
+from tracer.errors import InputError, TracerError
+
+
+class UserError(click.ClickException):
+    """Bad input or usage: one line on stderr, exit code 2."""
+
+    exit_code = 2
+
+
+class App(click.Group):
+    """A group that turns the tracer's own errors into one-line exit-2 messages."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except InputError as e:
+            flag = OPTION_OF.get(e.arg or "")
+            raise UserError(f"{flag} {e.problem}" if flag else str(e)) from None
+        except TracerError as e:
+            raise UserError(str(e)) from None
+
+
+OPTION_OF = {
+    "text": "--text",
+    "dim": "--dim",
+    "seed": "--seed",
+    "d_out": "--d-out",
+    "spec": "--pipeline",
+    "torch": "--torch",
+}
+"""The CLI option that carries each library argument named in an :class:`~tracer.errors.InputError`."""
+
+
+@click.group(cls=App, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+@click.version_option(tracer.__version__, "--version", prog_name="attn-trace")
+def app() -> None:
+    """Trace every intermediate value of an attention computation, and explain it.
+
+    \b
+    attn-trace steps --stage scores        list the score steps of the tutorial's example
+    attn-trace explain "omega[2,1]"        one step, written out as on a board
+    attn-trace trace -o trace.json         save the whole trace
+    """
+
+
+def write_output(data: bytes, output: str | None, force: bool) -> None:
+    """Write to stdout (no -o, or -o -), or atomically to a file that must not exist unless --force.
+
+    A name ending in ``/`` names a folder, and a symbolic link is refused
+    rather than followed or replaced (see ``docs/security.md``).
+    """
+    from tracer.core.files import write_atomic
+
+    if output in (None, "-"):
+        sys.stdout.buffer.write(data)
+        sys.stdout.flush()
+        return
+    path = Path(output)
+    if output.endswith(("/", os.sep)) or path.is_dir():
+        raise UserError(f"{output} is a folder; give a file name")
+    if path.exists() and not force:
+        raise UserError(f"{path} already exists; use --force to overwrite it")
+    try:
+        write_atomic(path, data)
+    except OSError as e:
+        raise UserError(f"cannot write {path}: {e.strerror or e}") from None
+
+
+def status(message: str) -> None:
+    """A status line on stderr."""
+    click.echo(message, err=True)

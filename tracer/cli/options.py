@@ -1,0 +1,157 @@
+"""The options shared by the commands that compute or read a trace, and the code that turns them into one.
+
+``--lesson``, ``--inputs``, ``--text`` and the rest choose what is traced
+(:func:`input_options`, :func:`build_trace`); ``--from`` reads a saved trace
+instead (:func:`trace_source`), and never together with them.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TypeVar
+
+import click
+
+import tracer
+from tracer.cli.group import UserError, status
+from tracer.errors import InputNote
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def input_options(func: F) -> F:
+    """The options that choose what gets traced (shared by every command that computes)."""
+    opts = [
+        click.option("--lesson", default="simple", show_default=True, help="Which lesson to trace (see `lessons`)."),
+        click.option(
+            "--inputs",
+            "inputs_file",
+            type=click.Path(dir_okay=True, path_type=Path),
+            help="Embeddings file: .json, .csv, .npy or .pt (default: the tutorial's six tokens).",
+        ),
+        click.option("--tokens", help="Token labels for the rows, separated by spaces."),
+        click.option("--text", help="Embed these whitespace-separated tokens with seeded random numbers."),
+        click.option("--dim", type=int, help="With --text: embedding size (default 3)."),
+        click.option("--seed", type=int, help="With --text: random seed (default 0)."),
+        click.option("--query", type=int, help="1-based focus query (default 2, or 1 for a single token)."),
+        click.option(
+            "--dtype",
+            type=click.Choice(["float32", "float64"]),
+            default="float32",
+            show_default=True,
+            help="Precision the values are computed in.",
+        ),
+        click.option("--weights", help="Lesson trainable: rand (default, seed 123), linear (seed 789) or a file."),
+        click.option("--d-out", "d_out", type=int, help="Lessons with projections: output size (default 2)."),
+        click.option("--pipeline", help="Your own pipeline instead of a lesson: module:function or file.py:function."),
+        click.option(
+            "--torch",
+            "torch_fn",
+            metavar="FILE.py:FN",
+            help="Capture your own torch code: FN() builds and runs it and returns the output tensor.",
+        ),
+    ]
+    for opt in reversed(opts):
+        func = opt(func)
+    return func
+
+
+def build_trace(
+    lesson: str,
+    inputs_file: Path | None,
+    tokens: str | None,
+    text: str | None,
+    dim: int | None,
+    seed: int | None,
+    query: int | None,
+    dtype: str,
+    weights: str | None = None,
+    d_out: int | None = None,
+    pipeline: str | None = None,
+    torch_fn: str | None = None,
+) -> tracer.Trace:
+    """Validate the input options and run the lesson."""
+    from tracer import api
+    from tracer.record import inputs
+
+    if torch_fn is not None:
+        others = {"--lesson": lesson != "simple", "--inputs": inputs_file is not None, "--text": text is not None}
+        others.update({"--dim": dim is not None, "--seed": seed is not None, "--dtype": dtype != "float32"})
+        others.update(
+            {"--weights": weights is not None, "--d-out": d_out is not None, "--pipeline": pipeline is not None}
+        )
+        clash = [k for k, v in others.items() if v]
+        if clash:
+            raise UserError(
+                f"--torch runs your code as it is: {', '.join(clash)} do not apply (only --tokens, --query)"
+            )
+        from tracer.record.capture import script
+
+        return script.run(torch_fn, tokens.split() if tokens is not None else None, query)
+    if text is None and (dim is not None or seed is not None):
+        raise UserError("--dim and --seed go with --text")
+    if text is not None and (inputs_file is not None or tokens is not None):
+        raise UserError("--text cannot be combined with --inputs or --tokens")
+    labels = tokens.split() if tokens is not None else None
+    data: Any = None
+    source: dict[str, Any] | None = None
+    if inputs_file is not None:
+        with warnings.catch_warnings(record=True) as said:
+            warnings.simplefilter("always", InputNote)
+            data, file_tokens = inputs.read_file(inputs_file)
+        for w in said:
+            status(f"note: {w.message}")
+        labels = labels if labels is not None else file_tokens
+        source = {"kind": "file", "name": inputs_file.name}
+    elif text is not None:
+        d, s = 3 if dim is None else dim, 0 if seed is None else seed
+        data, labels = inputs.from_text(text, d, s)
+        source = {"kind": "text", "text": text, "dim": d, "seed": s}
+    elif labels is not None:
+        data, _ = inputs.tutorial()
+    ex = api.example(data, labels, query, dtype, source)
+    if pipeline is not None:
+        from tracer.record import custom
+
+        if lesson != "simple" or weights is not None or d_out is not None:
+            raise UserError("--pipeline replaces the lesson: --lesson, --weights and --d-out do not apply")
+        return custom.run(pipeline, ex)
+    extra: dict[str, Any] = {}
+    if weights is not None:
+        extra["weights"] = weights
+    if d_out is not None:
+        extra["d_out"] = d_out
+    return api.run(lesson, ex, **extra)
+
+
+def trace_source(from_file: Path | None, options: dict[str, Any], check: bool = False) -> tracer.Trace:
+    """A saved trace (``--from``) or a freshly computed one, never both.
+
+    With ``check``, a saved trace is verified, and values that do not follow
+    from their inputs are named once on stderr (``explain`` and ``report``).
+    """
+    if from_file is not None:
+        given = [k for k, v in options.items() if v is not None and k not in ("lesson", "dtype")]
+        if given or options.get("dtype") != "float32" or options.get("lesson") != "simple":
+            raise UserError("--from reads a saved trace: input options cannot be combined with it")
+        t = tracer.load(from_file)
+        if check and not (result := t.verify()).ok:
+            status(f"note: {from_file.name}: {result.summary()}")
+        return t
+    return build_trace(**options)
+
+
+def from_option(func: F) -> F:
+    """``--from FILE``: read a saved trace instead of computing one."""
+    return click.option(
+        "--from", "from_file", type=click.Path(path_type=Path), help="Read a saved trace file instead of computing."
+    )(func)
+
+
+def decimals_option(func: F) -> F:
+    """``--decimals N`` (default 4, as the tutorial prints)."""
+    return click.option(
+        "--decimals", type=click.IntRange(0, 12), default=4, show_default=True, help="Decimals to show."
+    )(func)

@@ -1,0 +1,68 @@
+"""Commands that read a trace step by step: ``steps`` lists ids and values, ``explain`` writes one step out."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import click
+
+import tracer
+from tracer.cli.group import UserError, app
+from tracer.cli.options import decimals_option, from_option, input_options, trace_source
+
+
+@app.command()
+@click.argument("pattern", required=False)
+@click.option("--stage", help="Only steps of this stage (scores, normalize, …; an unknown one lists the lesson's).")
+@click.option("--limit", type=click.IntRange(min=1), help="Stop after this many steps.")
+@from_option
+@decimals_option
+@input_options
+def steps(
+    pattern: str | None, stage: str | None, limit: int | None, from_file: Path | None, decimals: int, **options: Any
+) -> None:
+    """List step ids with their values.
+
+    PATTERN is a step id (a slice such as `omega[2]` lists its elements) or a
+    glob where `*` and `?` are wild and brackets are literal: `'omega[2,*]'`.
+    """
+    from tracer.core import portable
+    from tracer.present.explain import value_text
+
+    t = portable.shown(trace_source(from_file, options))
+    if stage is not None and stage not in t.stages:
+        raise UserError(f"unknown stage {stage!r}: this trace has {', '.join(t.stages)}")
+    it: Iterator[tracer.Step]
+    if pattern is not None and "*" not in pattern and "?" not in pattern:
+        it = (s for s in t.expand(t[pattern]) if stage is None or s.stage == stage)
+    else:
+        it = t.steps(stage=stage, pattern=pattern)
+    shown = 0
+    out = click.get_text_stream("stdout")
+    for s in it:
+        if limit is not None and shown >= limit:
+            break
+        if s.is_element:
+            val = value_text(t, s.id, decimals)
+        else:
+            val = "<" + " x ".join(map(str, s.node.value.shape)) + " tensor>"
+        out.write(f"{s.id}\t{val}\n")
+        shown += 1
+    if shown == 0:
+        raise UserError(f"no steps match {pattern or stage!r}")
+
+
+@app.command()
+@click.argument("step_id")
+@from_option
+@decimals_option
+@input_options
+def explain(step_id: str, from_file: Path | None, decimals: int, **options: Any) -> None:
+    """Explain one step as on a board: its formula, the numbers that went in, and its inputs' ids."""
+    from tracer.core import portable
+    from tracer.present.explain import explain as explain_step
+
+    t = portable.shown(trace_source(from_file, options, check=True))
+    click.echo(explain_step(t, step_id, decimals))

@@ -1,0 +1,60 @@
+"""Commands that make, list and check traces: ``lessons``, ``trace`` and ``verify``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import click
+
+import tracer
+from tracer.cli.group import app, status, write_output
+from tracer.cli.options import build_trace, input_options
+
+
+@app.command()
+def lessons() -> None:
+    """List the lessons that can be traced."""
+    from tracer.record.pipelines import LESSONS
+
+    width = max(map(len, LESSONS))
+    for name, (_, summary) in LESSONS.items():
+        click.echo(f"{name:<{width}}  {summary}")
+
+
+@app.command()
+@input_options
+@click.option("-o", "--output", help="Trace file to write (default: stdout).")
+@click.option("--force", is_flag=True, help="Overwrite an existing output file.")
+def trace(output: str | None, force: bool, **options: Any) -> None:
+    """Compute a trace and write it as a versioned JSON file."""
+    from tracer.core.serialize import dumps
+
+    t = build_trace(**options)
+    data = dumps(t).encode("utf-8")
+    write_output(data, output, force)
+    if output not in (None, "-"):
+        status(f"wrote {output}: {len(t):,} steps, {len(data):,} bytes")
+
+
+@app.command()
+@click.argument("file", type=click.Path(path_type=Path))
+def verify(file: Path) -> None:
+    """Recompute every value of a trace file from its recorded operands.
+
+    The digest of a trace file only catches accidents: anyone can edit a value
+    and recompute it. This checks that each value follows from its inputs
+    with its recorded op (exactly for products, sums, quotients, maxima and
+    masks; to a few units in the last place for exp and softmax) and lists
+    those that do not.
+
+    Exit status: 0 every value follows, 1 some do not, 2 an unreadable file.
+    """
+    t = tracer.load(file)
+    result = t.verify()
+    skipped = f"; not recomputed: {', '.join(result.unchecked)}" if result.unchecked else ""
+    if result.ok:
+        click.echo(f"{file.name}: all {result.checked} recomputed nodes follow from their inputs{skipped}")
+        return
+    click.echo(f"{file.name}: {result.summary()}{skipped}")
+    raise SystemExit(1)
