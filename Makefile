@@ -31,7 +31,7 @@ help:  ## list the targets
 
 $(VENV)/bin/python:
 	$(SAY) "creating $(VENV) with $$($(PY3) -V 2>&1) (once; 'make distclean' removes it)"
-	@$(PY3) -m venv $(VENV) >/dev/null || { rm -rf $(VENV); \
+	@$(PY3) -m venv $(VENV) || { rm -rf $(VENV); \
 	  echo "attn-trace: '$(PY3) -m venv' failed: on Debian or Ubuntu, apt-get install python3-venv" >&2; exit 1; }
 
 $(VENV)/.installed: $(VENV)/bin/python pyproject.toml constraints.txt
