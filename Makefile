@@ -80,7 +80,8 @@ gold: $(READY)  ## rewrite the golden reports (reports/) from today's code
 
 mutate: $(READY)  ## mutation testing of the core with mutmut (slow: not part of `make test`; docs/testing.md)
 	$(PIP) -e ".[test,mutate]"
-	rm -rf mutants
+	# mutants/ must exist before Python starts: a PYTHONPATH entry that is missing then stays unusable
+	rm -rf mutants && mkdir mutants
 	# one thread each: mutmut forks after torch has started its thread pool, and forked children hang
 	OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 PYTHONPATH=$(CURDIR)/mutants \
 	  nice -n 19 $(PY) -m mutmut run; rc=$$?; \

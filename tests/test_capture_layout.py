@@ -71,6 +71,31 @@ def test_each_entry_names_where_it_came_from(case: str) -> None:
     assert check_provenance(t) >= out.numel()
 
 
+@pytest.mark.parametrize("case", CASES)
+def test_explain_of_a_moved_entry_prints_real_indices(case: str) -> None:
+    from tracer.present.explain import explain
+
+    t = tracer.trace_torch(CASES[case], distinct(2, 3, 4))
+    for node in t.nodes:
+        if node.op not in LAYOUT:
+            continue
+        first = t[f"{node.name}[{','.join('1' * len(node.axes))}]"] if node.axes else t[node.name]
+        head = explain(t, first.id).splitlines()[0]
+        assert "<" not in head and ">" not in head, head
+        row = explain(t, f"{node.name}[1]").splitlines()[0] if len(node.axes) > 1 else head
+        assert "<" not in row and ">" not in row, row
+
+
+def test_a_slice_of_a_head_join_reads_its_fixed_indices() -> None:
+    from tracer.present.explain import explain
+
+    t = tracer.trace_torch(CASES["join heads"], distinct(2, 3, 4))
+    out = t.meta["output"]
+    src = t[f"{out}[2,3,4]"].inputs[0]
+    assert explain(t, f"{out}[2,3,4]").splitlines()[0] == f"{out}[2,3,4] = {src} = 24.0000"
+    assert explain(t, f"{out}[2]").splitlines()[0] == f"{out}[2] = {src.split('[')[0]}[2,·,·,·]"
+
+
 def test_index_arithmetic_survives_a_file(tmp_path) -> None:  # type: ignore[no-untyped-def]
     t = tracer.trace_torch(CASES["join heads"], distinct(2, 3, 4))
     t.save(tmp_path / "t.json")

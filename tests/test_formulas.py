@@ -9,6 +9,7 @@ golden reports only say that nothing changed.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -57,7 +58,47 @@ def test_every_node_has_an_expectation(traces: dict[str, tracer.Trace], lesson: 
 
 
 def test_the_running_sum_of_exps_names_the_row_not_the_key() -> None:
-    """The a9b91f2 bug: the sum's summand must use the summation index m, not the element's j."""
+    """The a9b91f2 bug: the summand uses the summation index (j'; m_2 is the row's max), not the element's j."""
     t = tracer.trace_self_attention(query=2)
-    assert t["stable.sum[2].s[3]"].latex == r"\sum_{m=1}^{3} e^{\omega_{2m} - m_{2}}"
+    assert t["stable.sum[2].s[3]"].latex == r"\sum_{j'=1}^{3} e^{\omega_{2j'} - m_{2}}"
     assert t["stable.sum[2].s[3]"].inputs == ("stable.sum[2].s[2]", "stable.exp[2,3]")
+
+
+SUM_INDEX = re.compile(r"\\sum_\{([a-z]'?)=1\}")
+
+
+@pytest.mark.parametrize("lesson", ["simple", "trainable", "causal", "multihead"])
+def test_no_summation_index_is_also_a_symbol(traces: dict[str, tracer.Trace], lesson: str) -> None:
+    """A running sum counting with m must not subtract a row maximum called m_4 (nor any other letter's twin)."""
+    sums = 0
+    for step, *_ in _rows(lesson):
+        latex = traces[lesson][step].latex
+        for found in SUM_INDEX.finditer(latex):
+            sums += 1
+            summand = latex[found.end() :]
+            assert not re.search(rf"(?<![A-Za-z\\]){re.escape(found.group(1))}_\{{", summand), f"{step}: {latex}"
+    assert sums > 0
+
+
+@pytest.mark.parametrize("lesson", ["causal", "multihead"])
+def test_element_conditions_read_numbers(traces: dict[str, tracer.Trace], lesson: str) -> None:
+    """The -inf fill of element 4,3 reads "3 \\le 4", not the letters "j \\le i"."""
+    conditions = []
+    for step, *_ in _rows(lesson):
+        latex = traces[lesson][step].latex
+        if r"\begin{cases}" in latex:
+            conditions += re.findall(r"& ([^&]*?)(?:\\\\|\\end\{cases\})", latex)
+    assert conditions
+    for condition in conditions:
+        assert re.fullmatch(r"\d+ (\\le|>) \d+", condition.strip()), condition
+
+
+def test_the_causal_weights_have_one_name(traces: dict[str, tracer.Trace]) -> None:
+    """The causal lesson has weights before masking (alpha) and after (causal.alpha): each formula names them so."""
+    t = traces["causal"]
+    causal = r"\alpha^{\mathrm{causal}}_{43}"
+    assert t["alpha[4,3]"].latex.startswith(r"\alpha_{43} = ")
+    assert t["causal.alpha[4,3]"].latex.startswith(causal + " = ")
+    assert t["dropout.kept[4,3]"].latex == causal + " B_{43}"
+    assert t["dropout.alpha[4,3]"].latex.endswith(r"\frac{" + t["dropout.kept[4,3]"].latex + "}{1-p}")
+    assert r"\alpha^{\mathrm{causal}} \rvert" in t["check.mask"].latex

@@ -11,8 +11,9 @@ import pytest
 from click.testing import CliRunner
 
 import tracer
+from tests import written
 from tests.gold import compare
-from tracer.core import fmt, portable
+from tracer.core import portable
 from tracer.present import narrative, report
 from tracer.present.strings import LANGS
 
@@ -77,7 +78,7 @@ def test_html_cells_show_their_steps_values(lesson: str) -> None:
         if step.op == "maxabsdiff":
             assert htmllib.unescape(text) == portable.check_text(step.node)
         else:
-            assert text == fmt.num(step.value, fmt.places(step.node.value, 4) if step.op == "input" else 4), sid
+            assert text == written.shown(step), sid
 
 
 @pytest.mark.parametrize("lesson", LESSONS)
@@ -89,8 +90,22 @@ def test_markdown_tables_show_the_trace(lesson: str) -> None:
     name = {"trainable": "z", "causal": "causal.alpha", "multihead": "wrap.causal.alpha"}[lesson]
     node = t.node(name)
     row = node.value[(0,) * (node.value.ndim - 2) + (1,)]
-    want = [fmt.num(v, 4) for v in row]
+    want = [written.fixed(v, 4) for v in row]
     assert any(re.findall(r"\*\*(-?\d+\.\d+)\*\*", ln) == want for ln in focus)
+
+
+# Printed in the book: the trainable lesson's context vector of "journey", and its row of causal weights.
+BOOK_ROWS = {
+    "trainable": ["0.3061", "0.8210"],
+    "causal": ["0.5517", "0.4483", "0.0000", "0.0000", "0.0000", "0.0000"],
+}
+
+
+@pytest.mark.parametrize("lesson", BOOK_ROWS)
+def test_markdown_focus_rows_show_the_books_numbers(lesson: str) -> None:
+    md = lesson_report(lesson, "en")["index.md"].decode()
+    focus = [ln for ln in md.splitlines() if ln.startswith("| **2** | **journey** |")]
+    assert any(re.findall(r"\*\*(-?\d+\.\d+)\*\*", ln) == BOOK_ROWS[lesson] for ln in focus)
 
 
 def test_worked_dot_product_matches_the_trace() -> None:
@@ -101,8 +116,10 @@ def test_worked_dot_product_matches_the_trace() -> None:
     numbers = [n for n in re.findall(r"<mn>([^<]+)</mn>", block.group(0)) if "." in n]
     want = []
     for c in (1, 2):
-        want += [fmt.num(t[f"q[2,{c}]"].value, 4), fmt.num(t[f"k[1,{c}]"].value, 4)]
-    want += [fmt.num(t[f"omega[2,1].p[{c}]"].value, 4) for c in (1, 2)] + [fmt.num(t["omega[2,1]"].value, 4)]
+        want += [written.fixed(t[f"q[2,{c}]"].value, 4), written.fixed(t[f"k[1,{c}]"].value, 4)]
+    want += [written.fixed(t[f"omega[2,1].p[{c}]"].value, 4) for c in (1, 2)] + [
+        written.fixed(t["omega[2,1]"].value, 4)
+    ]
     assert numbers == want
 
 
@@ -128,3 +145,24 @@ def test_report_cli_writes_every_lesson(lesson: str, tmp_path: Path) -> None:
     res = CliRunner().invoke(app, ["report", "--lesson", lesson, "--lang", "zh", "-o", str(tmp_path)])
     assert res.exit_code == 0, res.output
     assert (tmp_path / "index.html").read_bytes() == lesson_report(lesson, "zh")["index.html"]
+
+
+@pytest.mark.parametrize("lesson", ("trainable", "multihead"))
+def test_worked_context_vectors_list_their_terms(lesson: str) -> None:
+    """The "terms:" line under a context vector's sum: each weighted term, then the total (masked ones 0.0000)."""
+    t = lesson_trace(lesson)
+    page = lesson_report(lesson, "en")["index.html"].decode()
+    blocks = re.split(r'(?=class="equation[^>]*data-id=")', page)[1:]
+    checked = 0
+    for block in blocks:
+        sid = htmllib.unescape(re.match(r'class="equation[^>]*data-id="([^"]+)"', block).group(1))  # type: ignore[union-attr]
+        if "terms:" not in block:
+            continue
+        terms = block.split("terms:", 1)[1].split("</math>", 1)[0]
+        text = htmllib.unescape(re.sub(r"<[^>]+>", "", terms)).replace("−", "-")
+        step = t[sid]
+        assert all(".t[" in name for name in step.inputs), sid
+        want = [written.fixed(t[name].value) for name in step.inputs] + [written.fixed(step.value)]
+        assert re.findall(r"-?\d+\.\d+", text) == want, sid
+        checked += 1
+    assert checked >= 2

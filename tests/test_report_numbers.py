@@ -8,15 +8,10 @@ import re
 import numpy as np
 
 import tracer
-from tracer.core import fmt
+from tests import written
 
 DEC = 4
 NUMBER = re.compile(r"-?\d+\.\d+|-?\d+")
-
-
-def shown(value: float, step: tracer.Step) -> str:
-    """How the report shows a step: inputs with the decimals they were given in, the rest with DEC."""
-    return fmt.num(value, fmt.places(step.node.value, DEC) if step.op == "input" else DEC)
 
 
 def test_every_html_cell_shows_its_steps_value(tutorial: tracer.Trace, tutorial_report) -> None:  # type: ignore[no-untyped-def]
@@ -28,7 +23,7 @@ def test_every_html_cell_shows_its_steps_value(tutorial: tracer.Trace, tutorial_
         if sid.startswith("scaled."):  # the overflow stage: test_scaled_cells_are_the_overflow_stage
             continue
         step = tutorial[htmllib.unescape(sid)]
-        assert text == shown(step.value, step), sid
+        assert text == written.shown(step, DEC), sid
         assert abs(float(text) - step.value) <= 0.5 * 10**-DEC + 1e-12
         ids.add(sid)
     for must in ("omega[2,1]", "alpha[2,6]", "z[2,3]", "torch.alpha_sum[2]", "naive.sum[2]", "x[6,2]"):
@@ -46,7 +41,7 @@ def test_scaled_cells_are_the_overflow_stage(tutorial: tracer.Trace, tutorial_re
     for sid, text in cells:
         assert tutorial[sid].stage == "overflow"
         value = tutorial[sid].value
-        assert text == fmt.shown(value, DEC)
+        assert text == written.cell(value, DEC)
         if np.isfinite(value):  # rounded to 4 decimals, or to 5 significant digits once huge
             assert abs(float(text) - value) <= max(0.5 * 10**-DEC, 1e-4 * abs(value))
         else:
@@ -58,9 +53,9 @@ def _expected_dot(t: tracer.Trace, i: int, j: int) -> list[str]:
     d = t.tensor("x").shape[1]
     out = []
     for k in range(1, d + 1):
-        out += [shown(t[f"x[{i},{k}]"].value, t[f"x[{i},{k}]"]), shown(t[f"x[{j},{k}]"].value, t[f"x[{j},{k}]"])]
-    out += [fmt.num(t[f"omega[{i},{j}].p[{k}]"].value, DEC) for k in range(1, d + 1)]
-    return [*out, fmt.num(t[f"omega[{i},{j}]"].value, DEC)]
+        out += [written.shown(t[f"x[{i},{k}]"]), written.shown(t[f"x[{j},{k}]"])]
+    out += [written.fixed(t[f"omega[{i},{j}].p[{k}]"].value, DEC) for k in range(1, d + 1)]
+    return [*out, written.fixed(t[f"omega[{i},{j}]"].value, DEC)]
 
 
 def test_html_dot_products_match(tutorial: tracer.Trace, tutorial_report) -> None:  # type: ignore[no-untyped-def]
@@ -86,7 +81,7 @@ def test_markdown_dot_products_and_tables_match(tutorial: tracer.Trace, tutorial
     for j in range(1, 7):
         cells = [c.strip().strip("*") for c in lines[start + j - 1].strip("|").split("|")]
         assert cells[0] == str(j) and cells[1] == tutorial.tokens[j - 1]
-        assert cells[2:] == [fmt.num(tutorial[f"{n}[2,{j}]"].value, DEC) for n in nodes]
+        assert cells[2:] == [written.fixed(tutorial[f"{n}[2,{j}]"].value, DEC) for n in nodes]
 
 
 def test_the_tutorials_printed_numbers_appear(tutorial_report) -> None:  # type: ignore[no-untyped-def]
@@ -113,8 +108,8 @@ def test_rounding_is_flagged_exactly_where_it_shows(tutorial: tracer.Trace) -> N
     for eq in eqs:
         i, j = map(int, re.findall(r"\d+", eq.step))
         terms = [tutorial[f"omega[{i},{j}].p[{k}]"].value for k in (1, 2, 3)]
-        shown_sum = sum(float(fmt.num(v, 1)) for v in terms)
-        differs = fmt.num(shown_sum, 1) != fmt.num(tutorial[eq.step].value, 1)
+        shown_sum = sum(float(written.fixed(v, 1)) for v in terms)
+        differs = written.fixed(shown_sum, 1) != written.fixed(tutorial[eq.step].value, 1)
         assert bool(eq.note) == differs, eq.step
     assert any(eq.note for eq in eqs)
 
@@ -123,8 +118,8 @@ def test_decimals_option_changes_every_number(tutorial: tracer.Trace) -> None:
     from tracer.present import report
 
     md = report.build(tutorial, "en", ("md",), decimals=6)["index.md"].decode()
-    assert fmt.num(tutorial["alpha[2,1]"].value, 6) in md
-    assert np.isclose(float(fmt.num(tutorial["alpha[2,1]"].value, 6)), tutorial["alpha[2,1]"].value, atol=1e-6)
+    assert written.fixed(tutorial["alpha[2,1]"].value, 6) in md
+    assert np.isclose(float(written.fixed(tutorial["alpha[2,1]"].value, 6)), tutorial["alpha[2,1]"].value, atol=1e-6)
 
 
 def test_context_terms_match(tutorial: tracer.Trace, tutorial_report) -> None:  # type: ignore[no-untyped-def]
@@ -132,5 +127,5 @@ def test_context_terms_match(tutorial: tracer.Trace, tutorial_report) -> None:  
     lines = [ln for ln in md.splitlines() if ln.startswith("the terms and their sum: $")]
     assert len(lines) == 3
     for k, line in enumerate(lines, 1):
-        want = [fmt.num(tutorial[f"z[2].t[{j},{k}]"].value, DEC) for j in range(1, 7)]
-        assert re.findall(r"-?\d+\.\d+", line) == [*want, fmt.num(tutorial[f"z[2,{k}]"].value, DEC)]
+        want = [written.fixed(tutorial[f"z[2].t[{j},{k}]"].value, DEC) for j in range(1, 7)]
+        assert re.findall(r"-?\d+\.\d+", line) == [*want, written.fixed(tutorial[f"z[2,{k}]"].value, DEC)]

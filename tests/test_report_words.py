@@ -15,8 +15,8 @@ from functools import cache
 import pytest
 
 import tracer
+from tests import written
 from tests.pagetext import NODE_NAMES, PLAIN_MATHS, visible, words
-from tracer.core import fmt
 from tracer.present import report
 from tracer.present.strings import LANGS
 
@@ -128,8 +128,8 @@ def test_dropout_is_written_out_where_it_does_something() -> None:
     assert (row > 0).sum() == 2 and ((alpha[3] > 0) & (keep[3] == 0)).sum() == 2  # row 4: two survive, two dropped
     html = page("causal", "en")
     for j in range(1, 7):
-        want = [fmt.num(t[f"causal.alpha[4,{j}]"].value, 4), fmt.num(t[f"dropout.keep[4,{j}]"].value, 0)]
-        want += [fmt.num(t["dropout.scale"].value, 4), fmt.num(t[f"dropout.alpha[4,{j}]"].value, 4)]
+        want = [written.fixed(t[f"causal.alpha[4,{j}]"].value, 4), written.fixed(t[f"dropout.keep[4,{j}]"].value, 0)]
+        want += [written.fixed(t["dropout.scale"].value, 4), written.fixed(t[f"dropout.alpha[4,{j}]"].value, 4)]
         assert _equation(html, f"dropout.alpha[4,{j}]")[-4:] == want  # α × B × 1/(1−p): the symbols' own numbers
     assert not re.search(r'class="equation[^>]*data-id="dropout\.alpha\[2,', html)
 
@@ -141,11 +141,14 @@ def test_multihead_output_is_built_term_by_term() -> None:
         nums = _equation(html, f"split.proj[1,2,{c}]")
         want = []
         for k in (1, 2):
-            want += [fmt.num(t[f"split.concat[1,2,{k}]"].value, 4), fmt.num(t[f"split.W_out[{k},{c}]"].value, 4)]
-        want += [fmt.num(t[f"split.proj[1,2,{c}].p[{k}]"].value, 4) for k in (1, 2)]
-        want.append(fmt.num(t[f"split.proj[1,2,{c}]"].value, 4))
+            want += [
+                written.fixed(t[f"split.concat[1,2,{k}]"].value, 4),
+                written.fixed(t[f"split.W_out[{k},{c}]"].value, 4),
+            ]
+        want += [written.fixed(t[f"split.proj[1,2,{c}].p[{k}]"].value, 4) for k in (1, 2)]
+        want.append(written.fixed(t[f"split.proj[1,2,{c}]"].value, 4))
         assert [n.lstrip("(").rstrip(")") for n in nums if "." in n] == [w.lstrip("-") for w in want]
-    assert fmt.num(t["split.proj[1,2,1]"].value, 4) == "0.1010"
+    assert written.fixed(t["split.proj[1,2,1]"].value, 4) == "0.1010"
 
 
 @pytest.mark.parametrize("lang", LANGS)

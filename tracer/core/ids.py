@@ -85,7 +85,10 @@ def fill(template: str, values: Mapping[str, int], sizes: Mapping[str, int]) -> 
     """Substitute ``<i>``-style placeholders with 1-based index values.
 
     An axis without a value (a slice step) is written as its letter, so the
-    row ``alpha[2]`` reads ``\\alpha_{2j}``.
+    row ``alpha[2]`` reads ``\\alpha_{2j}``.  A placeholder holding index
+    arithmetic (``<(c-1)//2+1>``, as layout ops write where an entry came
+    from) becomes the number it evaluates to, or ``·`` in a slice step where it
+    varies.
     """
 
     def sub(m: re.Match[str]) -> str:
@@ -102,7 +105,20 @@ def fill(template: str, values: Mapping[str, int], sizes: Mapping[str, int]) -> 
             wide = wide or sizes.get(axis, 1) > 9
         return ("," if wide and len(parts) > 1 else "").join(parts)
 
-    return _PLACEHOLDER.sub(sub, template)
+    return _ARITH_PLACEHOLDER.sub(lambda m: _evaluate(m, values), _PLACEHOLDER.sub(sub, template))
+
+
+_ARITH_PLACEHOLDER = re.compile(r"<([a-z0-9_+\-*/%()]*[*/%()][a-z0-9_+\-*/%()]*)>")
+"""A placeholder holding index arithmetic (``<(c-1)//2+1>``, what a layout op's reference reads)."""
+
+
+def _evaluate(m: re.Match[str], values: Mapping[str, int]) -> str:
+    """The 1-based index an arithmetic placeholder names; ``·`` (it varies) while an axis it uses is unbound."""
+    try:
+        got = index_expr(m.group(1))(values)
+    except ValueError:
+        return m.group(0)
+    return "·" if got is None else str(got)
 
 
 def rename(template: str, mapping: Mapping[str, str]) -> str:

@@ -5,7 +5,8 @@ has no lesson narrative.  Unless it carries its own (a ``NARRATIVE`` in the
 captured file), its report is told from its structure: a section per stage
 (the inputs, one per module the root calls, or one per statement of the
 code, named after the variable it assigns), each with a paragraph for each
-kind of op it holds (products and sums, softmax, masks, dropout, layout …)
+kind of op it holds (products and sums, softmax, masks, dropout, layout,
+writes through indexing …)
 naming the steps, tables of the stage's own results, the focus query's
 products worked out term by term, and heatmaps of (…, i, j) matrices.
 """
@@ -19,7 +20,8 @@ from tracer.present.strings import Strings
 PARTS = {"p", "s", "t", "max", "shift", "exp", "sum", "quot", "keep", "kept", "scale", "xw", "n", "keepdim", "c"}
 PARTS |= {"scores", "scaled", "causal", "masked", "masked_by", "hide", "biased", "weights"}
 PARTS |= {"mean", "dev", "sq", "ss", "count", "var", "eps", "veps", "std", "norm", "shifted", "cube", "cubec", "inner"}
-PARTS |= {"u", "tanh", "erf", "onep", "half", "prod", "three", "k", "root", "r2", "one", "h"}
+PARTS |= {"u", "tanh", "erf", "onep", "half", "prod", "three", "k", "root", "r2", "one", "h", "flat", "put"}
+PARTS |= {"left", "right", "drop", "dropped", "dscale"}
 """Last segments of the nodes that are parts of another node's step-by-step form."""
 
 KINDS = (
@@ -30,11 +32,12 @@ KINDS = (
     ("arith", "op_arith"),
     ("reduce", "op_reduce"),
     ("layout", "op_layout"),
+    ("write", "op_write"),
     ("other", "op_other"),
     ("opaque", "op_opaque"),
 )
 LAYOUT = {"view", "reshape", "transpose", "permute", "unsqueeze", "squeeze", "expand", "getitem", "cat", "stack"}
-LAYOUT |= {"split", "chunk", "unbind", "flatten", "unflatten"}
+LAYOUT |= {"split", "chunk", "unbind", "flatten", "unflatten", "lookup", "permute"}
 ARITH = {"add", "sub", "mul", "div", "exp", "sqrt", "rsqrt", "pow", "neg", "abs", "tanh", "log", "square"}
 ARITH |= {"reciprocal", "sigmoid", "relu", "maximum", "minimum", "erf", "var", "layer_norm", "gelu"}
 MAX_TABLES = 6
@@ -53,7 +56,7 @@ def kind(node: Node) -> str:
     """The paragraph a node is told in."""
     if node.attrs.get("library") == "dropout":
         return "dropout"
-    if node.op in ("sum", "softmax", "masked_fill", "opaque"):
+    if node.op in ("sum", "softmax", "masked_fill", "opaque", "write"):
         return node.op
     if node.op in LAYOUT:
         return "layout"
@@ -87,7 +90,7 @@ def stage_story(trace: Trace, stage: str, s: Strings) -> dict[str, object]:
     else:
         title = s("capture.stage_title", name=stage)
     checks = [n.name for n in own if n.name.startswith("check.")]
-    shown = [n for n in main if n.op != "opaque"][:MAX_TABLES]
+    shown = sorted((n for n in main if n.op != "opaque"), key=lambda n: n.op != "write")[:MAX_TABLES]  # filled first
     table: dict[str, object] = {
         "title": title,
         "text": "\n\n".join(paras) or title,

@@ -65,6 +65,11 @@ def equation(trace: Trace, step: Step, decimals: int = DECIMALS) -> str:
     op = node.op
     if op == "input":
         return f"{step.id} = {value_text(trace, step.id, decimals)}"
+    if len(ins) == 1 and (op == "write" or trace[ins[0]].node.name.endswith(".put")):
+        src = trace[ins[0]]  # an entry written through indexing, or a stacked number: the step it came from
+        while src.node.name.endswith(".put") and len(src.inputs) == 1:
+            src = trace[src.inputs[0]]
+        return f"{step.id} = {equation(trace, src, decimals)}"
     if op in ("mul", "div", "sub", "add") and len(vals) == 2:
         sign = {"mul": "×", "div": "/", "sub": "−", "add": "+"}[op]
         return f"{head} = {vals[0]} {sign} {factor(vals[1])} = {v}"

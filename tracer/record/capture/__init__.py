@@ -89,7 +89,7 @@ class Capture:
         v = self.session.known(t)
         if v is None:
             return None
-        return self._names.get(v.name, v.name) if "§" in v.name else v.name
+        return re.sub(r"§[0-9]+", lambda m: self._names.get(m.group(0), m.group(0)), v.name)
 
     def sites(self) -> dict[str, str]:
         """Node id -> ``"file.py:LINE"`` of the user statement whose op made it (ops run in user code only).
@@ -105,6 +105,8 @@ class Capture:
 
     def _finish(self) -> Trace:
         s = self.session
+        for p in list(s.pending.values()):  # writes the code made last and never read back
+            s.known(p.tensor)
         raw = s.rec.trace({}).nodes
         if not raw:
             raise InputError("the captured code computed nothing in torch")

@@ -11,7 +11,9 @@ level.  Inside ``__torch_function__`` the mode is off, so the calls torch
 makes internally, and the recorder's own arithmetic, are not seen.
 
 Every call runs first, exactly as it would without the mode; its result is
-returned unchanged.  Recording only reads.  If recording an op fails, the op
+returned unchanged.  Writes through indexing (``t[i] = v``, ``t.copy_(v)``)
+are seen as ``Tensor.__setitem__``/``copy_`` calls and kept pending until the
+tensor is next used (:mod:`tracer.record.capture.writes`).  Recording only reads.  If recording an op fails, the op
 is recorded as an opaque step instead and named in the warning.  Module
 paths come from torch's global forward hooks
 (``register_module_forward_pre_hook``/``register_module_forward_hook``).
@@ -25,8 +27,8 @@ from typing import Any
 import torch
 from torch.overrides import TorchFunctionMode
 
-from tracer.record.capture import ops
-from tracer.record.capture.ops.common import Call, Unsupported
+from tracer.record.capture import ops, writes
+from tracer.record.capture.ops.common import Call, Handler, Unsupported
 from tracer.record.capture.session import Session
 
 SILENT = {"__get__", "__set__", "__setitem__", "register_buffer", "requires_grad_", "retain_grad"}
@@ -54,6 +56,12 @@ class Mode(TorchFunctionMode):
         kwargs = kwargs or {}
         key = key_of(func)
         rng = torch.get_rng_state() if key in ops.DRAWS else None
+        if self._writes(key, args):
+            self._safe(lambda: writes.prepare(self.s, args[0]))
+            out = func(*args, **kwargs)
+            self._record(Call(key, func, args, kwargs, args[0]), writes.setitem)
+            self._safe(lambda: writes.through_view(self.s, args[0]))
+            return out
         if _inplace(key) and key not in ops.INITS and args and isinstance(args[0], torch.Tensor):
             self._safe(lambda: self.s.var(args[0]))  # snapshot what an in-place op overwrites
         out = func(*args, **kwargs)
@@ -71,8 +79,18 @@ class Mode(TorchFunctionMode):
         self._record(Call(key, func, args, kwargs, out, rng))
         return out
 
-    def _record(self, call: Call) -> None:
-        handler = ops.HANDLERS.get(call.key)
+    def _writes(self, key: str, args: tuple[Any, ...]) -> bool:
+        """``t[i] = v``, or ``t.copy_(v)`` of a value the code computed (not a parameter's initialisation)."""
+        if not args or not isinstance(args[0], torch.Tensor):
+            return False
+        if key == "__setitem__":
+            return len(args) == 3
+        if key != "copy_" or len(args) < 2 or not isinstance(args[1], torch.Tensor):
+            return False
+        return self.s.known(args[1]) is not None or self.s.known(args[0]) is not None
+
+    def _record(self, call: Call, handler: Handler | None = None) -> None:
+        handler = handler or ops.HANDLERS.get(call.key)
         with torch.no_grad():
             try:
                 if handler is None:

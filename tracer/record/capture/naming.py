@@ -13,6 +13,8 @@ its id from the facts :class:`~tracer.record.capture.session.Info` kept:
   in-place op is ``<receiver>.<op>``; re-assigning a variable from itself
   is ``<old>.<op>`` (``queries.view``); otherwise a library module's path
   (``out_proj``) or the op's name (``cat``);
+* a write through indexing (``scores[i, j] = …``): the tensor written into
+  (``scores``), and the ops of that statement ``scores.<op>`` (``scores.dot``);
 * a Python number: ``<reader>.c``; clashes get ``_2``, ``_3`` ….
 
 Every name, reference, template and attribute is rewritten in one pass.
@@ -172,6 +174,9 @@ def _op_name(
         return f"{done[info.source]}.{op}"
     if targets and all(targets):
         return f"{pre}{'_'.join(targets)}.{op}"
+    store = _ident(info.site.store, "") if info.site else ""
+    if store:  # ``scores[i, j] = torch.dot(…)``: the tensor written into, and what was written
+        return pre + store if info.op == "write" else f"{pre}{store}.{op}"
     if info.receiver is not None and info.receiver in done:
         return f"{done[info.receiver]}.{op}"
     if info.module_out:

@@ -12,7 +12,7 @@ final ones when the capture ends.
 from __future__ import annotations
 
 import inspect
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -58,6 +58,8 @@ class Session:
         self.roots: list[torch.nn.Module] = []
         self.prefix: dict[int, str] = {}  # id(root) -> the name the code calls it by, for a library module
         self.opaque: list[str] = []
+        self.pending: dict[int, Any] = {}  # id(tensor) -> its writes not yet recorded (:mod:`.writes`)
+        self.flush: Callable[[Session, torch.Tensor], None] | None = None  # records them: set by the first write
         self._count = 0
         self._group = 0
         self._last: Site | None = None
@@ -93,6 +95,8 @@ class Session:
             return "build"
         if site is not None and site.targets:
             return "_".join(site.targets)
+        if site is not None and site.store:
+            return site.store
         if site is not None and site.kind == "return":
             return "output" if site.code == "forward" else site.code
         return self.rec._stage if self.rec._stage not in ("inputs", "main") else "main"
@@ -119,7 +123,9 @@ class Session:
         return var
 
     def known(self, t: torch.Tensor) -> Var | None:
-        """The var of a tensor seen before, if any."""
+        """The var of a tensor seen before, if any (writes into it through indexing recorded first)."""
+        if id(t) in self.pending and self.flush is not None:
+            self.flush(self, t)
         got = self.vars.get(id(t))
         return got[1] if got is not None and got[0] is t else None
 
@@ -128,6 +134,10 @@ class Session:
         got = self.known(t)
         if got is not None:
             return got
+        return self.leaf(t, t.detach().clone())
+
+    def leaf(self, t: torch.Tensor, value: torch.Tensor) -> Var:
+        """Record ``value`` (what ``t`` held when the code first used it) as a leaf of the trace, bound to ``t``."""
         name = self.fresh()
         made = self.made.get(id(t))
         how = made[1] if made is not None and made[0] is t else self._storage_origin(t)
@@ -141,7 +151,6 @@ class Session:
         attrs = {"made_by": how} if how else {}
         old = self.rec._stage
         self.rec._stage = "inputs"
-        value = t.detach().clone()
         dtype = value.dtype if value.is_floating_point() else self.rec.dtype
         saved, self.rec.dtype = self.rec.dtype, dtype
         try:

@@ -37,6 +37,7 @@ class Site:
     call: tuple[str, tuple[str, ...]]  # the statement's call ``a.b(x, y)``: ("a.b", ("x", "y")); ("", ()) if none
     where: str  # "file.py:LINE" (base name only)
     code: str  # the function's name
+    store: str = ""  # the tensor a write through indexing assigns into (``scores[i, j] = …``: "scores")
 
 
 def user_file(name: str) -> bool:
@@ -71,17 +72,17 @@ def user_site(depth: int = 2) -> Site | None:
     if f is None:
         return None
     line = f.f_lineno or 0
-    start, targets, kind, call = statement(f.f_code.co_filename, line, f.f_code.co_firstlineno)
+    start, targets, kind, call, store = statement(f.f_code.co_filename, line, f.f_code.co_firstlineno)
     where = f"{os.path.basename(f.f_code.co_filename)}:{line}"
-    return Site(id(f), start, f.f_lasti, targets, kind, call, where, f.f_code.co_name)
+    return Site(id(f), start, f.f_lasti, targets, kind, call, where, f.f_code.co_name, store)
 
 
 Call = tuple[str, tuple[str, ...]]
-Stmt = tuple[int, int, tuple[str, ...], str, Call]
+Stmt = tuple[int, int, tuple[str, ...], str, Call, str]
 
 
-def statement(filename: str, line: int, first: int = 0) -> tuple[int, tuple[str, ...], str, Call]:
-    """(first line, assigned names, kind, call) of the innermost statement of ``filename`` holding ``line``.
+def statement(filename: str, line: int, first: int = 0) -> tuple[int, tuple[str, ...], str, Call, str]:
+    """(first line, assigned names, kind, call, store) of the innermost statement of ``filename`` holding ``line``.
 
     Only statements from line ``first`` on count (the running function's
     first line): code in a lambda is not the statement the lambda sits in.
@@ -90,7 +91,7 @@ def statement(filename: str, line: int, first: int = 0) -> tuple[int, tuple[str,
     for st in _statements(filename):
         if first <= st[0] <= line <= st[1] and (best is None or st[1] - st[0] <= best[1] - best[0]):
             best = st
-    return (best[0], best[2], best[3], best[4]) if best is not None else (line, (), "other", ("", ()))
+    return (best[0], best[2], best[3], best[4], best[5]) if best is not None else (line, (), "other", ("", ()), "")
 
 
 @lru_cache(maxsize=256)
@@ -105,7 +106,8 @@ def _statements(filename: str) -> tuple[Stmt, ...]:
     out = []
     for node in ast.walk(tree):
         if isinstance(node, ast.stmt):
-            out.append((node.lineno, node.end_lineno or node.lineno, _targets(node), _kind(node), _call(node)))
+            end = node.end_lineno or node.lineno
+            out.append((node.lineno, end, _targets(node), _kind(node), _call(node), _store(node)))
     return tuple(out)
 
 
@@ -140,6 +142,22 @@ def _targets(node: ast.stmt) -> tuple[str, ...]:
     if isinstance(node, ast.AnnAssign | ast.AugAssign):
         return _names(node.target)
     return ()
+
+
+def _store(node: ast.stmt) -> str:
+    """The tensor a statement writes into through indexing: ``a[i] = …``, ``self.a[i, j] += …`` -> ``a``."""
+    if isinstance(node, ast.Assign) and len(node.targets) == 1:
+        target: ast.expr = node.targets[0]
+    elif isinstance(node, ast.AugAssign):
+        target = node.target
+    else:
+        return ""
+    if not isinstance(target, ast.Subscript):
+        return ""
+    while isinstance(target, ast.Subscript):
+        target = target.value
+    got = _names(target)
+    return got[0] if len(got) == 1 else ""
 
 
 def _names(target: ast.expr) -> tuple[str, ...]:

@@ -69,14 +69,17 @@ def scores(rec: Recorder, name: str, q: Var, k: Var, lead: tuple[str, ...], sym:
     )
 
 
-def row_sum(rec: Recorder, name: str, terms: Var, sym: str, term: str, latex: str | None = None) -> Var:
+def row_sum(
+    rec: Recorder, name: str, terms: Var, sym: str, term: str, latex: str | None = None, index: str = "m"
+) -> Var:
     """``name[lead…, i] = Σ_j terms[lead…, i, j]`` with every running sum recorded.
 
     ``sym`` names the total (``S_{<i>}``) and ``term`` one summand, an element
     symbol with its axes as placeholders (``\\omega_{<i,j>}``); the formula reads
     ``sym = Σ_j term`` unless ``latex`` gives another (a check that weights sum
     to 1 has no name of its own).  The total leaves the summed axis unbound, so
-    it reads as the letter j; the running sums rename it to the summation index m.
+    it reads as the letter j; the running sums rename it to the summation index
+    ``index``, a letter the summand does not already use.
     """
     axes = terms.axes
     head = P(axes[:-1])
@@ -89,8 +92,8 @@ def row_sum(rec: Recorder, name: str, terms: Var, sym: str, term: str, latex: st
         symbol=sym,
         latex=latex if latex is not None else rf"{sym} = \sum_{{j}} {term}",
         text=f"Σ_j {r(terms.name, *head, 'j')}",
-        part_latex=("", r"\sum_{m=1}^{<j>} " + rename(term, {axes[-1]: "m"})),
-        part_text=("", f"Σ_{{m≤<j>}} {r(terms.name, *head, 'm')}"),
+        part_latex=("", rf"\sum_{{{index}=1}}^{{<j>}} " + rename(term, {axes[-1]: index})),
+        part_text=("", f"Σ_{{{index}≤<j>}} {r(terms.name, *head, index)}"),
     )
 
 
@@ -101,9 +104,21 @@ def weights_sum(rec: Recorder, alpha: Var, sym: str) -> Var:
 
 
 def stable_softmax(
-    rec: Recorder, s: Var, sym: str, out: str = "alpha", prefix: str = "stable", total: str = "E"
+    rec: Recorder,
+    s: Var,
+    sym: str,
+    out: str = "alpha",
+    prefix: str = "stable",
+    total: str = "E",
+    weights: str = r"\alpha",
 ) -> Var:
-    """Softmax over the last axis of ``s`` in the stable form: max, shift, exp, running sums, quotients."""
+    """Softmax over the last axis of ``s`` in the stable form: max, shift, exp, running sums, quotients.
+
+    The row maximum is ``m_i``, so the running sums count with ``j'`` (the
+    denominator's index), not with the ``m`` other running sums use;
+    ``weights`` is the letter of the result (``\\alpha^{\\mathrm{causal}}`` where
+    a lesson has other weights too).
+    """
     axes = s.axes
     head = axes[:-1]
     m = rec.max(
@@ -133,17 +148,17 @@ def stable_softmax(
         text=f"exp({r(shift.name, *P(axes))})",
     )
     other = rename(sym, {"j": "j'"})  # the summation index of the denominator
-    sums = row_sum(rec, f"{prefix}.sum", e, rf"{total}_{{<i>}}", rf"e^{{{sym} - m_{{<i>}}}}")
+    sums = row_sum(rec, f"{prefix}.sum", e, rf"{total}_{{<i>}}", rf"e^{{{sym} - m_{{<i>}}}}", index="j'")
     alpha = rec.elementwise(
         "div",
         out,
         [e(*axes), sums(*head)],
         axes,
-        symbol=r"\alpha_{<i,j>}",
-        latex=rf"\alpha_{{<i,j>}} = \frac{{e^{{{sym} - m_{{<i>}}}}}}{{\sum_{{j'}} e^{{{other} - m_{{<i>}}}}}}",
+        symbol=rf"{weights}_{{<i,j>}}",
+        latex=rf"{weights}_{{<i,j>}} = \frac{{e^{{{sym} - m_{{<i>}}}}}}{{\sum_{{j'}} e^{{{other} - m_{{<i>}}}}}}",
         text=f"{r(e.name, *P(axes))} / {r(sums.name, *P(head))}",
     )
-    weights_sum(rec, alpha, r"\alpha")
+    weights_sum(rec, alpha, weights)
     return alpha
 
 

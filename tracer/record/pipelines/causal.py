@@ -33,6 +33,8 @@ from tracer.record.recorder import Recorder, Var
 
 STAGES = ("inputs", "projections", "scores", "normalize", "mask", "dropout", "batch")
 DROPOUT = 0.5
+CAUSAL = r"\alpha^{\mathrm{causal}}"
+"""The letter of the masked softmax's weights: this lesson's ``alpha`` are the weights before masking."""
 
 
 def prepare(values: torch.Tensor, d_out: int = 2, **unknown: Any) -> dict[str, Any]:
@@ -59,8 +61,8 @@ def causal_masks(rec: Recorder, t: int, lead: tuple[str, ...] = ()) -> tuple[Var
     return tri, up
 
 
-def masked_softmax(rec: Recorder, omega: Var, up: Var, root: Var, pre: str = "") -> Var:
-    """Fill the scores above the diagonal with -inf, scale, softmax: the causal weights."""
+def masked_softmax(rec: Recorder, omega: Var, up: Var, root: Var, pre: str = "", weights: str = r"\alpha") -> Var:
+    """Fill the scores above the diagonal with -inf, scale, softmax: the causal weights, named ``weights``."""
     axes = omega.axes
     neg = rec.elementwise(
         "masked_fill",
@@ -68,7 +70,7 @@ def masked_softmax(rec: Recorder, omega: Var, up: Var, root: Var, pre: str = "")
         [omega(*axes), up("i", "j")],
         axes,
         symbol=r"\omega^{-\infty}_{<i,j>}",
-        latex=r"\omega^{-\infty}_{<i,j>} = \begin{cases}\omega_{<i,j>} & j \le i\\ -\infty & j > i\end{cases}",
+        latex=r"\omega^{-\infty}_{<i,j>} = \begin{cases}\omega_{<i,j>} & <j> \le <i>\\ -\infty & <j> > <i>\end{cases}",
         text=f"{pre}omega[{','.join(f'<{a}>' for a in axes)}] unless <j> > <i>, then -inf",
     )
     scaled = rec.elementwise(
@@ -81,7 +83,12 @@ def masked_softmax(rec: Recorder, omega: Var, up: Var, root: Var, pre: str = "")
         text=f"{pre}neg.omega[{','.join(f'<{a}>' for a in axes)}] / {root.name}",
     )
     return stable_softmax(
-        rec, scaled, r"\tilde\omega^{-\infty}_{<i,j>}", out=f"{pre}causal.alpha", prefix=f"{pre}causal"
+        rec,
+        scaled,
+        r"\tilde\omega^{-\infty}_{<i,j>}",
+        out=f"{pre}causal.alpha",
+        prefix=f"{pre}causal",
+        weights=weights,
     )
 
 
@@ -122,12 +129,12 @@ def build(
             latex=r"\alpha^{M}_{<i,j>} = \frac{\alpha_{<i,j>} M_{<i,j>}}{S_{<i>}}",
             text="masked.w[<i>,<j>] / masked.sum[<i>]",
         )
-        causal = masked_softmax(rec, omega, up, root)
+        causal = masked_softmax(rec, omega, up, root, weights=CAUSAL)
         rec.maxabsdiff(
             "check.mask",
             renorm,
             causal,
-            latex=r"\max \lvert \alpha^{M} - \alpha^{\mathrm{causal}} \rvert",
+            latex=rf"\max \lvert \alpha^{{M}} - {CAUSAL} \rvert",
             text="max |masked.alpha − causal.alpha|",
         )
     with rec.stage("dropout"):
@@ -142,8 +149,8 @@ def build(
             "dropout.kept",
             [causal("i", "j"), keep_var("i", "j")],
             "ij",
-            symbol=r"\alpha_{<i,j>} B_{<i,j>}",
-            latex=r"\alpha^{\mathrm{causal}}_{<i,j>} B_{<i,j>}",
+            symbol=rf"{CAUSAL}_{{<i,j>}} B_{{<i,j>}}",
+            latex=rf"{CAUSAL}_{{<i,j>}} B_{{<i,j>}}",
             text="causal.alpha[<i>,<j>] × dropout.keep[<i>,<j>]",
         )
         rec.elementwise(
@@ -152,7 +159,7 @@ def build(
             [survived("i", "j"), scale()],
             "ij",
             symbol=r"\alpha^{\mathrm{drop}}_{<i,j>}",
-            latex=r"\alpha^{\mathrm{drop}}_{<i,j>} = \frac{\alpha_{<i,j>} B_{<i,j>}}{1-p}",
+            latex=rf"\alpha^{{\mathrm{{drop}}}}_{{<i,j>}} = \frac{{{CAUSAL}_{{<i,j>}} B_{{<i,j>}}}}{{1-p}}",
             text="dropout.kept[<i>,<j>] × dropout.scale",
         )
     with rec.stage("batch"):

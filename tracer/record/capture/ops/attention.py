@@ -8,10 +8,11 @@ same draws), puts the generator back where torch left it, and records
 1/(1−p) and ``N`` (torch's result, kept × scale).  With ``p = 0`` or in
 evaluation mode dropout changes nothing and records nothing.
 
-SDPA (without dropout) is ``softmax(q kᵀ · scale + mask) v``: ``N.scores``
+SDPA is ``dropout(softmax(q kᵀ · scale + mask)) v``: ``N.scores``
 (products and running sums), ``N.scale``, ``N.scaled``, the mask
 (``N.causal`` for ``is_causal``, ``N.masked``), the stable softmax
-(``N.weights.*``) and ``N`` = torch's own output with the products and
+(``N.weights.*``), with ``dropout_p > 0`` the mask torch drew on the weights
+(``N.drop``, ``N.dropped``, ``N.dscale``, ``N.weights.dropped``), and ``N`` = torch's own output with the products and
 running sums of ``weights @ v``; ``check.N`` compares torch's fused kernel
 with that left-to-right form.
 """
@@ -27,6 +28,7 @@ from tracer.record.capture import axes as ax
 from tracer.record.capture.ops.common import Call, Unsupported, check
 from tracer.record.capture.ops.reduce import stable
 from tracer.record.capture.session import Session
+from tracer.record.recorder import Var
 
 
 def dropout(s: Session, c: Call) -> None:
@@ -84,14 +86,66 @@ def dropout(s: Session, c: Call) -> None:
     s.bind(out, v)
 
 
+def _drop(s: Session, name: str, w: Var, p: float, rng: torch.Tensor, out: torch.Tensor, v: torch.Tensor) -> Var:
+    """SDPA's dropout of the attention weights: the keep-mask torch drew, re-drawn as :func:`dropout` does.
+
+    Torch's math kernel drops the weights with ``dropout(weights, p, True)``
+    after the softmax, so the same generator state gives the same mask; the
+    mask is checked by recomputing the output from it (a fused kernel that
+    drew otherwise is an opaque step instead).
+    """
+    after = torch.get_rng_state()
+    try:
+        torch.set_rng_state(rng)
+        keep = torch.nn.functional.dropout(torch.ones_like(w.data), p, True) != 0
+    finally:
+        torch.set_rng_state(after)
+    scale = 1.0 / (1.0 - p)
+    again = (w.data * keep * scale) @ v
+    if not torch.allclose(again, out, rtol=1e-4, atol=1e-6):
+        raise Unsupported("SDPA's dropout mask could not be re-drawn")
+    names = w.axes
+    mask = s.rec.input(
+        f"{name}.drop",
+        keep.to(w.data.dtype),
+        names,
+        symbol="B",
+        text=f"1 if torch kept weight {ax.placeholders(names)} else 0",
+        attrs={"made_by": f"dropout(p={p:g}) draw"},
+    )
+    kept = s.rec.elementwise(
+        "mul",
+        f"{name}.dropped",
+        [w(*names), mask(*names)],
+        names,
+        symbol="a B",
+        latex=r"\alpha \cdot B",
+        text=f"{ax.ref_text(w.name, names)} × {ax.ref_text(mask.name, names)}",
+    )
+    const = s.rec.apply(
+        "const", f"{name}.dscale", torch.tensor(scale, dtype=w.data.dtype), [], (), text=f"1 / (1 − {p:g})"
+    )
+    return s.rec.elementwise(
+        "mul",
+        f"{name}.weights.dropped",
+        [kept(*names), const()],
+        names,
+        symbol=r"\tilde\alpha",
+        latex=r"\frac{\alpha \cdot B}{1-p}",
+        text=f"{ax.ref_text(kept.name, names)} × {const.name}",
+    )
+
+
 def sdpa(s: Session, c: Call) -> None:
     """``F.scaled_dot_product_attention(q, k, v, attn_mask, dropout_p, is_causal, scale)``."""
     q, k, v = c.arg(0, "query"), c.arg(1, "key"), c.arg(2, "value")
     mask, p = c.arg(3, "attn_mask"), float(c.arg(4, "dropout_p", 0.0))
     causal, scale = bool(c.arg(5, "is_causal", False)), c.arg(6, "scale")
     out: torch.Tensor = c.out
-    if p != 0.0 or c.kwargs.get("enable_gqa") or q.dim() < 2 or q.shape[:-2] != k.shape[:-2] != v.shape[:-2]:
-        raise Unsupported("SDPA with dropout, grouped heads or broadcast batches")
+    if c.kwargs.get("enable_gqa") or q.dim() < 2 or q.shape[:-2] != k.shape[:-2] != v.shape[:-2]:
+        raise Unsupported("SDPA with grouped heads or broadcast batches")
+    if p != 0.0 and c.rng is None:
+        raise Unsupported("SDPA dropout without a known random state")
     vq, vk, vv = s.var(q), s.var(k), s.var(v)
     lead = vq.axes[:-2]
     i = vq.axes[-2]
@@ -138,6 +192,8 @@ def sdpa(s: Session, c: Call) -> None:
         else:
             cur = s.rec.elementwise("add", f"{name}.biased", [cur(*names), vm], names, symbol="", latex="", text="")
     weights = stable(s, f"{name}.weights", cur, j)
+    if p != 0.0 and c.rng is not None:
+        weights = _drop(s, name, weights, p, c.rng, out, vv.data)
     ctx = s.rec.contract(
         name,
         weights(*lead, i, j),
@@ -149,7 +205,7 @@ def sdpa(s: Session, c: Call) -> None:
         text=f"Σ_{j} {ax.ref_text(weights.name, names)} × {ax.ref_text(vv.name, (*lead, j, f))}",
         parts=("t", "s"),
         total=out.detach().clone(),
-        attrs={"library": "scaled_dot_product_attention", "causal": causal, "scale": factor},
+        attrs={"library": "scaled_dot_product_attention", "causal": causal, "scale": factor, "dropout_p": p},
     )
     s.bind(out, ctx)
     check(s, name, ctx, s.rec.value(f"{name}.s", last=j), f"{name}.s", f"{name}.s left to right")

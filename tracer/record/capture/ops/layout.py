@@ -1,8 +1,8 @@
 """Layout ops: the same entries in another arrangement.
 
 ``view``/``reshape``, ``transpose``/``.T``/``permute``, ``unsqueeze``/
-``squeeze``, ``expand``, ``cat``/``stack``, ``split``/``chunk`` and basic
-indexing each record a node of the moved entries whose references say, by
+``squeeze``, ``expand``, ``cat``/``stack``, ``split``/``chunk``, basic
+indexing and look-ups through an index tensor or mask each record a node of the moved entries whose references say, by
 index arithmetic over its own axes, where each entry came from (``"2*h+c-2"``
 for a head split: :func:`tracer.core.ids.index_expr`).  So explaining one
 entry of a transposed, head-split tensor leads back to the products that
@@ -15,6 +15,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
+import numpy as np
 import torch
 
 from tracer.core.trace import Ref
@@ -114,7 +115,7 @@ def _regroup(src_names: Sequence[str], src: list[int], dst: list[int]) -> tuple[
         if len(gi) == 1 and len(gj) == 1:
             exprs[gi[0]] = names[gj[0]]
             continue
-        flat = [f"({names[d]}-1)*{math.prod(dst[d + 1 : gj[-1] + 1])}" for d in gj if dst[d] != 1]
+        flat = [_times(f"({names[d]}-1)", math.prod(dst[d + 1 : gj[-1] + 1])) for d in gj if dst[d] != 1]
         f = "+".join(flat) or "0"
         for e in gi:
             stride = math.prod(src[e + 1 : gi[-1] + 1])
@@ -125,6 +126,10 @@ def _regroup(src_names: Sequence[str], src: list[int], dst: list[int]) -> tuple[
             else:
                 exprs[e] = f"({f})//{stride}%{src[e]}+1" if stride != 1 else f"({f})%{src[e]}+1"
     return names, exprs
+
+
+def _times(expr: str, n: int) -> str:
+    return expr if n == 1 else f"{expr}*{n}"
 
 
 def unsqueeze(s: Session, c: Call) -> None:
@@ -168,8 +173,11 @@ def getitem(s: Session, c: Call) -> None:
     x, out = c.args[0], c.out
     vx = s.var(x)
     items = c.args[1] if isinstance(c.args[1], tuple) else (c.args[1],)
+    if any(isinstance(i, torch.Tensor | list) for i in items):
+        lookup(s, c, vx, items)
+        return
     if any(not isinstance(i, int | slice | type(None) | type(Ellipsis)) or isinstance(i, bool) for i in items):
-        raise Unsupported("advanced indexing")
+        raise Unsupported("indexing with a bool")
     real = sum(1 for i in items if i is not None and i is not Ellipsis)
     if Ellipsis in items:
         k = items.index(Ellipsis)
@@ -195,6 +203,56 @@ def getitem(s: Session, c: Call) -> None:
                 exprs.append(f"{start + 1}+({a}-1)*{step}")
         d += 1
     _emit(s, c, out, "getitem", [Ref(vx.name, tuple(exprs))], names, ax.ref_text(vx.name, exprs))
+
+
+MAX_LOOKUPS = 512
+"""Entries an index tensor may pick before the look-up is an opaque step (each is a reference of its own)."""
+
+
+def lookup(s: Session, c: Call, vx: Var, items: tuple[object, ...]) -> None:
+    """``x[idx]``, ``x[:, idx]``, ``x[mask]``: one index tensor (whole numbers or a bool mask), the rest ``:``.
+
+    Which entry each result entry is depends on the index's values, so each
+    picked position is one reference, read only where the result's index
+    axes point at it (elsewhere its index arithmetic is 0, out of range).
+    """
+    x, out = c.args[0], c.out
+    adv = [n for n, it in enumerate(items) if isinstance(it, torch.Tensor | list)]
+    if len(adv) != 1 or any(it != slice(None) for n, it in enumerate(items) if n != adv[0]):
+        raise Unsupported("indexing with more than one index tensor, or one mixed with other than ':'")
+    p = adv[0]
+    idx = torch.as_tensor(items[p])
+    if idx.dtype == torch.bool:
+        k = idx.dim()
+        if tuple(idx.shape) != tuple(x.shape[p : p + k]):
+            raise Unsupported("a bool mask of another shape")
+        picks = idx.nonzero()  # (N, k): the positions of the k masked axes each result entry takes
+    elif not idx.is_floating_point():
+        k = 1
+        picks = (idx.reshape(-1, 1) % int(x.shape[p])).long()
+    else:
+        raise Unsupported("indexing with a float tensor")
+    shape_i = (int(picks.shape[0]),) if idx.dtype == torch.bool else tuple(int(n) for n in idx.shape)
+    if picks.shape[0] > MAX_LOOKUPS:
+        raise Unsupported(f"a look-up of more than {MAX_LOOKUPS} entries")
+    before, after = list(vx.axes[:p]), list(vx.axes[p + k :])
+    new: list[str] = []
+    for _ in shape_i:
+        new.append(ax.fresh([*before, *after, *new], ("n", "m", "r", "q")))
+    names = [*before, *new, *after]
+    refs = []
+    for flat_i, pos in enumerate(picks.tolist()):
+        at = [int(i) for i in np.unravel_index(flat_i, shape_i)] if shape_i else []
+        conds = []
+        for a, i, size in zip(new, at, shape_i, strict=True):
+            sq = (size + 1) * (size + 1)
+            conds.append(f"(1-((({a}-{int(i) + 1})*({a}-{int(i) + 1})+{sq - 1})//{sq}))")
+        exprs = [str(q + 1) for q in pos]
+        if conds:
+            exprs[0] = f"{exprs[0]}*{'*'.join(conds)}"
+        refs.append(Ref(vx.name, (*before, *exprs, *after)))
+    where = f"{vx.name}[{', '.join([':'] * p + ['idx'] + [':'] * (x.dim() - p - k))}]"
+    _emit(s, c, out, "lookup", refs, names, f"the entry of {where} this index picks")
 
 
 def cat(s: Session, c: Call) -> None:
@@ -223,14 +281,27 @@ def stack(s: Session, c: Call) -> None:
     new = ax.fresh(names, ("b", "h", "s"))
     names.insert(dim, new)
     refs = []
+    sq = (len(parts) + 1) * (len(parts) + 1)
     for m, t in enumerate(parts):
         v = s.var(t)
-        if t.dim() == 0:
-            raise Unsupported("stack of scalars")
+        if t.dim() == 0:  # read through a one-entry view, only where the new axis is m+1 (else index 0)
+            hit = f"(1-((({new}-{m + 1})*({new}-{m + 1})+{sq - 1})//{sq}))"
+            refs.append(Ref(entry(s, v).name, (hit,)))
+            continue
         exprs = [names[d if d < dim else d + 1] for d in range(t.dim())]
         exprs[0] = f"{exprs[0]}+({new}-{m + 1})*{int(t.shape[0])}"  # in range only where the new axis is m+1
         refs.append(Ref(v.name, tuple(exprs)))
-    _emit(s, c, out, "stack", refs, names, f"{', '.join(r.node for r in refs)} stacked along {new}")
+    text = f"{', '.join(r.node for r in refs)} stacked along {new}"
+    if out.dim() == 1 and parts[0].dim() == 0:
+        text = f"value <{new}> of the {len(parts)} stacked"
+    _emit(s, c, out, "stack", refs, names, text)
+
+
+def entry(s: Session, var: Var) -> Var:
+    """A 0-d value as a one-entry vector (``N.put``), for a reference whose index arithmetic needs an axis."""
+    name, info = s.begin("put", var.name)
+    info.derived = True
+    return s.rec.apply("view", name, var.data.reshape(1), [Ref(var.name, ())], ("w",), text=var.name)
 
 
 def split(s: Session, c: Call) -> None:

@@ -114,7 +114,7 @@ def variance(s: Session, c: Call) -> None:
     v = s.rec.apply("var", name, value, [Ref(quot.name, rest)], rest, text=f"var {ax.ref_text(vx.name, names)}")
     check(s, name, v, quot.data, quot.name, f"{quot.name} (step by step)")
     if keep:
-        _keepdim(s, c, v, out, d, names[-1], vx)
+        _keepdim(s, c, v, out, vx)
     else:
         s.bind(out, v)
 

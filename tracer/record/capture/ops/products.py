@@ -14,6 +14,7 @@ import torch
 from tracer.core.trace import Ref
 from tracer.record.capture import axes as ax
 from tracer.record.capture.ops.common import Call, Unsupported, check
+from tracer.record.capture.ops.reduce import flat
 from tracer.record.capture.session import Session
 from tracer.record.recorder import Arg
 
@@ -54,7 +55,8 @@ def matmul(s: Session, c: Call) -> None:
     shape = tuple(out.shape)
     ia = [*_lead(s, a, min(a.dim(), 2), lead, shape), *rows, over]
     ib = [*_lead(s, b, min(b.dim(), 2), lead, shape), over, *cols]
-    _contract(s, c, va(*ia), vb(*ib), names, over, "matmul", f"{va.name} @ {vb.name}")
+    op = c.key if c.key in ("dot", "inner", "mv", "mm", "bmm") else "matmul"
+    _contract(s, c, va(*ia), vb(*ib), names, over, op, f"{va.name} @ {vb.name}")
 
 
 def linear(s: Session, c: Call) -> None:
@@ -115,11 +117,36 @@ def _part_texts(an: str, ia: list[str], bn: str, ib: list[str], over: str) -> tu
     )
 
 
-def _contract(s: Session, c: Call, a: Arg, b: Arg, names: tuple[str, ...], over: str, op: str, what: str) -> None:
+def _contract(
+    s: Session,
+    c: Call,
+    a: Arg,
+    b: Arg | None,
+    names: tuple[str, ...],
+    over: str,
+    op: str,
+    what: str,
+    name: str | None = None,
+) -> None:
     out: torch.Tensor = c.out
-    name, _ = s.begin(op)
+    if name is None:
+        name, _ = s.begin(op)
     work = (*names, over)
-    an, bn = a.var.name, b.var.name
+    an = a.var.name
+    ta = ax.ref_text(an, a.index)
+    if b is None:
+        latex = rf"\mathrm{{{name}}} = \sum_{{{over}}} \mathrm{{{an}}}"
+        text, part = (
+            f"Σ_{over} {ta}",
+            ("", f"Σ_{{m≤<{over}>}} {ax.ref_text(an, [('m' if i == over else i) for i in a.index])}"),
+        )
+    else:
+        bn = b.var.name
+        latex = rf"\mathrm{{{name}}} = \sum_{{{over}}} \mathrm{{{an}}}\, \mathrm{{{bn}}}"
+        text, part = (
+            f"Σ_{over} {ta} × {ax.ref_text(bn, b.index)}",
+            _part_texts(an, list(a.index), bn, list(b.index), over),
+        )
     v = s.rec.contract(
         name,
         a,
@@ -127,9 +154,9 @@ def _contract(s: Session, c: Call, a: Arg, b: Arg, names: tuple[str, ...], over:
         work,
         over,
         symbol=rf"\mathrm{{{name}}}",
-        latex=rf"\mathrm{{{name}}} = \sum_{{{over}}} \mathrm{{{an}}}\, \mathrm{{{bn}}}",
-        text=f"Σ_{over} {ax.ref_text(an, a.index)} × {ax.ref_text(bn, b.index)}",
-        part_text=_part_texts(an, list(a.index), bn, list(b.index), over),
+        latex=latex,
+        text=text,
+        part_text=part,
         total=out.detach().clone(),
         attrs={"library": op, "code": what},
     )
@@ -139,25 +166,65 @@ def _contract(s: Session, c: Call, a: Arg, b: Arg, names: tuple[str, ...], over:
 
 
 def einsum(s: Session, c: Call) -> None:
-    """``torch.einsum`` with two operands and one summed letter (or none): the equation's letters name the axes."""
+    """``torch.einsum`` of one or two operands: the equation's letters name the axes.
+
+    A product with summed letters is recorded as the other products are
+    (each product, running sums left to right, torch's total); several
+    summed letters are first read as one axis of each operand, in the order
+    they first appear (``N.left``/``N.right``, layout nodes naming their
+    sources).  With nothing summed, two operands are one ``mul`` node and one
+    operand is its axes reordered.  Not decomposed: ``...``, a letter
+    repeated within one operand (a diagonal), three or more operands.
+    """
     eq = c.args[0] if c.args and isinstance(c.args[0], str) else None
     ops = list(c.args[1:])
     if len(ops) == 1 and isinstance(ops[0], list | tuple):
         ops = list(ops[0])
-    if eq is None or "..." in eq or "->" not in eq or len(ops) != 2:
-        raise Unsupported("einsum other than 'ab,bc->ac' with two operands")
-    lhs, rhs = eq.replace(" ", "").split("->")
+    if eq is None or "..." in eq or len(ops) not in (1, 2) or not all(isinstance(t, torch.Tensor) for t in ops):
+        raise Unsupported("einsum with '...', or other than one or two tensors")
+    eq = eq.replace(" ", "")
+    lhs, rhs = eq.split("->") if "->" in eq else (eq, "")
     specs = lhs.split(",")
-    letters = {ch: ch.lower() for ch in set(lhs + rhs) - {","}}
-    if len(set(letters.values())) != len(letters) or any(not ch.isalpha() for ch in letters):
+    if "->" not in eq:  # implicit output: the letters used once, in alphabetical order
+        rhs = "".join(sorted(ch for ch in set(lhs) - {","} if lhs.count(ch) == 1))
+    if len(specs) != len(ops) or any(len(set(sp)) != len(sp) for sp in specs) or len(set(rhs)) != len(rhs):
+        raise Unsupported("einsum with a letter repeated within one operand (a diagonal)")
+    if any(not ch.isalpha() for ch in lhs.replace(",", "") + rhs):
         raise Unsupported("einsum letters")
-    summed = sorted(set("".join(specs)) - set(rhs))
-    a, b = ops
-    if len(summed) != 1 or any(len(set(sp)) != len(sp) for sp in specs):
-        raise Unsupported("einsum summing over other than one letter")
+    letters: dict[str, str] = {}
+    for ch in dict.fromkeys(lhs.replace(",", "") + rhs):
+        letters[ch] = ax.fresh(letters.values(), (ch.lower(),))
+    summed = [ch for ch in dict.fromkeys(lhs.replace(",", "")) if ch not in rhs]
     names = tuple(letters[ch] for ch in rhs)
-    over = letters[summed[0]]
-    va, vb = s.var(a), s.var(b)
-    ia = [letters[ch] for ch in specs[0]]
-    ib = [letters[ch] for ch in specs[1]]
-    _contract(s, c, va(*ia), vb(*ib), names, over, "einsum", eq)
+    out: torch.Tensor = c.out
+    vs = [s.var(t) for t in ops]
+    if not summed:
+        name, info = s.begin("einsum", vs[0].name if len(vs) == 1 else None)
+        refs = [Ref(v.name, tuple(letters[ch] for ch in sp)) for v, sp in zip(vs, specs, strict=True)]
+        text = " × ".join(ax.ref_text(r.node, r.index or ()) for r in refs)
+        info.derived = len(vs) == 1
+        v = s.rec.apply(
+            "mul" if len(vs) == 2 else "permute",
+            name,
+            out,
+            refs,
+            names,
+            text=text,
+            attrs={"func": "einsum", "code": eq},
+        )
+        s.bind(out, v)
+        return
+    name, _ = s.begin("einsum")
+    over = ax.fresh(names, ("m", "n"))
+    reads: list[Arg] = []
+    for side, (t, v, sp) in enumerate(zip(ops, vs, specs, strict=True)):
+        dims = [sp.index(ch) for ch in summed if ch in sp]
+        if len(dims) != len(summed):
+            raise Unsupported("einsum summing a letter that one operand lacks")
+        src, _m = flat(s, f"{name}.{('left', 'right')[side]}", v, t, dims) if len(dims) > 1 else (v, "")
+        reads.append(
+            src(*[letters[ch] for ch in sp if ch not in summed], over)
+            if len(dims) > 1
+            else v(*[over if ch in summed else letters[ch] for ch in sp])
+        )
+    _contract(s, c, reads[0], reads[1] if len(reads) > 1 else None, names, over, "einsum", eq, name=name)

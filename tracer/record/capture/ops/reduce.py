@@ -1,4 +1,4 @@
-"""Reductions and softmax: ``sum``, ``mean``, ``max``/``amax`` over one axis, ``softmax``.
+"""Reductions and softmax: ``sum``, ``mean``, ``max``/``amax`` over one axis, several or all; ``softmax``.
 
 A sum is recorded as its running sums left to right (``N.s``) with torch's
 own total as ``N`` and ``check.N`` between them (torch adds in blocks).
@@ -8,6 +8,8 @@ stable form the lessons teach: ``N.max``, ``N.shift``, ``N.exp``, ``N.sum``
 """
 
 from __future__ import annotations
+
+import math
 
 import torch
 
@@ -27,6 +29,49 @@ def _dim(c: Call, x: torch.Tensor, pos: int = 1) -> int:
     if d is None:
         raise Unsupported("reduction over every axis")
     return int(d) % x.dim()
+
+
+def _dims(c: Call, x: torch.Tensor) -> list[int]:
+    """The axes a ``sum``/``mean``/``amax`` reduces, ascending (all of them when ``dim`` is not given)."""
+    d = c.arg(1, "dim")
+    if d is None or (isinstance(d, list | tuple) and not d):
+        return list(range(x.dim()))
+    if isinstance(d, list | tuple):
+        return sorted({int(e) % x.dim() for e in d})
+    return [int(d) % x.dim()]
+
+
+def flat(s: Session, name: str, vx: Var, x: torch.Tensor, dims: list[int]) -> tuple[Var, str]:
+    """``x`` with the axes ``dims`` read as one axis (in that order, C order), as node ``name``, and its axis.
+
+    One reduced axis is read as it is.  Several are laid out one after
+    another in a layout node ``N.flat`` whose entries name the entry of
+    ``x`` they are, so the running sums go through them left to right, as
+    ``x.flatten()`` would, and each still leads back to its source.
+    """
+    if len(dims) == 1:
+        return vx, vx.axes[dims[0]]
+    rest = [a for d, a in enumerate(vx.axes) if d not in dims]
+    over = ax.fresh(vx.axes, ("m", "n"))
+    sizes = [int(x.shape[d]) for d in dims]
+    exprs = list(vx.axes)
+    for t, d in enumerate(dims):
+        inner = math.prod(sizes[t + 1 :])
+        e = f"(({over}-1)//{inner})" if inner != 1 else f"({over}-1)"
+        exprs[d] = f"{e}+1" if t == 0 else f"{e}%{sizes[t]}+1"
+    keep = [d for d in range(x.dim()) if d not in dims]
+    value = vx.data.permute(*keep, *dims).reshape(*[int(x.shape[d]) for d in keep], -1)
+    names = (*rest, over)
+    flat = s.rec.apply(
+        "view",
+        name,
+        value,
+        [Ref(vx.name, tuple(exprs))],
+        names,
+        text=ax.ref_text(vx.name, exprs),
+        attrs={"func": "flatten"},
+    )
+    return flat, over
 
 
 def stable(s: Session, name: str, x: Var, over: str) -> Var:
@@ -101,7 +146,7 @@ def softmax(s: Session, c: Call) -> None:
     check(s, name, v, quot.data, quot.name, f"{name}.quot (stable softmax step by step)")
 
 
-def _keepdim(s: Session, c: Call, v: Var, out: torch.Tensor, d: int, over: str, x: Var) -> None:
+def _keepdim(s: Session, c: Call, v: Var, out: torch.Tensor, x: Var) -> None:
     """A ``keepdim=True`` result: the reduced node read back with its axis of size one."""
     name = f"{v.name}.keepdim"
     kept = s.rec.apply("unsqueeze", name, out, [Ref(v.name, v.axes)], x.axes, text=ax.ref_text(v.name, v.axes))
@@ -109,28 +154,31 @@ def _keepdim(s: Session, c: Call, v: Var, out: torch.Tensor, d: int, over: str, 
 
 
 def total(s: Session, c: Call) -> None:
-    """``sum(dim)`` and ``mean(dim)``: running sums left to right, then torch's total (and ``/ n``)."""
+    """``sum`` and ``mean`` over one axis, several or all: running sums left to right, torch's total (and ``/ n``)."""
     x, out = c.args[0], c.out
-    if c.kwargs.get("dtype") is not None:
+    if c.kwargs.get("dtype") is not None or (len(c.args) > 1 and not isinstance(c.args[1], int | list | tuple)):
         raise Unsupported("sum with a dtype")
     vx = s.var(x)
-    d = _dim(c, x)
-    over = vx.axes[d]
+    dims = _dims(c, x)
+    if x.dim() == 0:
+        s.bind(out, vx)
+        return
     keep = bool(c.arg(2, "keepdim", False))
-    rest = tuple(a for a in vx.axes if a != over)
-    value = out.squeeze(d) if keep else out
+    rest = tuple(a for d, a in enumerate(vx.axes) if d not in dims)
+    value = out.reshape([int(x.shape[d]) for d in range(x.dim()) if d not in dims]) if keep else out
     name, _ = s.begin(c.key, vx.name)
-    n = int(x.shape[d])
+    src, over = flat(s, f"{name}.flat", vx, x, dims)
+    n = math.prod(int(x.shape[d]) for d in dims)
     if c.key == "sum":
         v = s.rec.contract(
             name,
-            vx(*vx.axes),
+            src(*src.axes),
             None,
-            vx.axes,
+            src.axes,
             over,
             symbol=rf"\mathrm{{{name}}}",
             latex=rf"\sum_{{{over}}}",
-            text=f"Σ_{over} {ax.ref_text(vx.name, vx.axes)}",
+            text=f"Σ_{over} {ax.ref_text(src.name, src.axes)}",
             total=value.detach().clone(),
             attrs={"library": "sum"},
         )
@@ -138,13 +186,13 @@ def total(s: Session, c: Call) -> None:
     else:
         part = s.rec.contract(
             f"{name}.sum",
-            vx(*vx.axes),
+            src(*src.axes),
             None,
-            vx.axes,
+            src.axes,
             over,
             symbol="S",
             latex=rf"\sum_{{{over}}}",
-            text=f"Σ_{over} {ax.ref_text(vx.name, vx.axes)}",
+            text=f"Σ_{over} {ax.ref_text(src.name, src.axes)}",
         )
         count = s.rec.apply("const", f"{name}.n", torch.tensor(float(n), dtype=value.dtype), [], (), text=str(n))
         v = s.rec.apply(
@@ -157,27 +205,30 @@ def total(s: Session, c: Call) -> None:
             attrs={"library": "mean"},
         )
     if keep:
-        _keepdim(s, c, v, out, d, over, vx)
+        _keepdim(s, c, v, out, vx)
     else:
         s.bind(out, v)
 
 
 def maximum(s: Session, c: Call) -> None:
-    """``max(dim)`` (values; the indices as a tensor step) and ``amax(dim)``: exact, as torch's."""
+    """``max``/``amax`` over one axis, several or all (``max(dim)``'s indices as a tensor step): exact, as torch's."""
     x = c.args[0]
-    if c.key == "max" and (len(c.args) < 2 and "dim" not in c.kwargs):
-        raise Unsupported("max of every entry")
     if c.key == "max" and len(c.args) > 1 and isinstance(c.args[1], torch.Tensor):
         raise Unsupported("max of two tensors")
-    out = c.out[0] if c.key == "max" else c.out
+    out = c.out[0] if isinstance(c.out, tuple) else c.out
     vx = s.var(x)
-    d = _dim(c, x)
-    over = vx.axes[d]
+    dims = _dims(c, x)
+    if x.dim() == 0:
+        s.bind(out, vx)
+        return
     keep = bool(c.arg(2, "keepdim", False))
     name, _ = s.begin(c.key, vx.name)
-    row = ax.ref_text(vx.name, ["*" if a == over else a for a in vx.axes])
-    v = s.rec.max(name, vx(*vx.axes), over, symbol=rf"\mathrm{{{name}}}", latex=rf"\max_{{{over}}}", text=f"max {row}")
+    src, over = flat(s, f"{name}.flat", vx, x, dims)
+    row = ax.ref_text(src.name, ["*" if a == over else a for a in src.axes])
+    v = s.rec.max(
+        name, src(*src.axes), over, symbol=rf"\mathrm{{{name}}}", latex=rf"\max_{{{over}}}", text=f"max {row}"
+    )
     if keep:
-        _keepdim(s, c, v, out, d, over, vx)
+        _keepdim(s, c, v, out, vx)
     else:
         s.bind(out, v)
