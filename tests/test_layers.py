@@ -9,8 +9,12 @@ Layers, bottom to top (``docs/architecture.md``)::
     present  tracer.present    views, figures, renderers, explain, notebooks
     top      tracer (the facade), tracer.api, tracer.cli, tracer.testing, tracer.pytest_plugin
 
-Every import counts, at module level or inside a function; only imports
-under ``if TYPE_CHECKING:`` (annotations, never run) are left out.
+Every import counts: at module level, inside a function, and under ``if
+TYPE_CHECKING:``.  An annotation-only import never runs, but it still says
+the module needs the other one to be understood, so two modules that name
+each other that way form a circle as real as any other (``Trace.verify`` once
+imported ``verify`` lazily while ``verify`` imported ``Trace`` for its
+annotations; the check missed it while it skipped such blocks).
 """
 
 from __future__ import annotations
@@ -18,7 +22,8 @@ from __future__ import annotations
 import ast
 import subprocess
 import sys
-from collections.abc import Iterator
+import tomllib
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 
 import pytest
@@ -57,27 +62,10 @@ def modules() -> dict[str, Path]:
     return out
 
 
-def _type_checking(node: ast.If) -> bool:
-    t = node.test
-    return (isinstance(t, ast.Name) and t.id == "TYPE_CHECKING") or (
-        isinstance(t, ast.Attribute) and t.attr == "TYPE_CHECKING"
-    )
-
-
-def _walk(node: ast.AST) -> Iterator[ast.AST]:
-    """Like ast.walk, skipping the bodies of ``if TYPE_CHECKING:``."""
-    for child in ast.iter_child_nodes(node):
-        if isinstance(child, ast.If) and _type_checking(child):
-            yield from (n for o in child.orelse for n in [o, *_walk(o)])
-            continue
-        yield child
-        yield from _walk(child)
-
-
 def imports(name: str, path: Path, known: dict[str, Path]) -> Iterator[tuple[str, int]]:
     """(imported tracer module, line) for each import in the file; ``from pkg import mod`` names the module."""
     package = name if path.name == "__init__.py" else name.rpartition(".")[0]
-    for node in _walk(ast.parse(path.read_text(encoding="utf-8"))):
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
         if isinstance(node, ast.Import):
             targets = [a.name for a in node.names]
         elif isinstance(node, ast.ImportFrom):
@@ -115,16 +103,16 @@ def test_imports_point_down_the_layers() -> None:
     assert not wrong, "imports pointing up the layers:\n" + "\n".join(wrong)
 
 
-def test_no_import_circles() -> None:
-    g = graph()
+def circles(g: Mapping[str, set[str]]) -> list[list[str]]:
+    """Every import circle a depth-first walk of ``g`` meets, each as the modules round it (first repeated last)."""
     state: dict[str, int] = {}  # 1: on the current path, 2: done
-    circles: list[list[str]] = []
+    found: list[list[str]] = []
 
     def visit(m: str, path: list[str]) -> None:
         state[m] = 1
         for t in sorted(g.get(m, ())):
             if state.get(t) == 1:
-                circles.append([*path[path.index(t) :], t])
+                found.append([*path[path.index(t) :], t])
             elif t not in state:
                 visit(t, [*path, t])
         state[m] = 2
@@ -132,20 +120,37 @@ def test_no_import_circles() -> None:
     for m in sorted(g):
         if m not in state:
             visit(m, [m])
-    assert not circles, "import circles:\n" + "\n".join(" -> ".join(c) for c in circles)
+    return found
+
+
+def test_no_import_circles() -> None:
+    found = circles(graph())
+    assert not found, "import circles:\n" + "\n".join(" -> ".join(c) for c in found)
 
 
 def test_the_checker_sees_an_upward_import(tmp_path: Path) -> None:
-    """The walk finds imports in function bodies and skips TYPE_CHECKING blocks."""
+    """The walk finds imports in function bodies and in TYPE_CHECKING blocks."""
     f = tmp_path / "m.py"
     f.write_text(
         "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from tracer.api import run\n"
         "def f():\n    from tracer.present import display\n",
         encoding="utf-8",
     )
-    found = [t for t, _ in imports("tracer.core.m", f, modules())]
-    assert found == ["tracer.present.display"]
+    found = sorted(t for t, _ in imports("tracer.core.m", f, modules()))
+    assert found == ["tracer.api", "tracer.present.display"]
     assert layer("tracer.core.m") < layer("tracer.present.display")
+
+
+def test_the_checker_sees_a_circle_through_an_annotation_and_a_lazy_import(tmp_path: Path) -> None:
+    """The shape the trace and its verification once had: a function-level import one way, TYPE_CHECKING back."""
+    a, b = tmp_path / "a.py", tmp_path / "b.py"
+    a.write_text("def verify(self):\n    from tracer.core.b import check\n    return check(self)\n", encoding="utf-8")
+    b.write_text(
+        "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from tracer.core.a import Trace\n", encoding="utf-8"
+    )
+    known = {"tracer.core.a": a, "tracer.core.b": b}
+    g = {name: {t for t, _ in imports(name, path, known)} for name, path in known.items()}
+    assert circles(g) == [["tracer.core.a", "tracer.core.b", "tracer.core.a"]]
 
 
 @pytest.mark.parametrize(
@@ -161,3 +166,11 @@ def test_lower_layers_import_nothing_heavy(statement: str, banned: tuple[str, ..
     code = f"import sys; {statement}; print(sorted(m for m in {banned!r} if m in sys.modules))"
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+def test_the_wheel_ships_every_package_folder() -> None:
+    """A folder of ``tracer/`` missing from pyproject's package list would be missing from an installed wheel."""
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+    listed = set(config["tool"]["setuptools"]["packages"])
+    folders = {".".join(p.parent.relative_to(ROOT).parts) for p in PACKAGE.rglob("__init__.py")}
+    assert folders - listed == set()

@@ -75,18 +75,18 @@ def test_a_version_1_file_loads_and_its_report_asks_for_a_re_trace(saved: Path, 
 
 
 def test_report_from_a_file_imports_no_torch(saved: Path, tmp_path: Path) -> None:
-    """The modules `report --from` pulls in: no torch, and nothing of the recording layer that needs it."""
+    """The modules `report --from` pulls in: no torch, no plotting library, nothing of the recording layer."""
     out = tmp_path / "out"
     code = (
         "import sys\n"
         "from tracer.cli import main\n"
         f"sys.argv = ['attn-trace', 'report', '--from', {str(saved)!r}, '-o', {str(out)!r}]\n"
         "try:\n    main()\nexcept SystemExit as e:\n    assert not e.code, e.code\n"
-        "heavy = [m for m in sys.modules if m == 'torch' or m.startswith('torch.')]\n"
+        "heavy = [m for m in sys.modules if m.split('.')[0] in ('torch', 'matplotlib', 'mpl_toolkits')]\n"
         "recording = [m for m in sys.modules if m.startswith(('tracer.record.recorder', 'tracer.record.pipelines.'))]\n"
         "print(len(heavy), sorted(recording))\n"
     )
     result = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=False)
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "0 []"
-    assert (out / "index.html").is_file() and (out / "fig-omega.svg").is_file()
+    assert (out / "index.html").is_file() and (out / "fig-omega.svg").is_file() and (out / "fig-inputs.svg").is_file()

@@ -79,6 +79,12 @@ def _save(trace: Any, path: Any) -> None:
     save(trace, path)
 
 
+def _verify(trace: Any) -> Any:
+    from tracer.core.verify import verify
+
+    return verify(trace)
+
+
 def _check_text(result: Any, lang: str = "en", verbose: bool = False) -> str:
     from tracer.present.checktext import text
 
@@ -86,10 +92,11 @@ def _check_text(result: Any, lang: str = "en", verbose: bool = False) -> str:
 
 
 # Lower layers cannot import the layers that draw or write what they hold: those register here
-# (see tracer.core.hooks): a trace's display, repr and file, a check result's text.
+# (see tracer.core.hooks): a trace's display, repr, file and verification, a check result's text.
 _hooks.register("display", _display)
 _hooks.register("repr", _repr)
 _hooks.register("save", _save)
+_hooks.register("verify", _verify)
 _hooks.register("check_text", _check_text)
 
 

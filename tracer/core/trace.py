@@ -17,15 +17,13 @@ import difflib
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import product
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
 from tracer.core import hooks, ids
+from tracer.core.verdict import Verification
 from tracer.errors import StepNotFound
-
-if TYPE_CHECKING:
-    from tracer.core.verify import Verification
 
 ELEMENT = "element"  # every entry of the node is a step of its own
 TENSOR = "tensor"  # the node is one step (matrix-form results, comparisons)
@@ -319,11 +317,12 @@ class Trace:
 
         ``verify().ok`` is False when some values do not follow from their
         inputs (a file edited by hand, or by someone who recomputed its
-        digest); ``verify().summary()`` names them in one line.
+        digest); ``verify().summary()`` names them in one line.  The work is
+        :func:`tracer.core.verify.verify`, reached through :mod:`tracer.core.hooks`
+        (that module reads traces, so the trace may not import it).
         """
-        from tracer.core.verify import verify
-
-        return verify(self)
+        result: Verification = hooks.call("verify", self)
+        return result
 
     def save(self, path: Any) -> None:
         """Write the trace file (see ``docs/trace-format.md``); :func:`tracer.core.serialize.save` does the work."""

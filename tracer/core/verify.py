@@ -26,62 +26,17 @@ listed, and so is every value computed from it that the editor left as it was.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
 import numpy as np
 
 from tracer.core import ids
 from tracer.core.predict import PREDICTABLE, aligned, predict
+from tracer.core.trace import Node, Trace
+from tracer.core.verdict import SHOWN, Verification, Wrong
 
-if TYPE_CHECKING:
-    from tracer.core.trace import Node, Trace
-
-SHOWN = 5
-"""Ids of wrong steps listed per node in :meth:`Verification.summary`."""
+__all__ = ["SHOWN", "Verification", "Wrong", "verify"]
 
 _ULPS = 8  # kernels' exp and softmax agree with float64 to a few units in the last place
-
-
-@dataclass(frozen=True)
-class Wrong:
-    """A node with values that do not follow from its operands."""
-
-    node: str
-    count: int
-    ids: tuple[str, ...]  # the first few wrong steps' ids
-
-
-@dataclass(frozen=True)
-class Verification:
-    """What :func:`verify` found: the wrong nodes, and the nodes it could not recompute."""
-
-    wrong: tuple[Wrong, ...] = ()
-    unchecked: tuple[str, ...] = ()
-    checked: int = 0
-    by_id: frozenset[str] = field(default_factory=frozenset)
-
-    @property
-    def ok(self) -> bool:
-        """True when every checked value follows from its inputs."""
-        return not self.wrong
-
-    @property
-    def count(self) -> int:
-        """How many values do not follow."""
-        return sum(w.count for w in self.wrong)
-
-    def summary(self) -> str:
-        """One line: which values do not follow from their inputs (empty when all do)."""
-        if self.ok:
-            return ""
-        parts = []
-        for w in self.wrong:
-            more = f" and {w.count - len(w.ids)} more" if w.count > len(w.ids) else ""
-            parts.append(", ".join(w.ids) + more)
-        n = self.count
-        verb = "values do not follow from their inputs" if n != 1 else "value does not follow from its inputs"
-        return f"{n} {verb}: " + "; ".join(parts)
 
 
 def verify(trace: Trace) -> Verification:
