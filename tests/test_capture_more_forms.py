@@ -139,3 +139,25 @@ def test_a_write_into_a_view_is_an_opaque_step_and_later_reads_see_it() -> None:
     t = tracer.trace_torch(rows, X[0])
     assert "__setitem__ into a view" in t.meta["opaque"]
     assert np.array_equal(t.tensor(t.meta["output"]), rows(X[0]).numpy())
+
+
+def test_an_in_place_change_of_a_view_is_seen_by_later_reads() -> None:
+    def bump(x: torch.Tensor) -> torch.Tensor:
+        t = x * 1
+        row = t[0]
+        row += 1
+        return t * 2
+
+    def accumulate(x: torch.Tensor) -> torch.Tensor:
+        b = torch.zeros(2, 3, 4)
+        for i in range(2):
+            b[i] += x[i]  # the row changed in place, then written back: nothing opaque
+        return b * 2
+
+    t = tracer.trace_torch(bump, X[0])
+    assert "__setitem__ into a view" in t.meta["opaque"]
+    assert np.array_equal(t.tensor(t.meta["output"]), bump(X[0]).numpy())
+    assert not t.verify().wrong  # every value follows from the values it names
+    t = tracer.trace_torch(accumulate, X)
+    assert t.meta["opaque"] == [] and not t.verify().wrong
+    assert np.array_equal(t.tensor(t.meta["output"]), accumulate(X).numpy())

@@ -33,7 +33,28 @@ from tracer.cli.group import UserError, app, status, write_output
 @click.option("-o", "--output", help="File to write (default: stdout).")
 @click.option("--force", is_flag=True, help="Overwrite an existing output file.")
 @click.option("--verbose", is_flag=True, help="Show your code's traceback on a crash, and the nearest tensors.")
-def check(spec: str, lesson: str, lang: str, fmt: str, output: str | None, force: bool, verbose: bool) -> None:
+@click.option(
+    "--d-out",
+    "d_out",
+    type=click.IntRange(min=1),
+    help="Build your module this wide instead of the lesson's d_out (not for simple; multihead: a multiple of 2).",
+)
+@click.option(
+    "--timeout",
+    type=click.FloatRange(min=0),
+    help="Seconds your code may take to import, build and run (default 60; 0: no limit).",
+)
+def check(
+    spec: str,
+    lesson: str,
+    lang: str,
+    fmt: str,
+    output: str | None,
+    force: bool,
+    verbose: bool,
+    d_out: int | None,
+    timeout: float | None,
+) -> None:
     """Check your attention code against a lesson: does it compute the lesson at every stage?
 
     \b
@@ -52,8 +73,8 @@ def check(spec: str, lesson: str, lang: str, fmt: str, output: str | None, force
     from tracer.compare.check.student import StudentError, load
 
     try:
-        obj, source = load(spec)
-        result = run_check(obj, lesson, source)
+        obj, source = load(spec, timeout)
+        result = run_check(obj, lesson, source, timeout=timeout, d_out=d_out)
     except StudentError as e:
         if verbose and e.details:
             click.echo(e.details.rstrip(), err=True)

@@ -120,7 +120,9 @@ def context(r: CheckResult, lang: str) -> dict[str, Any]:
         assert d is not None
         verdict["headline"] = s("check.differs", stage=stage_name(s, d.stage), quantity=d.quantity, step=d.step)
         verdict["equation"] = equation(r.trace, r.trace[d.element])
-        if d.note:
+        if d.note == "shared":
+            verdict["yours"] = s("check.your_shared")
+        elif d.note:
             verdict["yours"] = s("check.raised", n=_short(r), error=d.note)
         elif d.student is None:
             verdict["yours"] = s("check.your_none")

@@ -58,7 +58,9 @@ def divergence_lines(s: Strings, r: CheckResult, decimals: int = 4) -> list[str]
     if d.run != "eval":
         lines.append(f"  ({run_label(s, r, d.run)})")
     lines.append(f"  {s('check.lesson_value')}: {equation(r.trace, r.trace[d.element], decimals)}")
-    if d.note:
+    if d.note == "shared":
+        lines.append(f"  {s('check.your_value')}: {s('check.your_shared')}")
+    elif d.note:
         lines.append(f"  {s('check.your_value')}: {s('check.raised', n=_short(r), error=d.note)}")
     elif d.student is None:
         lines.append(f"  {s('check.your_value')}: {s('check.your_none')}")

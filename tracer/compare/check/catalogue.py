@@ -11,14 +11,10 @@ reference steps involved.  ``docs/check.md`` lists them.
 
 from __future__ import annotations
 
-import math
-import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
-import numpy as np
-
-from tracer.compare.check import variants as V
+from tracer.compare.check import hypotheses as H
 from tracer.compare.check.context import Context, Hit
 
 
@@ -37,169 +33,6 @@ class Entry:
         return (self.zh if lang == "zh" else self.en).format(**detail)
 
 
-def _bias(c: Context) -> Hit | None:
-    for key, role in (("q", "b_query"), ("k", "b_key"), ("v", "b_value")):
-        if role in c.roles and c.has(key):
-            ref, axes = c.ref(key)
-            hit = c.holds(ref + c.roles[role].value, axes)
-            if hit:
-                return Hit(hit, (c.step(key),), {"param": c.roles[role].param})
-    return None
-
-
-def _transposed(c: Context) -> Hit | None:
-    omega, axes = c.ref("omega")
-    swapped = V.swap_ij(omega, axes)
-    if np.allclose(swapped, omega):
-        return None  # a symmetric table (lesson simple): transposing changes nothing
-    tries = [swapped, swapped / c.sqrt_dk]
-    if c.causal:
-        masked = V.fill(swapped, axes, -np.inf)
-        tries += [masked, masked / c.sqrt_dk, V.softmax(masked / c.sqrt_dk, -1)]
-    else:
-        tries.append(V.softmax(swapped / c.sqrt_dk, -1))
-    return c.first(tries, axes, (c.step("omega"), c.step("q"), c.step("k")))
-
-
-def _scale_wrong(c: Context) -> Hit | None:
-    if c.spec.name == "simple":
-        return None  # lesson simple does not scale
-    d = c.spec
-    divisors = {"d_k": float(d.head_dim), "√d_in": math.sqrt(d.d_in), "√T": math.sqrt(c.tokens)}
-    if d.heads > 1:
-        divisors = {"√d_out": math.sqrt(d.d_out), **divisors}
-    omega, axes = c.ref("omega")
-    base = V.fill(omega, axes, -np.inf) if c.causal else omega
-    for name, div in divisors.items():
-        if abs(div - c.sqrt_dk) < 1e-9 or abs(div - 1) < 1e-9:
-            continue
-        scaled = base / div
-        tries = [omega / div, scaled] + [s for _, s in V.softmaxes(scaled)]
-        hit = c.first(tries, axes, (c.step("omega"),), {"divisor": name, "value": f"{div:.4g}"})
-        if hit:
-            return hit
-    return None
-
-
-def _scale_missing(c: Context) -> Hit | None:
-    if c.spec.name == "simple":
-        return None
-    omega, axes = c.ref("omega")
-    base = V.fill(omega, axes, -np.inf) if c.causal else omega
-    return c.first([s for _, s in V.softmaxes(base)], axes, (c.step("omega"), c.step("alpha")))
-
-
-def _softmax_dim(c: Context) -> Hit | None:
-    omega, axes = c.ref("omega")
-    base = V.fill(omega, axes, -np.inf) if c.causal else omega
-    base = base / c.sqrt_dk if c.spec.name != "simple" else base
-    j = axes.index("j")
-    tries = [s for ax, s in V.softmaxes(base) if ax != j]
-    return c.first(tries, axes, (c.step("alpha"),))
-
-
-def _mask_after(c: Context) -> Hit | None:
-    if not c.causal:
-        return None
-    omega, axes = c.ref("omega")
-    weights = V.softmax(omega / c.sqrt_dk, -1)
-    return c.first([V.fill(weights, axes, 0.0)], axes, (c.step("alpha"), c.step("masked_scaled")))
-
-
-def _mask_zero(c: Context) -> Hit | None:
-    if not c.causal:
-        return None
-    omega, axes = c.ref("omega")
-    zero = V.fill(omega, axes, 0.0)
-    tries = [zero, zero / c.sqrt_dk, V.softmax(zero / c.sqrt_dk, -1)]
-    return c.first(tries, axes, (c.step("masked"), c.step("masked_scaled")))
-
-
-def _mask_diagonal(c: Context) -> Hit | None:
-    if not c.causal:
-        return None
-    omega, axes = c.ref("omega")
-    hidden = V.fill(omega, axes, -np.inf, diagonal=0)
-    tries = [hidden, hidden / c.sqrt_dk, V.softmax(hidden / c.sqrt_dk, -1)]
-    return c.first(tries, axes, (c.step("masked"), c.step("masked_scaled")))
-
-
-_SIZES = re.compile(r"size of tensor|must match|shape .* doesn't match|cannot be broadcast|expanded size", re.I)
-
-
-def _mask_not_cut(c: Context) -> Hit | None:
-    e = c.short_error
-    if e is None or not _SIZES.search(str(e)):
-        return None
-    line = e.details.strip().splitlines()[-1] if e.details.strip() else str(e)
-    return Hit(None, (c.step("masked_scaled"),), {"tokens": str(c.spec.short), "error": line}, where=c.short_where)
-
-
-def _dropout_scores(c: Context) -> Hit | None:
-    omega = c.ref("omega")[0]
-    first = omega[(0,) * (omega.ndim - 2)]
-    scale = 1 / (1 - c.spec.dropout)
-    for base in (first, first / c.sqrt_dk):
-        for s in c.train:
-            if s.value.ndim >= 2 and V.dropped_like(s.value[(0,) * (s.value.ndim - 2)], base, scale):
-                return Hit(s, (c.step("omega"), c.step("dropped")))
-    return None
-
-
-def _dropout_unscaled(c: Context) -> Hit | None:
-    if not c.has("dropped"):
-        return None
-    alpha = c.ref("alpha")[0]
-    first = alpha[(0,) * (alpha.ndim - 2)]
-    firsts = [(s, s.value[(0,) * (s.value.ndim - 2)]) for s in c.train if s.value.ndim >= 2]
-    scale = 1 / (1 - c.spec.dropout)
-    if any(V.dropped_like(v, first, scale) for _, v in firsts):
-        return None  # the kept weights are scaled (a hand-written dropout may hold the unscaled product first)
-    for s, v in firsts:
-        if V.dropped_like(v, first, 1.0):
-            return Hit(s, (c.step("dropped"), "dropout.kept"), {"scale": f"{1 / (1 - c.spec.dropout):g}"})
-    return None
-
-
-def _heads_merge(c: Context) -> Hit | None:
-    if not c.has("concat"):
-        return None
-    z = c.ref("z")[0]
-    axes = c.ref("concat")[1]
-    return c.first([V.merge_untransposed(z)], axes, (c.step("z"), c.step("concat")))
-
-
-def _out_missing(c: Context) -> Hit | None:
-    if not c.has("concat") or c.final is None:
-        return None
-    concat, axes = c.ref("concat")
-    return c.first([concat], axes, (c.step("concat"), c.step("out")), only=[c.final])
-
-
-def _out_per_head(c: Context) -> Hit | None:
-    if "W_out_other" not in c.roles:
-        return None
-    z = c.ref("z")[0]
-    axes = c.ref("out")[1]
-    w = c.roles["W_out_other"].value
-    b = c.roles["b_out_other"].value if "b_out_other" in c.roles else 0.0
-    tries = []
-    for m in (w.T, w):
-        if m.shape[0] == z.shape[-1]:
-            tries.append(V.merge(z @ m + b))
-    return c.first(tries, axes, (c.step("z"), c.step("out")), {"param": c.roles["W_out_other"].param})
-
-
-def _values_scores(c: Context) -> Hit | None:
-    omega, _ = c.ref("omega")
-    values = c.ref("v")[0] if c.has("v") else c.ref("x")[0]
-    zaxes = c.ref("z")[1]
-    tries = [V.weigh(omega, values), V.weigh(omega / c.sqrt_dk, values)]
-    if c.causal:
-        tries.append(V.weigh(V.fill(omega, c.ref("omega")[1], -np.inf) / c.sqrt_dk, values))
-    return c.first(tries, zaxes, (c.step("z"), c.step("omega")))
-
-
 CATALOGUE: tuple[Entry, ...] = (
     Entry(
         "bias_used",
@@ -207,7 +40,7 @@ CATALOGUE: tuple[Entry, ...] = (
         "The query, key and value projections add a bias ({param}) that the lesson does not have: "
         "nn.Linear has bias=True by default, so pass bias=qkv_bias.",
         "查询、键、值的投影加上了课程中没有的偏置（{param}）：nn.Linear 默认 bias=True，应当传入 bias=qkv_bias。",
-        _bias,
+        H.bias,
     ),
     Entry(
         "scores_transposed",
@@ -216,14 +49,22 @@ CATALOGUE: tuple[Entry, ...] = (
         "so row i holds the scores of key i rather than those of query i.",
         "注意力分数表被转置了：查询和键互换了位置（keys @ queries.T），"
         "第 i 行是第 i 个键的分数，而不是第 i 个查询的分数。",
-        _transposed,
+        H.transposed,
     ),
     Entry(
         "scale_wrong",
         ("scaling", "mask", "weights"),
         "The scores are divided by {divisor} = {value} instead of √d_k, the square root of one key's size.",
         "注意力分数除以了 {divisor} = {value}，而不是 √d_k（单个键向量维度的平方根）。",
-        _scale_wrong,
+        H.scale_wrong,
+    ),
+    Entry(
+        "scale_inverted",
+        ("scaling", "mask", "weights"),
+        "The scores are multiplied by √d_k instead of divided by it, so the softmax gets sharper "
+        "as the keys grow instead of staying calm.",
+        "注意力分数乘以了 √d_k，而不是除以 √d_k；键的维度越大，softmax 反而越尖锐。",
+        H.scale_inverted,
     ),
     Entry(
         "scale_missing",
@@ -231,7 +72,7 @@ CATALOGUE: tuple[Entry, ...] = (
         "The scores are not divided by √d_k before the softmax; with larger keys the softmax "
         "becomes nearly one-hot and its gradients vanish.",
         "在 softmax 之前没有把注意力分数除以 √d_k；键的维度越大，softmax 越接近独热分布，梯度也随之消失。",
-        _scale_missing,
+        H.scale_missing,
     ),
     Entry(
         "softmax_dim",
@@ -240,7 +81,16 @@ CATALOGUE: tuple[Entry, ...] = (
         "(the last axis, dim=-1), but yours sum to 1 over another axis.",
         "softmax 作用在了错误的维度上：每个查询的权重应当在键的维度（最后一维，"
         "dim=-1）上归一化为 1，而你的代码在另一个维度上归一化。",
-        _softmax_dim,
+        H.softmax_dim,
+    ),
+    Entry(
+        "sum_normalised",
+        ("weights",),
+        "The weights are the scores divided by their sum instead of a softmax: they still sum to 1, "
+        "but a negative score gives a negative weight; use torch.softmax(scores, dim=-1).",
+        "注意力权重是用分数除以分数之和得到的，而不是 softmax：它们的和仍为 1，"
+        "但负的分数会得到负的权重；应当使用 torch.softmax(scores, dim=-1)。",
+        H.sum_normalised,
     ),
     Entry(
         "mask_after_softmax",
@@ -249,7 +99,7 @@ CATALOGUE: tuple[Entry, ...] = (
         "sum to 1; fill the scores with −∞ before the softmax instead.",
         "因果掩码是在 softmax 之后施加的，而且没有重新归一化，"
         "所以每一行的权重之和不再是 1；应当在 softmax 之前用 −∞ 填充分数。",
-        _mask_after,
+        H.mask_after,
     ),
     Entry(
         "mask_zero",
@@ -257,7 +107,7 @@ CATALOGUE: tuple[Entry, ...] = (
         "The masked scores are filled with 0 instead of −∞, so after the softmax the future tokens "
         "still get weight (e⁰ = 1).",
         "被掩码的分数填成了 0 而不是 −∞，所以经过 softmax 之后，后面的词元仍然分到了权重（e⁰ = 1）。",
-        _mask_zero,
+        H.mask_zero,
     ),
     Entry(
         "mask_diagonal",
@@ -266,7 +116,23 @@ CATALOGUE: tuple[Entry, ...] = (
         "to itself, and the first token has no key left, so its weights are NaN.",
         "掩码把对角线也遮住了（triu 用了 diagonal=0 而不是 1）："
         "每个词元都不能关注自己，第一个词元没有可用的键，权重变成 NaN。",
-        _mask_diagonal,
+        H.mask_diagonal,
+    ),
+    Entry(
+        "mask_shifted",
+        ("mask", "scaling", "weights"),
+        "The mask starts one key too late (triu with diagonal=2 instead of 1): each token also sees "
+        "the token right after it, so the future leaks in.",
+        "掩码晚了一位（triu 用了 diagonal=2 而不是 1）：每个词元还能看到紧随其后的词元，未来的信息泄露了进来。",
+        H.mask_shifted,
+    ),
+    Entry(
+        "mask_missing",
+        ("mask", "scaling", "weights"),
+        "There is no causal mask{where_en}: every token attends to the tokens after it as well; fill the "
+        "scores above the diagonal with −∞ before the softmax.",
+        "缺少因果掩码{where_zh}：每个词元也关注了它之后的词元；应当在 softmax 之前把对角线以上的分数填成 −∞。",
+        H.mask_missing,
     ),
     Entry(
         "mask_not_cut",
@@ -275,14 +141,14 @@ CATALOGUE: tuple[Entry, ...] = (
         "context_length x context_length; use mask[:num_tokens, :num_tokens].",
         "掩码没有按序列长度截取：输入只有 {tokens} 个词元时，它仍是 context_length x context_length；"
         "应当使用 mask[:num_tokens, :num_tokens]。",
-        _mask_not_cut,
+        H.mask_not_cut,
     ),
     Entry(
         "dropout_on_scores",
         ("dropout",),
         "Dropout is applied to the attention scores instead of to the attention weights (the softmax's output).",
         "dropout 作用在了注意力分数上，而不是注意力权重（softmax 的输出）上。",
-        _dropout_scores,
+        H.dropout_scores,
     ),
     Entry(
         "dropout_unscaled",
@@ -291,7 +157,34 @@ CATALOGUE: tuple[Entry, ...] = (
         "so the weights shrink during training; nn.Dropout does this scaling for you.",
         "dropout 把一部分权重置零，却没有把保留下来的权重乘以 1/(1−p) = {scale}，"
         "训练时权重整体变小；nn.Dropout 会自动完成这一缩放。",
-        _dropout_unscaled,
+        H.dropout_unscaled,
+    ),
+    Entry(
+        "dropout_in_eval",
+        ("context",),
+        "Dropout still runs in eval mode (p = {p}): the weights are zeroed at random even after "
+        "model.eval(); use nn.Dropout, or F.dropout(..., training=self.training).",
+        "在 eval 模式下 dropout 仍在起作用（p = {p}）：即使调用了 model.eval()，权重仍被随机置零；"
+        "应当使用 nn.Dropout，或 F.dropout(..., training=self.training)。",
+        H.dropout_in_eval,
+    ),
+    Entry(
+        "heads_shared",
+        ("projections",),
+        "The heads share their weights ({heads}): one module repeated in the ModuleList (or copied) makes "
+        "every head compute the same attention; build a new head for each entry.",
+        "多个头共用了同一组权重（{heads}）：在 ModuleList 里重复放入同一个模块（或其副本），"
+        "每个头算出的注意力都一样；应当为每个位置新建一个头。",
+        H.heads_shared,
+    ),
+    Entry(
+        "heads_concat_dim",
+        ("merge",),
+        "The heads' outputs are joined along dim={dim} instead of the last axis: "
+        "use torch.cat([head(x) for head in self.heads], dim=-1).",
+        "多个头的输出沿 dim={dim} 拼接，而不是沿最后一维："
+        "应当使用 torch.cat([head(x) for head in self.heads], dim=-1)。",
+        H.heads_concat_dim,
     ),
     Entry(
         "heads_not_transposed",
@@ -300,14 +193,14 @@ CATALOGUE: tuple[Entry, ...] = (
         "(b, T, heads, d_head) with .transpose(1, 2) before .view(b, T, d_out).",
         "合并多个头之前没有把维度转置回来：(b, heads, T, d_head) 必须先用 .transpose(1, 2) 变成 "
         "(b, T, heads, d_head)，再 .view(b, T, d_out)。",
-        _heads_merge,
+        H.heads_merge,
     ),
     Entry(
         "out_proj_missing",
         ("output",),
         "The output projection is missing: the merged heads are returned without passing through out_proj.",
         "缺少输出投影：合并后的多头结果没有经过 out_proj 就直接返回了。",
-        _out_missing,
+        H.out_missing,
     ),
     Entry(
         "out_proj_per_head",
@@ -315,15 +208,15 @@ CATALOGUE: tuple[Entry, ...] = (
         "The output projection is applied to each head on its own ({param}) instead of once to the "
         "merged heads with an nn.Linear(d_out, d_out).",
         "输出投影被分别施加在每个头上（{param}），而不是在合并后的结果上施加一次 nn.Linear(d_out, d_out)。",
-        _out_per_head,
+        H.out_per_head,
     ),
     Entry(
         "values_times_scores",
-        ("context",),
+        ("context", "weights"),
         "The context vectors weight the values by the raw scores instead of by the attention weights "
         "(the softmax's output).",
         "上下文向量用原始注意力分数而不是注意力权重（softmax 的输出）去加权值向量。",
-        _values_scores,
+        H.values_scores,
     ),
 )
 

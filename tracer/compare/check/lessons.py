@@ -15,7 +15,7 @@ one number wide, ``sqrt(d_k) = 1`` and a scaling mistake would change nothing.
 from __future__ import annotations
 
 import importlib
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -23,6 +23,7 @@ import torch
 
 from tracer.compare.check.model import Quantity, Role
 from tracer.core.trace import Trace
+from tracer.errors import InputError
 from tracer.record.inputs import tutorial
 from tracer.record.pipelines import LESSONS
 
@@ -44,6 +45,7 @@ class Spec:
     quantities: tuple[Quantity, ...]
     short: int = 0  # tokens of a shorter sequence whose result must be the first rows of the full one (0: none)
     dropout: float = 0.0  # p of the train-mode run (0: no train-mode run)
+    form: str = ""  # lesson multihead: "wrap" when the student's module is the book's wrapper of heads
 
     @property
     def is_class(self) -> bool:
@@ -103,7 +105,7 @@ SPECS: dict[str, Spec] = {
             Q("omega", "scores", "batch.omega", True, "s"),
             Q("masked", "mask", "batch.neg.omega", True, "s", after=("masked_scaled",)),
             Q("scaled", "scaling", "scaled", True, "s", after=("masked_scaled",)),
-            Q("masked_scaled", "scaling", "batch.neg.scaled", False, "s"),
+            Q("masked_scaled", "scaling", "batch.neg.scaled", True, "s", after=("alpha",)),
             Q("alpha", "weights", "batch.causal.alpha"),
             Q("dropped", "dropout", "dropout.alpha", run="train"),
             Q("z", "context", "batch.z"),
@@ -126,7 +128,7 @@ SPECS: dict[str, Spec] = {
             *(Q(f"h{n}", "heads", f"split.h{n}", False, "p") for n in ("q", "k", "v")),
             Q("omega", "scores", "split.omega", True, "s"),
             Q("masked", "mask", "split.neg.omega", True, "s"),
-            Q("masked_scaled", "scaling", "split.neg.scaled", False, "s"),
+            Q("masked_scaled", "scaling", "split.neg.scaled", True, "s", after=("alpha",)),
             Q("alpha", "weights", "split.causal.alpha"),
             Q("z", "context", "split.z"),
             Q("concat", "merge", "split.concat", True, "o"),
@@ -138,6 +140,33 @@ SPECS: dict[str, Spec] = {
         dropout=0.5,
     ),
 }
+
+
+WRAP = (
+    *_qkv("wrap."),
+    Q("omega", "scores", "wrap.omega", True, "s"),
+    Q("masked", "mask", "wrap.neg.omega", True, "s", after=("masked_scaled",)),
+    Q("masked_scaled", "scaling", "wrap.neg.scaled", True, "s", after=("alpha",)),
+    Q("alpha", "weights", "wrap.causal.alpha"),
+    Q("z", "context", "wrap.z"),
+    Q("concat", "merge", "wrap.concat"),
+    Q("short", "mask", "wrap.concat", run="short"),
+)
+"""Lesson multihead's quantities when the student wrote the book's wrapper (a ModuleList of causal heads)."""
+
+
+def wrapped(spec: Spec, width: int) -> Spec:
+    """``spec`` for a wrapper of heads each ``width`` wide: the lesson's ``wrap`` form, d_out = heads x width."""
+    return replace(spec, d_out=spec.heads * width, quantities=WRAP, form="wrap")
+
+
+def sized(spec: Spec, d_out: int) -> Spec:
+    """``spec`` with the module built ``d_out`` wide (the constructor's second argument)."""
+    if not spec.is_class:
+        raise InputError(f"lesson {spec.name} has no d_out: the inputs are used as they are")
+    if d_out < 1 or d_out % spec.heads:
+        raise InputError(f"d_out must be a positive multiple of the lesson's {spec.heads} heads, got {d_out}")
+    return replace(spec, d_out=d_out, args=(spec.args[0], d_out, *spec.args[2:]))
 
 
 def inputs(spec: Spec) -> torch.Tensor:
@@ -161,7 +190,9 @@ def reference(spec: Spec, roles: dict[str, Role]) -> Trace:
         trace = module.build(x, tokens, 2, torch.float32, meta, weights=w, weights_meta=info)
         return trace
     extra = module.prepare(x, d_out=spec.d_out)
-    if spec.name == "causal":
+    if spec.form == "wrap":
+        extra["wrap"] = w
+    elif spec.name == "causal":
         extra.update(weights=w, weights_meta=info, module=w)
     else:
         split = dict(extra["split"])

@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from tracer.compare.check import align, deadline, lessons, roles, student
+from tracer.compare.check import align, deadline, lessons, roles, student, wrapper
 from tracer.compare.check.catalogue import BY_CODE, diagnose
 from tracer.compare.check.context import Context, Hit
 from tracer.compare.check.model import Divergence, Match, Quantity, Seen, StageResult
@@ -17,7 +17,9 @@ from tracer.core.trace import Step
 from tracer.errors import InputError
 
 
-def check(obj: Any, lesson: str = "simple", source: str | None = None, timeout: float | None = None) -> CheckResult:
+def check(
+    obj: Any, lesson: str = "simple", source: str | None = None, timeout: float | None = None, d_out: int | None = None
+) -> CheckResult:
     """Check ``obj`` (a function for lesson ``simple``, a module class otherwise) against ``lesson``.
 
     ``source`` is the student's file, used to name what was checked and the
@@ -25,19 +27,29 @@ def check(obj: Any, lesson: str = "simple", source: str | None = None, timeout: 
     ``timeout`` limits the whole check, in seconds (default
     :data:`deadline.SECONDS`; 0: no limit): an endless loop in the student's
     code ends it with an :class:`~tracer.errors.InputError`.
+    ``d_out`` builds the module with another output width than the lesson's
+    (not for lesson ``simple``; for ``multihead`` a multiple of its two heads).
     """
     if lesson not in lessons.SPECS:
         raise InputError(f"unknown lesson {lesson!r}: choose from {', '.join(lessons.SPECS)}")
+    spec = lessons.SPECS[lesson] if d_out is None else lessons.sized(lessons.SPECS[lesson], d_out)
     with deadline.limit(deadline.SECONDS if timeout is None else timeout, f"the check of {_name(obj)}"):
-        return _check(obj, lessons.SPECS[lesson], source or student.source_of(obj))
+        return _check(obj, spec, source or student.source_of(obj))
 
 
 def _check(obj: Any, spec: lessons.Spec, source: str | None) -> CheckResult:
     x = lessons.inputs(spec)
+    heads, same = None, ""
     if spec.is_class:
         module = student.construct(obj, spec.args, spec.signature, spec.seed)
         module.eval()
-        found = roles.assign(module, spec.d_in, spec.d_out, out_proj=spec.heads > 1)
+        heads = wrapper.heads_of(module, spec.heads) if spec.heads > 1 else None
+        if heads is not None:  # the book's wrapper: a ModuleList of causal heads
+            found = wrapper.assign(heads[0], heads[1], spec.d_in, spec.d_out)
+            spec = lessons.wrapped(spec, found["W_query"].value.shape[-1])
+            same = wrapper.shared(found)
+        else:
+            found = roles.assign(module, spec.d_in, spec.d_out, out_proj=spec.heads > 1)
         fn: Any = module
     else:
         if not callable(obj) or isinstance(obj, type):
@@ -46,6 +58,8 @@ def _check(obj: Any, spec: lessons.Spec, source: str | None) -> CheckResult:
     main = student.run(fn, x, spec.seed)
     if main.error is not None:
         raise main.error
+    if heads is not None:
+        main.seen = wrapper.stacked(main.seen, heads[0], spec.heads)
     final = Seen("output", "return", student.output_array(main.output, _name(obj)), "")
     trace = lessons.reference(spec, found)
     ctx = Context(spec, trace, [*main.seen, final], found, final, captured=main.trace)
@@ -65,6 +79,11 @@ def _check(obj: Any, spec: lessons.Spec, source: str | None) -> CheckResult:
     _mark_optional(stages)
     _other_draws(ctx, stages)
     chosen, hit = _first(ctx, stages)
+    if chosen is None and same:  # every value follows from the weights, but the heads are one head
+        chosen = next(x for x in stages if x.quantity.key == "q")
+        chosen.status, chosen.note = "differs", "shared"
+        hit = BY_CODE["heads_shared"].test(ctx)
+        hit = Hit(None, hit.steps, hit.detail, "heads_shared") if hit is not None else None
     if chosen is not None and chosen.quantity.run == "short" and ctx.short_error is not None and hit is None:
         raise ctx.short_error
     divergence = _divergence(ctx, chosen, hit, stages) if chosen is not None else None
@@ -135,12 +154,21 @@ def _other_draws(ctx: Context, stages: list[StageResult]) -> None:
 
 
 def _mark_optional(stages: list[StageResult]) -> None:
-    for n, s in enumerate(stages):
+    """An optional quantity nothing holds is skipped when a later one that proves it was not needed matches.
+
+    Those are the later quantities of its group, or only the keys in its
+    ``after`` when it names them; they are looked at from the last stage
+    backwards, so a skip can rest on another skip.
+    """
+    for n in range(len(stages) - 1, -1, -1):
+        s = stages[n]
         if s.status == "differs" and s.quantity.optional:
-            later = [t for t in stages[n + 1 :] if t.quantity.group == s.quantity.group]
+            later = stages[n + 1 :]
             if s.quantity.after:
                 later = [t for t in later if t.quantity.key in s.quantity.after]
-            if any(t.status == "match" for t in later):
+            else:
+                later = [t for t in later if t.quantity.group == s.quantity.group]
+            if any(t.status in ("match", "skipped") for t in later):
                 s.status = "skipped"
 
 
@@ -202,6 +230,9 @@ def _divergence(ctx: Context, s: StageResult, hit: Hit | None, stages: list[Stag
     if s.quantity.run == "short" and ctx.short_error is not None:
         note = ctx.short_error.cause
         where = ctx.short_where
+    if hit is not None and hit.code == "heads_shared":  # head 2 equals head 1: show where it does
+        idx = (1, *(0 for _ in ref.shape[1:]))
+        student_value, note = float(ref[idx]), "shared"
     element = Step(ctx.trace, node, tuple(int(i) for i in idx)).id
     mine = _student_step(ctx, near, idx) if near is not None and s.quantity.run == "eval" else None
     return Divergence(

@@ -95,12 +95,16 @@ def said(text: str, note: bool = False) -> Para:
 
 
 def tex(text: str) -> str:
-    """A displayed number inside a LaTeX sum: negatives in parentheses, non-finite as symbols."""
+    """A displayed number inside a LaTeX sum: negatives in parentheses, non-finite as symbols.
+
+    A minus sign is grouped with its number (``({-0.45})``), so that MathML
+    sets it as a sign, close to the digits, not as a subtraction.
+    """
     if text in ("inf", "-inf"):
-        return text.replace("inf", r"\infty")
-    if text == "nan":
+        text = text.replace("inf", r"\infty")
+    elif text == "nan":
         return r"\mathrm{nan}"
-    return f"({text})" if text.startswith("-") else text
+    return f"({{{text}}})" if text.startswith("-") else text
 
 
 def pick_rows(t: int, q: int) -> list[int | None]:

@@ -57,6 +57,8 @@ class Mode(TorchFunctionMode):
         key = key_of(func)
         rng = torch.get_rng_state() if key in ops.DRAWS else None
         if self._writes(key, args):
+            if key == "__setitem__":
+                self._safe(lambda: writes.written_back(self.s, args[0], args[1], args[2]))
             self._safe(lambda: writes.prepare(self.s, args[0]))
             out = func(*args, **kwargs)
             self._record(Call(key, func, args, kwargs, args[0]), writes.setitem)
@@ -77,6 +79,8 @@ class Mode(TorchFunctionMode):
         if not _has_tensor(out) or key in SILENT:
             return out
         self._record(Call(key, func, args, kwargs, out, rng))
+        if _inplace(key) and args and isinstance(args[0], torch.Tensor):
+            self._safe(lambda: writes.through_view(self.s, args[0]))
         return out
 
     def _writes(self, key: str, args: tuple[Any, ...]) -> bool:

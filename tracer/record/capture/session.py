@@ -59,6 +59,7 @@ class Session:
         self.prefix: dict[int, str] = {}  # id(root) -> the name the code calls it by, for a library module
         self.opaque: list[str] = []
         self.pending: dict[int, Any] = {}  # id(tensor) -> its writes not yet recorded (:mod:`.writes`)
+        self.stale: dict[int, tuple[torch.Tensor, torch.Tensor]] = {}  # id(tensor) -> (it, a view changed in place)
         self.flush: Callable[[Session, torch.Tensor], None] | None = None  # records them: set by the first write
         self._count = 0
         self._group = 0
@@ -124,7 +125,7 @@ class Session:
 
     def known(self, t: torch.Tensor) -> Var | None:
         """The var of a tensor seen before, if any (writes into it through indexing recorded first)."""
-        if id(t) in self.pending and self.flush is not None:
+        if (id(t) in self.pending or id(t) in self.stale) and self.flush is not None:
             self.flush(self, t)
         got = self.vars.get(id(t))
         return got[1] if got is not None and got[0] is t else None

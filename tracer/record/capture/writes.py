@@ -20,11 +20,13 @@ a one-entry view (``N.put``), which gives that arithmetic an axis to act on.
 A region is whole numbers and slices (``...`` too); a value fills it
 exactly or broadcasts from size one.  Anything else (a tensor index, a bool
 mask) is recorded as an opaque step of the tensor after the write, and so is
-a tensor another one views after a write into the view (``t[i][j] = v``).
+a tensor another one views after an in-place change of the view
+(``t[i][j] = v``, ``row = t[0]; row += 1``).
 """
 
 from __future__ import annotations
 
+import contextlib
 from dataclasses import dataclass, field, replace
 
 import torch
@@ -99,17 +101,33 @@ def setitem(s: Session, c: Call) -> None:
 
 
 def through_view(s: Session, t: torch.Tensor) -> None:
-    """A write into a view (``t[i][j] = v`` writes into the row ``t[i]``) changes the tensor viewed.
+    """``t`` is a view that was just changed in place (``row = m[0]; row += 1``, ``m[i][j] = v``): mark ``m``.
 
-    Which entries of that tensor changed is not followed: its new content is
-    recorded as an opaque step read from its earlier state and the view, so
-    later reads see the written values.
+    Which entries of the viewed tensor changed is not followed: when the
+    code next uses it, its new content is recorded as an opaque step read
+    from its earlier state and the view (:func:`_refresh`), so later reads
+    see the changed values.
     """
     base = t._base
     got = s.vars.get(id(base)) if base is not None else None
-    if base is None or got is None or got[0] is not base:
+    if base is not None and got is not None and got[0] is base:
+        s.stale[id(base)] = (base, t)
+        s.flush = flush
+
+
+def written_back(s: Session, t: torch.Tensor, index: object, value: object) -> None:
+    """``m[i] += v`` changes the view ``m[i]`` in place, then writes it back into ``m[i]``: nothing is stale then."""
+    got = s.stale.get(id(t))
+    if got is None or got[0] is not t or got[1] is not value or not isinstance(value, torch.Tensor):
         return
-    view, old = s.var(t), s.var(base)
+    with contextlib.suppress(Exception):
+        same = t[index]  # type: ignore[index]
+        if (same.data_ptr(), same.shape, same.stride()) == (value.data_ptr(), value.shape, value.stride()):
+            del s.stale[id(t)]
+
+
+def _refresh(s: Session, base: torch.Tensor, view_t: torch.Tensor) -> None:
+    view, old = s.var(view_t), s.var(base)
     name, info = s.begin("view_write", old.name)
     info.receiver = old.name
     if "__setitem__ into a view" not in s.opaque:
@@ -120,8 +138,8 @@ def through_view(s: Session, t: torch.Tensor) -> None:
         base.detach().clone(),
         [Ref(old.name), Ref(view.name)],
         old.axes,
-        text=f"{old.name} after a write into its view {view.name}",
-        attrs={"func": "__setitem__", "why": "a write into a view of this tensor"},
+        text=f"{old.name} after an in-place change of its view {view.name}",
+        attrs={"func": "__setitem__", "why": "an in-place change of a view of this tensor"},
         granularity=TENSOR,
     )
     s.bind(base, v)
@@ -239,6 +257,11 @@ def _old(p: Pending, w: Write, names: tuple[str, ...], shape: tuple[int, ...]) -
 
 def flush(s: Session, t: torch.Tensor) -> None:
     """Record the pending writes into ``t`` (see the module's docstring) and bind ``t`` to the result."""
+    stale = s.stale.pop(id(t), None)
+    if stale is not None and stale[0] is t:
+        _refresh(s, t, stale[1])
+    if id(t) not in s.pending:
+        return
     p: Pending = s.pending.pop(id(t))
     shape = tuple(int(n) for n in t.shape)
     names = p.base.axes if p.base is not None else ax.default(t.dim())

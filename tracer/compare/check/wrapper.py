@@ -1,0 +1,101 @@
+"""The book's ``MultiHeadAttentionWrapper``: a ``ModuleList`` of single causal heads, outputs concatenated.
+
+Lesson ``multihead`` traces this form beside the split one (``wrap.*``: each
+head a full causal attention with its own query, key and value weights, the
+heads' context vectors joined along the last axis, no output projection).
+A student's module is taken for a wrapper when one ``nn.ModuleList`` of
+``num_heads`` entries holds every matrix it has.  Each head's weights are
+found as for lesson ``causal`` (:mod:`.roles`) and stacked head-first, so the
+lesson's ``wrap`` form computes the reference with them.
+
+Each head's tensors are captured under its own name (``heads_0.attn_scores``,
+``heads_1.attn_scores``); :func:`stacked` adds, for every name all heads
+have, the heads' tensors stacked head-first (``heads_*.attn_scores``), which
+the alignment reads like any other tensor.  Heads whose weights are equal
+(one module repeated in the list, or one copied) compute the same thing: the
+lesson's heads are independent, so :func:`shared` names them.
+"""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import torch
+
+from tracer.compare.check import roles
+from tracer.compare.check.model import Role, Seen
+from tracer.errors import InputError
+from tracer.record.capture.naming import pathname
+
+
+def heads_of(module: torch.nn.Module, count: int) -> tuple[str, list[torch.nn.Module]] | None:
+    """The path and entries of the ``ModuleList`` of ``count`` heads that holds every matrix of ``module``."""
+    for path, m in module.named_modules():
+        if not path or not isinstance(m, torch.nn.ModuleList) or len(m) != count:
+            continue
+        inside = {id(p) for p in m.parameters()}
+        if inside and all(id(p) in inside for p in module.parameters() if p.ndim == 2):
+            return path, list(m)
+    return None
+
+
+def assign(path: str, heads: list[torch.nn.Module], d_in: int, d_out: int) -> dict[str, Role]:
+    """The heads' query, key and value weights (and biases), each stacked head-first: (heads, d_in, d_head).
+
+    A head is ``d_out`` wide (the book's wrapper gives each head the full
+    ``d_out``) or ``d_out / heads`` wide.
+    """
+    per = []
+    for n, head in enumerate(heads):
+        try:
+            got = roles.assign(head, d_in, d_out, out_proj=False)
+        except InputError:
+            if d_out % len(heads):
+                raise
+            try:
+                got = roles.assign(head, d_in, d_out // len(heads), out_proj=False)
+            except InputError as e:
+                raise InputError(f"head {n + 1} ({path}.{n}): {e}") from None
+        per.append(got)
+    out = {}
+    for role in per[0]:
+        vals = [p[role].value for p in per if role in p]
+        if len(vals) != len(per) or len({v.shape for v in vals}) != 1:
+            raise InputError(f"the heads in {path} do not all have a {role} of one shape; the lesson's heads are alike")
+        names = ", ".join(f"{path}.{n}.{p[role].param}" for n, p in enumerate(per))
+        out[role] = Role(role, names, f"one per head, stacked; {per[0][role].how}", np.stack(vals))
+    return out
+
+
+def shared(found: dict[str, Role]) -> str:
+    """``"heads.0 and heads.1 (W_query, …)"`` when two heads have equal weights, else ``""``."""
+    if "W_query" not in found or found["W_query"].value.ndim != 3:
+        return ""
+    heads = [re.sub(r"^(.*?\.[0-9]+)\..*$", r"\1", n) for n in found["W_query"].param.split(", ")]
+    for a in range(len(heads)):
+        for b in range(a + 1, len(heads)):
+            same = [r for r in roles.QKV if np.array_equal(found[r].value[a], found[r].value[b])]
+            if same:
+                return f"{heads[a]} and {heads[b]} ({', '.join(same)})"
+    return ""
+
+
+def stacked(seen: list[Seen], path: str, count: int) -> list[Seen]:
+    """``seen`` with, after the last head's tensor of each name all heads have (one shape), the heads stacked."""
+    pre = [pathname(f"{path}.{n}") + "." for n in range(count)]
+    by_head: list[dict[str, int]] = [{} for _ in range(count)]
+    for at, s in enumerate(seen):
+        for n, p in enumerate(pre):
+            if s.id.startswith(p):
+                by_head[n].setdefault(s.id[len(p) :], at)
+    after: dict[int, list[Seen]] = {}
+    for rest in by_head[0]:
+        group = [seen[h[rest]] for h in by_head if rest in h]
+        if len(group) == count and len({g.value.shape for g in group}) == 1:
+            star = Seen(pathname(path) + "_*." + rest, group[0].op, np.stack([g.value for g in group]), group[0].where)
+            after.setdefault(max(h[rest] for h in by_head), []).append(star)
+    out = []
+    for at, s in enumerate(seen):
+        out += [s, *after.get(at, [])]
+    return out
