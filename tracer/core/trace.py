@@ -163,9 +163,9 @@ class Step:
         return tuple(i for i in dict.fromkeys(out) if i != me)
 
     def __repr__(self) -> str:
-        v = self.value
-        shown = f"{v!r}" if self.is_element else f"<{self.node.value.dtype} {list(np.shape(v))}>"
-        return f"Step({self.id} = {shown}, op={self.op!r}, stage={self.stage!r})"
+        """``Step(omega[2,1] = 0.9544, op='sum', stage='scores')``: the value as pages print it (see reprs)."""
+        text: str = hooks.call("repr", self)
+        return text
 
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, str]:
         """Jupyter's rich display: the repr, and the explanation as HTML (MathML) and Markdown."""
@@ -205,6 +205,11 @@ class Trace:
     def stages(self) -> tuple[str, ...]:
         """Stage names in the order they were first recorded."""
         return tuple(dict.fromkeys(n.stage for n in self._nodes.values()))
+
+    def __repr__(self) -> str:
+        """``Trace(lesson='simple', tokens=[...], query=2, dtype='float32', 56 nodes, 1689 steps)``."""
+        text: str = hooks.call("repr", self)
+        return text
 
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, str]:
         """Jupyter's rich display: the repr, and a summary by stage as HTML (MathML) and Markdown."""
