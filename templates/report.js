@@ -1,12 +1,16 @@
 /* attn-trace step navigator: progressive enhancement only.  Without this
    script every step is on the page; with it, Previous/Next buttons (and the
-   arrow keys) walk through the steps, and a link to a step (a heatmap cell)
-   opens and highlights it. */
+   arrow keys) walk through the steps of the walk-through (not the folded
+   all-pairs expansions), and a link to any step (a heatmap cell) opens and
+   highlights it.  The buttons sit in the text, right under the current step,
+   so they never cover it; on a screen wide enough they float in the margin. */
 (function () {
   "use strict";
   var root = document.querySelector(".attn-trace-report");
   if (!root) { return; }
-  var steps = Array.prototype.slice.call(root.querySelectorAll(".step"));
+  var steps = Array.prototype.filter.call(root.querySelectorAll(".step"), function (el) {
+    return !el.closest("details.group");
+  });
   if (!steps.length) { return; }
   var group = root.querySelector("details.group");
   if (group) { group.open = false; }
@@ -30,19 +34,30 @@
   nav.appendChild(prev);
   nav.appendChild(where);
   nav.appendChild(next);
-  root.appendChild(nav);
-  function show(i, scroll) {
-    if (i < 0 || i >= steps.length) { return; }
-    if (current >= 0) { steps[current].classList.remove("current"); }
-    current = i;
-    var el = steps[i];
+  var head = root.querySelector("header");
+  (head || root.firstChild).after(nav);
+  var marked = null;
+  function mark(el) {
+    if (marked) { marked.classList.remove("current"); }
+    marked = el;
     var fold = el.closest("details");
     if (fold) { fold.open = true; }
     el.classList.add("current");
+  }
+  function into(el) {
+    var top = el.getBoundingClientRect().top + window.scrollY;
+    window.scrollTo(0, Math.max(0, top - window.innerHeight * 0.15));
+  }
+  function show(i, scroll) {
+    if (i < 0 || i >= steps.length) { return; }
+    current = i;
+    var el = steps[i];
+    mark(el);
+    el.after(nav);
     where.textContent = (i + 1) + " / " + steps.length;
     prev.disabled = i === 0;
     next.disabled = i === steps.length - 1;
-    if (scroll) { el.scrollIntoView({ block: "center" }); }
+    if (scroll) { into(el); }
   }
   function go(i) {
     i = Math.max(0, Math.min(steps.length - 1, i));
@@ -59,6 +74,7 @@
       i = inner ? steps.indexOf(inner) : -1;
     }
     if (i >= 0) { show(i, true); }
+    else if (el.classList.contains("step")) { mark(el); into(el); }
   }
   window.addEventListener("hashchange", fromHash);
   document.addEventListener("keydown", function (e) {

@@ -142,13 +142,22 @@ class Browser:
         for kind in ("mousePressed", "mouseReleased"):
             self.send("Input.dispatchMouseEvent", type=kind, x=x, y=y, button="left", clickCount=1)
 
-    def screenshot(self, path: str) -> None:
-        """Save the viewport as a PNG."""
+    def screenshot(self, path: str, full: bool = False) -> None:
+        """Save the viewport (or, with ``full``, the whole page) as a PNG."""
         import base64
 
-        data = self.send("Page.captureScreenshot", format="png")["data"]
+        data = self.send("Page.captureScreenshot", format="png", captureBeyondViewport=full)["data"]
         with open(path, "wb") as f:
             f.write(base64.b64decode(data))
+
+    def fonts(self, selector: str) -> list[str]:
+        """The names of the fonts that actually drew the text of the first element matching ``selector``."""
+        self.send("DOM.enable")
+        self.send("CSS.enable")
+        root = self.send("DOM.getDocument", depth=0)["root"]["nodeId"]
+        node = self.send("DOM.querySelector", nodeId=root, selector=selector)["nodeId"]
+        assert node, f"nothing matches {selector!r}"
+        return [f["familyName"] for f in self.send("CSS.getPlatformFontsForNode", nodeId=node)["fonts"]]
 
     def errors(self) -> list[str]:
         """Console errors, uncaught exceptions and error log entries seen so far."""

@@ -18,6 +18,7 @@ import pytest
 
 import tracer
 import tracer.pytest_plugin
+from tests.mutation import shared
 
 REQUIRED_IN_CI = ("could not import", "chromium is not installed")
 """Skip reasons that mean a declared test dependency or Chromium is missing: failures when ``CI`` is set."""
@@ -54,13 +55,13 @@ def pytest_addoption(parser: pytest.Parser, pluginmanager: pytest.PytestPluginMa
         pluginmanager.register(plugin, "attn_trace")
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope=shared("session"))
 def tutorial() -> tracer.Trace:
     """The trace of the tutorial's example (six tokens, query 2, float32)."""
     return tracer.trace_self_attention()
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope=shared("session"))
 def nudged() -> tracer.Trace:
     """The tutorial's trace with one input changed: x[1,1] = 0.53 instead of 0.43."""
     from tracer.record.inputs import tutorial as tutorial_inputs
@@ -71,7 +72,7 @@ def nudged() -> tracer.Trace:
     return tracer.trace_self_attention(rows, tokens=tokens)
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope=shared("session"))
 def trace_files(
     tmp_path_factory: pytest.TempPathFactory, tutorial: tracer.Trace, nudged: tracer.Trace
 ) -> dict[str, str]:
@@ -88,7 +89,7 @@ def trace_files(
 _REPORTS: dict[tuple[str, bool], dict[str, bytes]] = {}
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope=shared("session"))
 def tutorial_report(tutorial: tracer.Trace):  # type: ignore[no-untyped-def]
     """``tutorial_report(lang, fragment=False)``: the tutorial's report files, built once per session."""
     from tracer.present import report

@@ -47,7 +47,9 @@ def kernel_fixture(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
         yield
 
 
-CHECK = re.compile(r"^(\S+)\n  torch : (.*)\n  traced: (.*)\n  max \|torch - traced\| = (\S+)$", re.M)
+ROWS = r"(.*(?:\n {10}.*)*)"
+"""A tensor as ``show`` prints it: its first row, then each further row on a line indented by 10."""
+CHECK = re.compile(rf"^(\S+)\n  torch : {ROWS}\n  traced: {ROWS}\n  max \|torch - traced\| = (\S+)$", re.M)
 
 
 def printed_checks(nb: Any) -> list[tuple[str, list[float], list[float], float]]:
@@ -55,7 +57,7 @@ def printed_checks(nb: Any) -> list[tuple[str, list[float], list[float], float]]
     text = "".join(o.get("text", "") for c in nb.cells if c.cell_type == "code" for o in c.outputs)
     out = []
     for name, ours, traced, diff in CHECK.findall(text):
-        nums = [[float(v) for v in part.replace("|", " ").split()] for part in (ours, traced)]
+        nums = [[float(v) for v in part.split()] for part in (ours, traced)]
         out.append((name, nums[0], nums[1], float(diff)))
     return out
 

@@ -12,8 +12,8 @@ from __future__ import annotations
 import re
 from html.parser import HTMLParser
 
-HIDDEN = {"math", "code", "svg", "script", "style", "title", "head"}
-"""Elements whose text is not prose: maths, code, figures, the page's machinery."""
+HIDDEN = {"math", "code", "samp", "svg", "script", "style", "title", "head"}
+"""Elements whose text is not prose: maths, code and its printed output, figures, the page's machinery."""
 
 NODE_NAMES = (
     re.compile(r"\b[A-Za-z_]+\.[a-z_]+\b"),  # dotted trace names: stable.exp, check.torch, wrap.causal

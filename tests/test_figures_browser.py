@@ -1,4 +1,4 @@
-"""Figures read on a phone: at 390 px every figure's text is 11 CSS px or more, and no two labels overlap.
+"""Figures read on a phone: at 390 px every figure's text is 11 CSS px or more, and no label overlaps other text.
 
 Measured in headless Chromium on the committed reports: a text's size on
 screen is its font size times the scale the page draws its SVG at
@@ -14,7 +14,9 @@ import pytest
 from tests import chromium
 
 ROOT = Path(__file__).resolve().parent.parent
-PAGES = ["tutorial/en", "tutorial/zh", "causal/en", "multihead/zh"]
+GAP = 2.0
+"""CSS px: the least room between a token label and any other text beside it."""
+PAGES = [f"{lesson}/{lang}" for lesson in ("tutorial", "trainable", "causal", "multihead") for lang in ("en", "zh")]
 
 MEASURE = """(() => {
   const out = [];
@@ -23,8 +25,9 @@ MEASURE = """(() => {
     for (const t of svg.querySelectorAll('text')) {
       if (!t.textContent.trim()) continue;
       const size = parseFloat(getComputedStyle(t).fontSize) * scale;
-      const r = t.getBoundingClientRect();
-      out.push([svg.closest('figure').id, t.textContent.trim(), size, r.left, r.top, r.right, r.bottom]);
+      const r = t.getBoundingClientRect(), m = t.getCTM();
+      const turned = Math.abs(m.b) > 1e-6 || Math.abs(m.c) > 1e-6;  // a rotated text's box is far larger than it
+      out.push([svg.closest('figure').id, t.textContent.trim(), size, turned, r.left, r.top, r.right, r.bottom]);
     }
   }
   return JSON.stringify(out);
@@ -50,9 +53,13 @@ def test_figure_text_is_readable_on_a_phone(browser: chromium.Browser, page: str
     small = [(fig, s, round(size, 1)) for fig, s, size, *_ in texts if size < 11.0]
     assert not small, f"{page}: figure text under 11 px at 390 px wide: {small[:5]}"
     tokens = {"Your", "journey", "starts", "with", "one", "step"}  # the tutorial's, labels at the arrow tips
-    inputs = [t for t in texts if t[0] == "fig-inputs" and t[1] in tokens]
-    boxes = [(s, *box) for _, s, _, *box in inputs]
-    for n, (a, *ra) in enumerate(boxes):
-        for b, *rb in boxes[n + 1 :]:
-            overlap = ra[0] < rb[2] - 1 and rb[0] < ra[2] - 1 and ra[1] < rb[3] - 1 and rb[1] < ra[3] - 1
-            assert not overlap, f"{page}: labels {a!r} and {b!r} overlap in the inputs figure"
+    inputs = [(s, *box) for fig, s, _, turned, *box in texts if fig == "fig-inputs" and not turned]
+    if page.startswith("tutorial"):
+        assert sum(s in tokens for s, *_ in inputs) == len(tokens), f"{page}: the inputs figure labels each token"
+    for n, (a, *ra) in enumerate(inputs):  # a token label against every other text: labels, ticks, titles
+        for b, *rb in inputs[n + 1 :]:
+            if a not in tokens and b not in tokens:
+                continue  # matplotlib places its own ticks and titles
+            # boxes are a glyph's advance and line height: one that ends within 2 px of another touches it
+            near = ra[0] < rb[2] + GAP and rb[0] < ra[2] + GAP and ra[1] < rb[3] - 1 and rb[1] < ra[3] - 1
+            assert not near, f"{page}: {a!r} and {b!r} touch or overlap in the inputs figure"

@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 import tracer
+from tests.mutation import shared
 
 TABLES = Path(__file__).parent / "formulas"
 OPTIONS = {"multihead": {"d_out": 4}}  # head width 2, so a head split is visible in the ids
@@ -30,12 +31,17 @@ def _rows(lesson: str) -> list[tuple[str, str, str, tuple[str, ...]]]:
     return rows
 
 
-@pytest.fixture(scope="module")
+class _Traces(dict[str, tracer.Trace]):
+    """Each lesson's trace, recorded when a test first asks for it."""
+
+    def __missing__(self, lesson: str) -> tracer.Trace:
+        self[lesson] = tracer.trace_lesson(lesson, **OPTIONS.get(lesson, {}))
+        return self[lesson]
+
+
+@pytest.fixture(scope=shared("module"))
 def traces() -> dict[str, tracer.Trace]:
-    return {
-        lesson: tracer.trace_lesson(lesson, **OPTIONS.get(lesson, {}))
-        for lesson in ("simple", "trainable", "causal", "multihead")
-    }
+    return _Traces()
 
 
 CASES = [(lesson, *row) for lesson in ("simple", "trainable", "causal", "multihead") for row in _rows(lesson)]
@@ -102,3 +108,10 @@ def test_the_causal_weights_have_one_name(traces: dict[str, tracer.Trace]) -> No
     assert t["dropout.kept[4,3]"].latex == causal + " B_{43}"
     assert t["dropout.alpha[4,3]"].latex.endswith(r"\frac{" + t["dropout.kept[4,3]"].latex + "}{1-p}")
     assert r"\alpha^{\mathrm{causal}} \rvert" in t["check.mask"].latex
+
+
+@pytest.mark.parametrize("lesson", ["simple", "trainable", "causal", "multihead"])
+def test_every_value_follows_from_its_recorded_op(traces: dict[str, tracer.Trace], lesson: str) -> None:
+    """Each node recomputed from its operands with the op and attributes it records (a wrong op name fails)."""
+    checked = traces[lesson].verify()
+    assert checked.ok, checked.summary()

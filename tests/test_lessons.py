@@ -9,6 +9,7 @@ import pytest
 import torch
 
 import tracer
+from tests.mutation import shared
 from tracer.core.fmt import num
 
 # Printed in the book for the tutorial's six inputs.
@@ -30,7 +31,7 @@ BOOK = {
 }
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope=shared("module"))
 def lessons() -> dict[str, tracer.Trace]:
     return {name: tracer.trace_lesson(name) for name in ("trainable", "causal", "multihead")}
 

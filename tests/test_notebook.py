@@ -13,9 +13,10 @@ import tracer
 from tracer.cli import app
 from tracer.present import narrative
 from tracer.present import notebook as notebooks
+from tracer.present.views.model import Code, Page
 from tracer.record.pipelines import LESSONS
 
-from .notebooks import assert_matches, execute, kernel_fixture, printed_checks
+from .notebooks import CHECK, assert_matches, execute, kernel_fixture, printed_checks
 
 nbformat = pytest.importorskip("nbformat")
 NARRATED = [name for name in LESSONS if narrative.available(name)]
@@ -77,6 +78,25 @@ def test_executes_and_prints_the_traced_values(tmp_path: Path, kernel: None, les
     assert assert_matches(t, nb) >= len(t.stages)
     for stage in t.stages:  # every stage prints at least one of its own steps
         assert any(t[name].stage == stage for name in checked), stage
+    # the report shows these very cells, in this order, and what their checks printed here
+    shown = [b for sec in report_page(t).sections for b in sec.blocks if isinstance(b, Code)]
+    ran = [c for c in nb.cells if c.cell_type == "code"][2:]  # after the setup and TRACED cells
+    assert [b.source for b in shown] == [c.source for c in ran]
+    for block, cell in zip(shown, ran, strict=True):
+        text = "".join(o.get("text", "") for o in cell.outputs)
+        printed = [ln for m in CHECK.finditer(text) for ln in m.group(0).splitlines()[:-1]]  # less the max line
+        assert list(block.output) == printed, block.anchor
+    assert sum(len(b.output) for b in shown) > 3 * len(t.stages)
+
+
+def report_page(t: tracer.Trace) -> Page:
+    from tracer.present import overflow, views
+    from tracer.present.report import narrative_of
+    from tracer.present.views import lesson
+
+    if t.meta.get("lesson") == "simple":
+        return views.build(t, "en", 4, overflow.scaled(t))
+    return lesson.build(t, narrative_of(t, "en"))
 
 
 def test_trainable_linear_weights_and_causal_zh_float64(tmp_path: Path, kernel: None) -> None:
@@ -135,14 +155,14 @@ def test_output_rules(tmp_path: Path) -> None:
 def test_causal_dropout_on_a_machine_whose_torch_draws_another_mask(tmp_path: Path, kernel: None) -> None:
     out = write(tmp_path, "--lesson", "causal")
     nb = nbformat.read(out, as_version=4)
-    (cell,) = [c for c in nb.cells if c.cell_type == "code" and "keep_here" in c.source]
+    (cell,) = [c for c in nb.cells if c.id == "causal-dropout-1"]
     cell.source = cell.source.replace("torch.manual_seed(123)", "torch.manual_seed(124)")  # another RNG stream
     nbformat.write(nb, out)
     ran = execute(out)
     text = "".join(o.get("text", "") for c in ran.cells if c.cell_type == "code" for o in c.outputs)
     assert "applying the traced mask instead" in text
     names = [name for name, *_ in printed_checks(ran)]
-    assert "dropout.alpha" in names and "dropout.keep" not in names
+    assert {"dropout.alpha", "dropout.keep"} <= set(names)  # the traced mask, applied here
     assert assert_matches(tracer.trace_lesson("causal"), ran) >= 15
 
 

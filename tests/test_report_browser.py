@@ -59,8 +59,8 @@ def test_loads_cleanly_and_renders_math(browser: Browser, pages: dict[str, str],
 
 def test_navigator_walks_the_steps(browser: Browser, pages: dict[str, str]) -> None:
     browser.open(pages["en"])
-    ids = browser.js("[...document.querySelectorAll('.step')].map(e => e.id)")
-    assert len(ids) > 20
+    ids = browser.js("[...document.querySelectorAll('.step')].filter(e => !e.closest('details.group')).map(e => e.id)")
+    assert len(ids) > 20  # the walk-through's steps; the folded expansions are reached from the heatmap
     current = "document.querySelector('.step.current')?.id ?? null"
     assert browser.js(current) is None
     browser.js("document.querySelector('.stepper .next').click()")

@@ -111,7 +111,7 @@ def test_markdown_focus_rows_show_the_books_numbers(lesson: str) -> None:
 def test_worked_dot_product_matches_the_trace() -> None:
     t = lesson_trace("trainable")
     page = lesson_report("trainable", "en")["index.html"].decode()
-    block = re.search(r'class="equation[^>]*data-id="omega\[2,1\]">.*?</math>', page, re.S)
+    block = re.search(r'class="equation[^>]*data-id="omega\[2,1\]">.*?<div class="extra">', page, re.S)
     assert block is not None
     numbers = [n for n in re.findall(r"<mn>([^<]+)</mn>", block.group(0)) if "." in n]
     want = []
@@ -149,20 +149,22 @@ def test_report_cli_writes_every_lesson(lesson: str, tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("lesson", ("trainable", "multihead"))
 def test_worked_context_vectors_list_their_terms(lesson: str) -> None:
-    """The "terms:" line under a context vector's sum: each weighted term, then the total (masked ones 0.0000)."""
+    """A context vector's sum written out: its next-to-last line the weighted terms, its last the total
+    (masked ones 0.0000)."""
     t = lesson_trace(lesson)
     page = lesson_report(lesson, "en")["index.html"].decode()
     blocks = re.split(r'(?=class="equation[^>]*data-id=")', page)[1:]
     checked = 0
     for block in blocks:
         sid = htmllib.unescape(re.match(r'class="equation[^>]*data-id="([^"]+)"', block).group(1))  # type: ignore[union-attr]
-        if "terms:" not in block:
-            continue
-        terms = block.split("terms:", 1)[1].split("</math>", 1)[0]
-        text = htmllib.unescape(re.sub(r"<[^>]+>", "", terms)).replace("−", "-")
         step = t[sid]
-        assert all(".t[" in name for name in step.inputs), sid
-        want = [written.fixed(t[name].value) for name in step.inputs] + [written.fixed(step.value)]
-        assert re.findall(r"-?\d+\.\d+", text) == want, sid
+        if not step.inputs or not all(".t[" in name for name in step.inputs):
+            continue
+        lines = block.split('class="extra"', 1)[0].split('class="rhs"')[1:]  # one per "=" of the equation
+        numbers = [
+            re.findall(r"-?\d+\.\d+", htmllib.unescape(re.sub(r"<[^>]+>", "", line)).replace("−", "-"))
+            for line in lines[-2:]
+        ]
+        assert numbers == [[written.fixed(t[name].value) for name in step.inputs], [written.fixed(step.value)]], sid
         checked += 1
     assert checked >= 2

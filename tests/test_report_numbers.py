@@ -49,6 +49,14 @@ def test_scaled_cells_are_the_overflow_stage(tutorial: tracer.Trace, tutorial_re
     assert any(text == "inf" for _, text in cells) and any(text == "nan" for _, text in cells)
 
 
+def aligned(md: str, first: str) -> list[str]:
+    """The rows of the Markdown ``aligned`` block whose first row starts with ``first``."""
+    lines = md.splitlines()
+    start = next(n for n, ln in enumerate(lines) if ln.startswith(first))
+    end = lines.index(r"\end{aligned}", start)
+    return lines[start:end]
+
+
 def _expected_dot(t: tracer.Trace, i: int, j: int) -> list[str]:
     d = t.tensor("x").shape[1]
     out = []
@@ -61,7 +69,7 @@ def _expected_dot(t: tracer.Trace, i: int, j: int) -> list[str]:
 def test_html_dot_products_match(tutorial: tracer.Trace, tutorial_report) -> None:  # type: ignore[no-untyped-def]
     page = tutorial_report("en")["index.html"].decode()
     for j in range(1, 7):
-        block = re.search(rf'id="omega-2-{j}".*?</math>', page, re.S)
+        block = re.search(rf'id="omega-2-{j}".*?<div class="extra">', page, re.S)  # the lines, not the sums
         assert block is not None
         numbers = [n for n in re.findall(r"<mn>([^<]+)</mn>", block.group(0)) if "." in n]
         assert numbers == _expected_dot(tutorial, 2, j)
@@ -70,9 +78,8 @@ def test_html_dot_products_match(tutorial: tracer.Trace, tutorial_report) -> Non
 def test_markdown_dot_products_and_tables_match(tutorial: tracer.Trace, tutorial_report) -> None:  # type: ignore[no-untyped-def]
     md = tutorial_report("en")["index.md"].decode()
     for j in range(1, 7):
-        line = next(ln for ln in md.splitlines() if ln.startswith(rf"\omega_{{2{j}}} = x^{{(2)}}"))
-        after = line.split(r"x^{(" + str(j) + ")} = ", 1)[1]
-        assert re.findall(r"-?\d+\.\d+", after) == _expected_dot(tutorial, 2, j)
+        lines = aligned(md, rf"\omega_{{2{j}}} &= x^{{(2)}} \cdot x^{{({j})}}")
+        assert re.findall(r"-?\d+\.\d+", " ".join(lines[1:])) == _expected_dot(tutorial, 2, j)
     # the normalization table: one row per key, columns in a fixed order
     header = next(ln for ln in md.splitlines() if ln.startswith("| $j$ | Token | $\\omega_{2j}$"))
     lines = md.splitlines()
@@ -124,8 +131,9 @@ def test_decimals_option_changes_every_number(tutorial: tracer.Trace) -> None:
 
 def test_context_terms_match(tutorial: tracer.Trace, tutorial_report) -> None:  # type: ignore[no-untyped-def]
     md = tutorial_report("en")["index.md"].decode()
-    lines = [ln for ln in md.splitlines() if ln.startswith("the terms and their sum: $")]
-    assert len(lines) == 3
-    for k, line in enumerate(lines, 1):
+    for k in (1, 2, 3):
+        lines = aligned(md, rf"z^{{(2)}}_{{{k}}} &= \sum_{{j}}")
+        terms, total = lines[-2], lines[-1]  # one row each: the result is on a line of its own
         want = [written.fixed(tutorial[f"z[2].t[{j},{k}]"].value, DEC) for j in range(1, 7)]
-        assert re.findall(r"-?\d+\.\d+", line) == [*want, written.fixed(tutorial[f"z[2,{k}]"].value, DEC)]
+        assert re.findall(r"-?\d+\.\d+", terms) == want
+        assert re.findall(r"-?\d+\.\d+", total) == [written.fixed(tutorial[f"z[2,{k}]"].value, DEC)]

@@ -47,7 +47,9 @@ def test_markdown_table_cells_stay_cells(evil: dict[str, bytes]) -> None:
     for row in rows[:1]:
         unescaped = len(re.findall(r"(?<!\\)\|", row))
         assert unescaped == len(re.findall(r"(?<!\\)\|", header))
-    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in md and "<script>" not in md
+    prose = re.sub(r"^(`{3,})python\n.*?^\1$", "", md, flags=re.S | re.M)  # fenced code shows its text literally
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in prose and "<script>" not in prose
+    assert "# '<script>alert(1)</script>'" in md  # the token in the code's comment, inside a fence
     assert r"\$x\$" in md and r"\*\*b\*\*" in md and "c\\\\d" in md
 
 

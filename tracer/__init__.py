@@ -66,6 +66,13 @@ def _display(obj: Any, include: Any = None, exclude: Any = None) -> dict[str, st
     return bundle(obj, include, exclude)
 
 
+def _repr(obj: Any) -> str:
+    from tracer.core.reprs import step_repr, trace_repr
+    from tracer.core.trace import Trace
+
+    return trace_repr(obj) if isinstance(obj, Trace) else step_repr(obj)
+
+
 def _save(trace: Any, path: Any) -> None:
     from tracer.core.serialize import save
 
@@ -85,8 +92,9 @@ def _check_text(result: Any, lang: str = "en", verbose: bool = False) -> str:
 
 
 # Lower layers cannot import the layers that draw or write what they hold: those register here
-# (see tracer.core.hooks): a trace's display, file and verification, a check result's text.
+# (see tracer.core.hooks): a trace's display, repr, file and verification, a check result's text.
 _hooks.register("display", _display)
+_hooks.register("repr", _repr)
 _hooks.register("save", _save)
 _hooks.register("verify", _verify)
 _hooks.register("check_text", _check_text)

@@ -48,19 +48,25 @@ class Refused(OSError):
     """A destination attn-trace will not write to (a symbolic link, a folder of other files)."""
 
 
+def a_or_an(noun: str) -> str:
+    """The noun with its indefinite article: ``a trace file``, ``an inputs file``."""
+    return f"{'an' if noun[:1].lower() in 'aeiou' else 'a'} {noun}"
+
+
 def read_limited(path: Path, limit: int, what: str = "file") -> bytes:
-    """The bytes of regular file ``path``, if it holds at most ``limit`` of them."""
+    """The bytes of regular file ``path``, if it holds at most ``limit`` of them; ``what`` names it in errors."""
+    what = a_or_an(what)
     with path.open("rb") as f:  # opened first, then checked: no window between check and read
         st = os.fstat(f.fileno())
         if stat.S_ISDIR(st.st_mode):
             raise IsADirectoryError(21, "Is a directory", str(path))
         if not stat.S_ISREG(st.st_mode):
-            raise NotRegular(f"{path} is not a regular file (a device, pipe or socket): refused as a {what}")
+            raise NotRegular(f"{path} is not a regular file (a device, pipe or socket): refused as {what}")
         if st.st_size > limit:
-            raise NotRegular(f"{path} is {st.st_size:,} bytes, past the {limit:,}-byte limit for a {what}")
+            raise NotRegular(f"{path} is {st.st_size:,} bytes, past the {limit:,}-byte limit for {what}")
         data = f.read(limit + 1)
     if len(data) > limit:  # it grew while being read
-        raise NotRegular(f"{path} is past the {limit:,}-byte limit for a {what}")
+        raise NotRegular(f"{path} is past the {limit:,}-byte limit for {what}")
     return data
 
 

@@ -6,13 +6,15 @@ that know how to draw it (:mod:`tracer.present.display`) or how to write it
 module that recomputes it (:mod:`tracer.core.verify`, which reads traces).  Instead the
 package's top (``tracer/__init__.py``, which Python runs before any
 submodule) registers one function per service here, and
-``Trace._repr_mimebundle_``, ``Step._repr_mimebundle_``, ``Trace.save`` and
-``Trace.verify`` call through this table.  The registered functions import their modules
+``Trace._repr_mimebundle_``, ``Step._repr_mimebundle_``, both ``__repr__``
+(:mod:`tracer.core.reprs`, which needs :mod:`tracer.core.portable`, itself
+built on the trace), ``Trace.save`` and ``Trace.verify`` call through this
+table.  The registered functions import their modules
 lazily, so ``import tracer`` stays cheap.
 
     >>> from tracer.core import hooks
     >>> sorted(hooks.registered())
-    ['check_text', 'display', 'save', 'verify']
+    ['check_text', 'display', 'repr', 'save', 'verify']
 
 ``check_text`` is the same arrangement for a student-check result
 (:meth:`tracer.compare.check.result.CheckResult.explain`), whose text is
@@ -28,7 +30,7 @@ _SERVICES: dict[str, Callable[..., Any]] = {}
 
 
 def register(name: str, fn: Callable[..., Any]) -> None:
-    """Provide service ``name`` (``"display"``, ``"save"``, ``"verify"``, ``"check_text"``); the last one counts."""
+    """Provide service ``name`` (``"display"``, ``"repr"``, ``"save"``, ``"verify"``, ...); the last one counts."""
     _SERVICES[name] = fn
 
 

@@ -14,16 +14,21 @@ and saving go through :mod:`tracer.core.hooks`, which the package's top fills in
 from __future__ import annotations
 
 import difflib
+import os
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import product
-from typing import Any
+from typing import IO, Any
 
 import numpy as np
+import numpy.typing as npt
 
 from tracer.core import hooks, ids
 from tracer.core.verdict import Verification
 from tracer.errors import StepNotFound
+
+Values = npt.NDArray[np.floating[Any]]
+"""What a node holds: float32 or float64 values (the only dtypes a trace file may declare)."""
 
 ELEMENT = "element"  # every entry of the node is a step of its own
 TENSOR = "tensor"  # the node is one step (matrix-form results, comparisons)
@@ -118,8 +123,8 @@ class Step:
         return ids.render(self.node.name, self.node.split, [i + 1 for i in self.index])
 
     @property
-    def value(self) -> Any:
-        """A float for an element step; a read-only array for a slice or a whole node."""
+    def value(self) -> float | Values:
+        """A float for an element step; a read-only float32 or float64 array for a slice or a whole node."""
         v = self.node.value[self.index]
         return float(v) if self.is_element else v
 
@@ -158,9 +163,9 @@ class Step:
         return tuple(i for i in dict.fromkeys(out) if i != me)
 
     def __repr__(self) -> str:
-        v = self.value
-        shown = f"{v!r}" if self.is_element else f"<{self.node.value.dtype} {list(np.shape(v))}>"
-        return f"Step({self.id} = {shown}, op={self.op!r}, stage={self.stage!r})"
+        """``Step(omega[2,1] = 0.9544, op='sum', stage='scores')``: the value as pages print it (see reprs)."""
+        text: str = hooks.call("repr", self)
+        return text
 
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, str]:
         """Jupyter's rich display: the repr, and the explanation as HTML (MathML) and Markdown."""
@@ -200,6 +205,11 @@ class Trace:
     def stages(self) -> tuple[str, ...]:
         """Stage names in the order they were first recorded."""
         return tuple(dict.fromkeys(n.stage for n in self._nodes.values()))
+
+    def __repr__(self) -> str:
+        """``Trace(lesson='simple', tokens=[...], query=2, dtype='float32', 56 nodes, 1689 steps)``."""
+        text: str = hooks.call("repr", self)
+        return text
 
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, str]:
         """Jupyter's rich display: the repr, and a summary by stage as HTML (MathML) and Markdown."""
@@ -319,7 +329,7 @@ class Trace:
         result: Verification = hooks.call("verify", self)
         return result
 
-    def save(self, path: Any) -> None:
+    def save(self, path: str | os.PathLike[str] | IO[str]) -> None:
         """Write the trace file (see ``docs/trace-format.md``); :func:`tracer.core.serialize.save` does the work."""
         hooks.call("save", self, path)
 

@@ -111,7 +111,7 @@ def _square(node: Node) -> bool:
 def narrative(trace: Trace, lang: str) -> Narrative:
     """The generic narrative of a captured trace in ``lang``."""
     from tracer.present.narrative import from_dict
-    from tracer.present.views.lesson import stage_order
+    from tracer.present.views.order import stage_order
 
     s = Strings(lang)
     modules = trace.meta.get("modules") or {}

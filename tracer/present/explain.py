@@ -27,8 +27,8 @@ def value_text(trace: Trace, step_id: str, decimals: int = DECIMALS) -> str:
     if s.op == "maxabsdiff":
         return portable.check_text(s.node)
     if s.op == "input":
-        return num(s.value, places(s.node.value, decimals))
-    return num(s.value, decimals)
+        return num(float(s.value), places(s.node.value, decimals))
+    return num(float(s.value), decimals)
 
 
 def signed_sum(items: list[str]) -> str:
@@ -57,7 +57,7 @@ def equation(trace: Trace, step: Step, decimals: int = DECIMALS) -> str:
     """The one-line board equation for an element step."""
     node = step.node
     ins = list(step.inputs)
-    v = num(step.value, decimals) if node.op != "maxabsdiff" else portable.check_text(node)
+    v = num(float(step.value), decimals) if node.op != "maxabsdiff" else portable.check_text(node)
     head = f"{step.id} = {step.text}" if step.text else step.id
     if node.granularity != "element":
         return f"{head} {v}" if v.startswith("≤") else f"{head} = {v}"
@@ -116,14 +116,15 @@ def explain(trace: Trace, step_id: str, decimals: int = DECIMALS) -> str:
     elif step.op == "input":
         lines.append(f"  {_input_note(trace, step)}")
     if step.is_element and step.op == "sum":
-        terms = [trace[i].value for i in ins]
+        terms = [float(trace[i].value) for i in ins]
+        total = float(step.value)
         fin = np.finfo(step.node.value.dtype)
-        if terms and not adds_up(terms, step.value, float(fin.eps), float(fin.tiny)):
+        if terms and not adds_up(terms, total, float(fin.eps), float(fin.tiny)):
             lines.append(
-                f"  note: the terms add up to {num(math.fsum(terms), decimals)}, not to {num(step.value, decimals)}:"
+                f"  note: the terms add up to {num(math.fsum(terms), decimals)}, not to {num(total, decimals)}:"
                 " this value does not follow from its inputs (the trace was edited)"
             )
-        elif terms and rounding_note(terms, step.value, decimals):
+        elif terms and rounding_note(terms, total, decimals):
             lines.append(
                 f"  note: the terms are shown rounded to {decimals} decimals; their exact values add up to the total"
             )
@@ -159,7 +160,7 @@ def _input_note(trace: Trace, step: Step) -> str:
 
 
 def _nonfinite_note(trace: Trace, step: Step) -> str:
-    v = step.value
+    v = float(step.value)
     if step.op == "masked_fill" or (np.isinf(v) and v < 0 and step.stage == "mask"):
         return "-inf on purpose: a masked score, so its exp is 0 and the softmax gives it no weight"
     if step.op == "exp" and np.isinf(v):

@@ -38,7 +38,7 @@ def read_bytes(p: Path, what: str) -> bytes:
     except FileNotFoundError:
         raise InputError(f"no such file: {p}") from None
     except IsADirectoryError:
-        raise InputError(f"{p} is a directory, not an {what}") from None
+        raise InputError(f"{p} is a directory, not {files.a_or_an(what)}") from None
     except files.NotRegular as e:
         raise InputError(str(e)) from None
     except OSError as e:

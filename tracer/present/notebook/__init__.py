@@ -9,12 +9,12 @@ cell's position, no outputs or execution counts are stored and keys are
 sorted, so the same trace gives the same bytes.
 
 Each lesson's code lives in its own module (:data:`CODE`); the assembly here
-is generic over ``trace.stages`` and the narrative.
+is generic over the lesson's stages (in the order its report shows them) and
+the narrative.
 """
 
 from __future__ import annotations
 
-import importlib
 import json
 import re
 from typing import Any
@@ -23,14 +23,11 @@ from tracer.core import portable
 from tracer.core.trace import Trace
 from tracer.errors import InputError
 from tracer.present import narrative
-from tracer.present.notebook.captured import cells as captured_cells
-from tracer.present.notebook.code import Cell, setup
-from tracer.present.notebook.pipeline import cells as custom_cells
+from tracer.present.notebook.code import CODE, Cell, lesson_cells, setup, traced_cell
 from tracer.present.render.env import md
 from tracer.present.strings import Strings
 
-CODE = {name: f"tracer.present.notebook.{name}" for name in ("simple", "trainable", "causal", "multihead")}
-"""Lesson -> module whose ``cells(trace)`` gives each stage's code cells."""
+__all__ = ["CODE", "build", "cells"]
 
 KERNEL = {"display_name": "Python 3 (ipykernel)", "language": "python", "name": "python3"}
 
@@ -74,7 +71,12 @@ def cells(trace: Trace, lang: str = "en", pipeline: str | None = None) -> list[d
     (the trace carries its narrative): its notebook re-runs it
     (:mod:`tracer.present.notebook.pipeline`) instead of recomputing in plain torch.
     """
+    # these build on the views, which read the lesson code from .code: imported when used, so that
+    # importing .code (and so this package) never reaches back into the views
+    from tracer.present.notebook.captured import cells as captured_cells
+    from tracer.present.notebook.pipeline import cells as custom_cells
     from tracer.present.report import narrative_of
+    from tracer.present.views.order import page_order
 
     lesson = str(trace.meta.get("lesson", "simple"))
     story = narrative_of(trace, lang)
@@ -85,12 +87,14 @@ def cells(trace: Trace, lang: str = "en", pipeline: str | None = None) -> list[d
     elif trace.meta.get("captured") and isinstance(trace.meta.get("torch"), str):
         per_stage = captured_cells(trace, story, str(trace.meta["torch"]))
     elif lesson in CODE:
-        per_stage = importlib.import_module(CODE[lesson]).cells(trace)
+        per_stage = lesson_cells(trace)
     else:
         raise InputError(f"no notebook code for lesson {lesson!r} yet: notebooks cover {', '.join(CODE)}")
+    everything = "".join(code for stage in per_stage.values() for code in stage)
     out = [_cell("markdown", cell_id(lesson, "intro"), intro(trace, story, s))]
     out.append(_cell("code", cell_id(lesson, "setup"), setup(trace)))
-    for n, stage in enumerate(trace.stages, 1):
+    out.append(_cell("code", cell_id(lesson, "traced"), traced_cell(trace, everything)))
+    for n, stage in enumerate(page_order(trace), 1):  # the order the report's sections follow
         prose = story.stage(stage)
         out.append(_cell("markdown", cell_id(lesson, stage), f"## {n}. {prose.title}\n\n{prose.text}\n"))
         for k, code in enumerate(per_stage.get(stage, []), 1):

@@ -15,6 +15,7 @@ from tracer.present.narrative import Narrative
 from tracer.present.notebook.code import Cell, check, lines
 from tracer.present.notebook.pipeline import step
 from tracer.present.views.lesson import featured
+from tracer.present.views.order import page_order
 
 
 def cells(trace: Trace, story: Narrative, spec: str) -> dict[str, list[Cell]]:
@@ -26,7 +27,7 @@ def cells(trace: Trace, story: Narrative, spec: str) -> dict[str, list[Cell]]:
         f"rerun = script.run(TORCH, {trace.tokens!r}, {trace.query})",
     )
     out: dict[str, list[Cell]] = {}
-    for n, stage in enumerate(trace.stages):
+    for n, stage in enumerate(page_order(trace)):
         nodes = [node for node in featured(trace, stage, story.stage(stage)) if node.op != "opaque"]
         shown = [step(trace, node) for node in nodes]
         checks = lines(*(check(trace, name, f'torch.tensor(rerun["{name}"].value)') for name in shown)) if shown else ""

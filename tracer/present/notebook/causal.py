@@ -18,7 +18,7 @@ otherwise compares the traced result with the traced mask applied here.
 from __future__ import annotations
 
 from tracer.core.trace import Trace
-from tracer.present.notebook.code import CAUSAL_ATTENTION, Cell, check, definitions, lines, traced
+from tracer.present.notebook.code import CAUSAL_ATTENTION, Cell, check, definitions, lines
 from tracer.present.notebook.trainable import one_query
 
 
@@ -39,19 +39,17 @@ def dropout(trace: Trace) -> Cell:
     return lines(
         f"torch.manual_seed({seed})",
         f"dropout = torch.nn.Dropout({p})  # a new module is in training mode: it drops",
-        "keep_here = dropout(torch.ones_like(attn_weights)) != 0  # the mask torch draws on this machine",
+        "keep = dropout(torch.ones_like(attn_weights)) != 0  # the mask torch draws on this machine",
         f"torch.manual_seed({seed})",
         "dropped = dropout(attn_weights)  # the same seed, so the same mask",
-        f"assert torch.equal(dropped, attn_weights * keep_here / (1 - {p})), 'dropout keeps and rescales, or zeroes'",
-        "",
+        f"assert torch.equal(dropped, attn_weights * keep / (1 - {p})), 'dropout keeps and rescales, or zeroes'",
         "# The traced mask was drawn by torch on the machine that built this notebook.",
-        f"keep_traced = torch.tensor({traced(trace, 'dropout.keep')}, dtype=dtype)",
-        "if torch.equal(keep_here.to(dtype), keep_traced):",
-        check(trace, "dropout.keep", "keep_here", "    "),
-        check(trace, "dropout.alpha", "dropped", "    "),
-        "else:",
+        'if not torch.equal(keep.to(dtype), torch.tensor(TRACED["dropout.keep"], dtype=dtype)):',
         '    print("torch drew another dropout mask here; applying the traced mask instead")',
-        check(trace, "dropout.alpha", f"attn_weights * keep_traced / (1 - {p})", "    "),
+        '    keep = torch.tensor(TRACED["dropout.keep"], dtype=dtype) != 0',
+        f"    dropped = attn_weights * keep / (1 - {p})",
+        check(trace, "dropout.keep", "keep"),
+        check(trace, "dropout.alpha", "dropped"),
     )
 
 

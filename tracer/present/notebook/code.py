@@ -7,6 +7,8 @@ exactly what attn-trace recorded.
 
 from __future__ import annotations
 
+import importlib
+import re
 from typing import Any
 
 import numpy as np
@@ -17,16 +19,31 @@ from tracer.core.trace import Trace
 Cell = str
 """The source of one code cell."""
 
-SHOW = '''def text(t):
-    """The numbers of a tensor, rows separated by ` | `."""
-    if t.dim() > 1:
-        return " | ".join(text(row) for row in t.reshape(-1, t.shape[-1]))
-    return "  ".join(f"{v:.{DECIMALS}f}" for v in t.reshape(-1).tolist())
+CODE = {name: f"tracer.present.notebook.{name}" for name in ("simple", "trainable", "causal", "multihead")}
+"""Lesson -> module whose ``cells(trace)`` gives each stage's code cells."""
 
 
-def show(name, ours, traced):
-    """Print torch's value beside the traced one (step id `name`), and check that they agree."""
-    traced = torch.tensor(traced, dtype=dtype)
+def lesson_cells(trace: Trace) -> dict[str, list[Cell]]:
+    """Stage -> code cells of a built-in lesson's trace (its module in :data:`CODE` writes them).
+
+    The one source of the code a report shows (:mod:`tracer.present.views.code`)
+    and a notebook runs (:mod:`tracer.present.notebook`).  Lives here, beside
+    the helpers the lesson modules share, so that the views can read it
+    without importing the notebook package, which builds on the views.
+    """
+    cells: dict[str, list[Cell]] = importlib.import_module(CODE[str(trace.meta.get("lesson", "simple"))]).cells(trace)
+    return cells
+
+
+SHOW = '''def text(t, indent=10):
+    """The numbers of a tensor, a row per line (continuation lines indented), signs in a column of their own."""
+    rows = t.reshape(-1, t.shape[-1]) if t.dim() > 1 else t.reshape(1, -1)
+    return ("\\n" + " " * indent).join("  ".join(f"{v: .{DECIMALS}f}" for v in row.tolist()) for row in rows)
+
+
+def show(name, ours):
+    """Print torch's value beside the value attn-trace recorded for step `name`, and check that they agree."""
+    traced = torch.tensor(TRACED[name], dtype=dtype)
     ours = torch.as_tensor(ours, dtype=dtype).reshape(traced.shape)
     print(name)
     print("  torch :", text(ours))
@@ -35,6 +52,24 @@ def show(name, ours, traced):
     diff = torch.where(same, 0.0, (ours - traced).abs())
     print(f"  max |torch - traced| = {diff.max().item():.2e}")
     assert torch.allclose(ours, traced, rtol=1e-5, atol=1e-6, equal_nan=True), name'''
+"""The helpers of the setup cell: ``show`` prints a check the way :func:`printed` writes it in a report."""
+
+NAMED = re.compile(r'(?:\bshow\(|\bTRACED\[)"([^"]+)"')
+"""Where code names a traced step: a check (``show("omega[2]", …)``) or a value (``TRACED["dropout.keep"]``)."""
+CHECKED = re.compile(r'^\s*show\("([^"]+)"', re.M)
+"""The checks a cell prints, in order."""
+
+
+def printed(trace: Trace, name: str) -> tuple[str, ...]:
+    """What ``show(name, …)`` prints of the traced value, as lines (without its machine-dependent last line).
+
+    torch's line is the traced one: ``show`` asserts they agree, and the tests
+    that run the notebooks check that the printed lines are these.
+    """
+    a = np.asarray(trace[name].value, dtype=np.float64)
+    rows = a.reshape(-1, a.shape[-1]) if a.ndim > 1 else a.reshape(1, -1)
+    text = ("\n" + " " * 10).join("  ".join(f"{float(v): .{fmt.DECIMALS}f}" for v in row) for row in rows)
+    return tuple(f"{name}\n  torch : {text}\n  traced: {text}".split("\n"))
 
 
 def literal(value: Any, dtype: str, indent: str = "") -> str:
@@ -55,8 +90,21 @@ def traced(trace: Trace, step_id: str, indent: str = "") -> str:
 
 
 def check(trace: Trace, name: str, expr: str, indent: str = "") -> str:
-    """The line that prints ``expr`` (torch) beside step ``name`` (traced) and checks them, at ``indent``."""
-    return f'{indent}show("{name}", {expr}, {traced(trace, name, indent)})'
+    """The line that prints ``expr`` (torch) beside step ``name`` (traced) and checks them, at ``indent``.
+
+    The traced value itself is in ``TRACED`` (:func:`traced_cell`), so the line
+    is as short in the notebook as in the report that shows it.
+    """
+    trace[name]  # an unknown step fails here, where the notebook is built, not where it runs
+    return f'{indent}show("{name}", {expr})'
+
+
+def traced_cell(trace: Trace, code: str) -> Cell:
+    """``TRACED``: the value of every step that ``code`` checks or uses, as attn-trace recorded it."""
+    names = list(dict.fromkeys(NAMED.findall(code)))
+    items = "\n".join(f'    "{n}": {traced(trace, n, "    ")},' for n in names)
+    head = "# The values attn-trace recorded: each show(...) below prints torch's result beside one of them."
+    return f"{head}\nTRACED = {{\n{items}\n}}\n"
 
 
 def setup(trace: Trace) -> Cell:
@@ -118,7 +166,7 @@ def weights_cell(trace: Trace, kind: str, seed: int, d_out: int, pre: str = "") 
         out += [check(trace, f"{pre}{n}", f"{n}.weight.T") for n in names]
     else:
         out += ["# weights read from a file when the trace was made: here they are the traced values"]
-        out += [f"{n} = torch.tensor({traced(trace, pre + n)}, dtype=dtype)" for n in names]
+        out += [f'{n} = torch.tensor(TRACED["{pre}{n}"], dtype=dtype)' for n in names]
     return lines(*out)
 
 

@@ -18,6 +18,7 @@ from tracer.errors import InputError
 from tracer.present.narrative import Narrative
 from tracer.present.notebook.code import Cell, check, inputs_cell, lines
 from tracer.present.views.lesson import featured
+from tracer.present.views.order import page_order
 
 
 def inputs_node(trace: Trace) -> Node:
@@ -47,7 +48,7 @@ def cells(trace: Trace, story: Narrative, spec: str) -> dict[str, list[Cell]]:
         "rerun = custom.run(PIPELINE, example)",
     )
     out: dict[str, list[Cell]] = {}
-    for n, stage in enumerate(trace.stages):
+    for n, stage in enumerate(page_order(trace)):
         shown = [step(trace, node) for node in featured(trace, stage, story.stage(stage))]
         checks = lines(*(check(trace, name, f'torch.tensor(rerun["{name}"].value)') for name in shown)) if shown else ""
         out[stage] = [c for c in ([rerun] if n == 0 else []) + [checks] if c]

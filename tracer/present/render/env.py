@@ -17,6 +17,7 @@ from typing import Any
 from jinja2 import Environment, FileSystemLoader, StrictUndefined, select_autoescape
 from markupsafe import Markup, escape
 
+from tracer.present.render.mdmath import aligned
 from tracer.present.render.sanitize import clean_mathml, markdown_math
 from tracer.present.strings import Strings, templates_dir
 
@@ -38,10 +39,16 @@ def environment() -> Environment:
         keep_trailing_newline=True,
     )
     env.filters["mathml"] = mathml
+    env.filters["chunk"] = chunk
+    env.filters["pieces"] = pieces
     env.filters["prose"] = prose
     env.filters["md"] = md
     env.filters["mdprose"] = mdprose
+    env.filters["aligned"] = aligned
+    env.filters["mdcell"] = mdcell
     env.filters["mdmath"] = markdown_math
+    env.filters["python"] = python
+    env.filters["fence"] = fence
     return env
 
 
@@ -67,6 +74,52 @@ def _convert(latex: str, display: bool) -> str:
 def mathml(latex: str, display: bool = False) -> Markup:
     """LaTeX as MathML, which browsers render natively, through the MathML allow-list (it may come from a file)."""
     return Markup(_convert(latex, display))
+
+
+def chunk(latex: str) -> Markup:
+    """One chunk of a worked equation (``= 0.2365``, ``+ 0.1305``) as display MathML.
+
+    A chunk that starts with ``+`` or ``-`` would have it laid out as a sign
+    (no space after it): a medium space puts back the gap that the operator
+    has in the whole line; the gap before it is the space between chunks.
+    """
+    if latex[:1] in "+-":
+        latex = latex[0] + r"\:" + latex[1:]
+    return mathml(latex, True)
+
+
+_APART = re.compile(r",\s*\\qquad\s*")
+
+
+def pieces(latex: str) -> list[str]:
+    """A display formula cut where it lists formulas side by side (``a,\\qquad b``), commas kept.
+
+    The page shows the pieces side by side when they fit and one under the
+    other when they do not, so none runs off a phone's screen.
+    """
+    out, depth, start = [], 0, 0
+    for n, ch in enumerate(latex):
+        depth += {"{": 1, "}": -1}.get(ch, 0)
+        m = _APART.match(latex, n) if depth == 0 and ch == "," else None
+        if m:
+            out.append(latex[start:n] + ",")
+            start = m.end()
+    return [*out, latex[start:]]
+
+
+def python(source: str) -> Markup:
+    """Python source highlighted by Pygments: ``<span class="k">`` and the like, styled by report.css (no script)."""
+    from pygments import highlight
+    from pygments.formatters import HtmlFormatter
+    from pygments.lexers import PythonLexer
+
+    return Markup(highlight(source, PythonLexer(), HtmlFormatter(nowrap=True)).rstrip("\n"))
+
+
+def fence(text: str) -> str:
+    """A Markdown code fence longer than any run of backticks in ``text`` (a token may hold some)."""
+    longest = max((len(run) for run in re.findall(r"`+", text)), default=0)
+    return "`" * max(3, longest + 1)
 
 
 def prose(para: Any) -> Markup:
@@ -100,6 +153,11 @@ def md(text: str) -> str:
     text = text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
     text = _MD_SPECIAL.sub(r"\\\1", text)
     return re.sub(r"[\r\n]+", " ", text)
+
+
+def mdcell(latex: str) -> str:
+    """LaTeX for a Markdown table cell: a ``|`` (``|x|``, ``\\|``) is escaped so that it cannot end the cell."""
+    return latex.replace("|", "\\|")
 
 
 def mdprose(para: Any) -> str:

@@ -12,11 +12,14 @@ from tracer.core.trace import Trace
 from tracer.errors import InputError
 from tracer.present.overflow import Overflow
 from tracer.present.strings import Strings
+from tracer.present.views import code
+from tracer.present.views.code import with_code
 from tracer.present.views.common import Ctx, unfollowed
 from tracer.present.views.early import inputs, scores
 from tracer.present.views.late import context, pairs, recap
 from tracer.present.views.model import Page
 from tracer.present.views.normalize import normalize, overflow
+from tracer.present.views.order import TUTORIAL
 from tracer.version import __version__
 
 __all__ = ["Page", "build"]
@@ -37,15 +40,16 @@ def build(trace: Trace, lang: str = "en", decimals: int = 4, scaled: Overflow | 
         (s("page.summary_decimals"), s("page.decimals", n=decimals)),
         *unfollowed(trace, s),
     )
-    sections = (
-        inputs(ctx),
-        scores(ctx),
-        normalize(ctx),
-        overflow(ctx, scaled),
-        context(ctx),
-        pairs(ctx),
-        recap(ctx),
-    )
+    builders = {
+        "inputs": inputs,
+        "scores": scores,
+        "normalize": normalize,
+        "overflow": lambda c: overflow(c, scaled),
+        "context": context,
+        "matrix": pairs,
+    }
+    shown = (*(builders[stage](ctx) for stage in TUTORIAL), recap(ctx))  # the notebook walks this order too
+    sections = with_code(shown, code.blocks(trace, s))
     ui = {k: s(f"page.{k}") for k in ("nav_prev", "nav_next", "nav_label", "contents")}
     return Page(
         lang=lang,

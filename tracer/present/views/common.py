@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, SupportsFloat
 
 import numpy as np
 
@@ -70,7 +70,7 @@ class Ctx:
         text = self.given(value) if given else self.num(value)
         return Num(text, step_id, "" if np.isfinite(value) else "bad")
 
-    def rounds(self, terms: Sequence[float], total: float) -> bool:
+    def rounds(self, terms: Sequence[SupportsFloat], total: SupportsFloat) -> bool:
         """True when the displayed terms do not add up to the displayed total, though their exact values do.
 
         An edited total (its exact terms add up to something else) gets no
@@ -95,12 +95,16 @@ def said(text: str, note: bool = False) -> Para:
 
 
 def tex(text: str) -> str:
-    """A displayed number inside a LaTeX sum: negatives in parentheses, non-finite as symbols."""
+    """A displayed number inside a LaTeX sum: negatives in parentheses, non-finite as symbols.
+
+    A minus sign is grouped with its number (``({-0.45})``), so that MathML
+    sets it as a sign, close to the digits, not as a subtraction.
+    """
     if text in ("inf", "-inf"):
-        return text.replace("inf", r"\infty")
-    if text == "nan":
+        text = text.replace("inf", r"\infty")
+    elif text == "nan":
         return r"\mathrm{nan}"
-    return f"({text})" if text.startswith("-") else text
+    return f"({{{text}}})" if text.startswith("-") else text
 
 
 def pick_rows(t: int, q: int) -> list[int | None]:

@@ -7,6 +7,7 @@ import numpy as np
 from tracer.present.board import elide
 from tracer.present.figures.vectors import vectors
 from tracer.present.views.common import FULL_T, TOP, Ctx, rows_table, said, tex
+from tracer.present.views.layout import board, chunked
 from tracer.present.views.model import Block, Equation, Figure, Section
 
 
@@ -41,7 +42,7 @@ def dot(ctx: Ctx, i: int, j: int, focus: bool) -> Equation:
     x, p, run = tr.tensor("x"), tr.tensor("omega.p"), tr.tensor("omega.s")
     total = float(tr.tensor("omega")[i - 1, j - 1])
     sid = f"omega[{i},{j}]"
-    lhs = " = ".join(tr[sid].latex.split(" = ")[:2])
+    lhs, *definition = tr[sid].latex.split(" = ")[:2]  # a file's formula may have no "="
     factors, products, sums = [], [], []
     for k in elide(ctx.d):
         if k is None:
@@ -53,17 +54,9 @@ def dot(ctx: Ctx, i: int, j: int, focus: bool) -> Equation:
         factors.append(rf"{tex(a)} \times {tex(b)}")
         products.append(tex(ctx.num(float(p[i - 1, j - 1, k]))))
         sums.append(rf"s_{{{k + 1}}} = {ctx.num(float(run[i - 1, j - 1, k]))}")
-    latex = f"{lhs} = {' + '.join(factors)} = {' + '.join(products)} = {ctx.num(total)}"
     note = ctx.s("scores.rounding", n=ctx.decimals) if ctx.rounds(p[i - 1, j - 1], total) else ""
-    return Equation(
-        f"omega-{i}-{j}",
-        sid,
-        latex,
-        ctx.s("scores.partial"),
-        r",\quad ".join(sums),
-        note,
-        focus,
-    )
+    steps = [*definition, chunked(factors), chunked(products), ctx.num(total)]
+    return board(f"omega-{i}-{j}", sid, lhs, steps, ctx.s("scores.partial"), sums, note, focus)
 
 
 def shown_keys(ctx: Ctx) -> list[int]:

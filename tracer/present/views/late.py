@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import numpy as np
 
@@ -24,6 +25,8 @@ from tracer.present.views.common import (
     with_gaps,
 )
 from tracer.present.views.early import dot, shown_keys
+from tracer.present.views.layout import board
+from tracer.present.views.layout import chunked as chunks
 from tracer.present.views.model import Block, Equation, Figure, Formula, Group, Num, Para, Row, Section, Table
 
 FIG_PARTS = 8
@@ -41,11 +44,11 @@ def _component(ctx: Ctx, k: int, keys: list[int]) -> Equation:
     more = [r"\cdots"] if len(keys) < ctx.t else []
     factors = [rf"{tex(ctx.num(float(a[j])))} \times {tex(ctx.given(float(x[j, k])))}" for j in keys] + more
     parts = [tex(ctx.num(float(terms[j, k]))) for j in keys] + more
-    latex = f"{tr[sid].latex} = {' + '.join(factors)}"
-    terms_line = f"{' + '.join(parts)} = {ctx.num(total)}"
     rounds = not more and ctx.rounds(terms[:, k], total)
     note = ctx.s("context.rounding", cols=str(k + 1), n=ctx.decimals) if rounds else ""
-    return Equation(f"z-{q}-{k + 1}", sid, latex, ctx.s("context.terms"), terms_line, note, focus=True)
+    lhs, *formula = tr[sid].latex.split(" = ")
+    steps = [*formula, chunks(factors), chunks(parts), ctx.num(total)]
+    return board(f"z-{q}-{k + 1}", sid, lhs, steps, note=note, focus=True)
 
 
 def context(ctx: Ctx) -> Section:
@@ -134,7 +137,7 @@ def pairs(ctx: Ctx) -> Section:
         key = "pairs.downsampled" if b > 1 else "pairs.unannotated"
         blocks.append(said(s(key, t=t, b=b), note=True))
     elif t <= FULL_T:
-        blocks.append(said(s("pairs.click")))
+        blocks.append(replace(said(s("pairs.click")), interactive=True))
     omega_cap, alpha_cap = said(s("pairs.omega_caption")), said(s("pairs.alpha_caption"))
     blocks.append(Figure("fig-omega", "fig-omega", omega_svg, s("pairs.omega_alt", t=t), omega_cap))
     blocks.append(Figure("fig-alpha", "fig-alpha", alpha_svg, s("pairs.alpha_alt", t=t), alpha_cap))
@@ -160,7 +163,7 @@ def pairs(ctx: Ctx) -> Section:
         for i in range(1, t + 1):
             for j in range(1, t + 1):
                 e = dot(ctx, i, j, i == q)
-                eqs.append(Equation(f"pair-{i}-{j}", e.step, e.latex, note=e.note, focus=e.focus))
+                eqs.append(replace(e, anchor=f"pair-{i}-{j}", extra_label="", extra=()))
         blocks.append(Group("pairs-expansions", s("pairs.expansions"), tuple(eqs)))
     else:
         blocks.append(said(s("pairs.expansions_focus_only", t=t), note=True))

@@ -12,13 +12,17 @@ reported this way; the lesson supplies only its narrative.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from tracer.core.trace import Node, Trace
 from tracer.errors import InputError
 from tracer.present.narrative import Narrative, Stage
 from tracer.present.strings import Strings
+from tracer.present.views.code import blocks
 from tracer.present.views.common import unfollowed
 from tracer.present.views.model import Block, Formula, Page, Para, Section
 from tracer.present.views.nodes import LessonCtx, node_blocks, values_table
+from tracer.present.views.order import stage_order
 from tracer.present.views.worked import bars, heatmaps, written
 from tracer.version import __version__
 
@@ -46,8 +50,8 @@ def featured(trace: Trace, stage: str, prose_stage: Stage) -> list[Node]:
     return [n for n in trace.nodes if n.stage == stage and not n.name.endswith(PART_SUFFIXES)]
 
 
-def section(ctx: LessonCtx, n: int, stage: str, story: Stage) -> Section:
-    """One stage: its prose, its tables, its worked entries and figures, its scalars."""
+def section(ctx: LessonCtx, n: int, stage: str, story: Stage, code: Sequence[Block] = ()) -> Section:
+    """One stage: its prose, its tables, its worked entries and figures, its scalars, then its code."""
     tr = ctx.trace
     blocks: list[Block] = prose(story.text, stage)
     nodes = featured(tr, stage, story)
@@ -62,13 +66,8 @@ def section(ctx: LessonCtx, n: int, stage: str, story: Stage) -> Section:
     values = values_table(ctx, nodes, f"{stage}-values", n)
     if values is not None:
         blocks.append(values)
+    blocks += code
     return Section(stage, f"{n}. {story.title}", tuple(blocks))
-
-
-def stage_order(trace: Trace) -> list[str]:
-    """The stages in the order the lesson lists them (``meta["stages"]``), else as first recorded."""
-    listed = [str(s) for s in trace.meta.get("stages", [])]
-    return [s for s in listed if s in trace.stages] + [s for s in trace.stages if s not in listed]
 
 
 def build(trace: Trace, story: Narrative, decimals: int = 4) -> Page:
@@ -78,7 +77,9 @@ def build(trace: Trace, story: Narrative, decimals: int = 4) -> Page:
     q = trace.query
     if not 1 <= q <= ctx.t:
         raise InputError(f"the focus query {q} is not one of the {ctx.t} tokens")
-    sections = tuple(section(ctx, n + 1, st, story.stage(st)) for n, st in enumerate(stage_order(trace)))
+    code = blocks(trace, s)
+    order = stage_order(trace)
+    sections = tuple(section(ctx, n + 1, st, story.stage(st), code.get(st, ())) for n, st in enumerate(order))
     summary = (
         (s("lesson.summary_lesson"), str(trace.meta.get("lesson", story.lesson))),
         (s("page.summary_tokens"), str(ctx.t)),

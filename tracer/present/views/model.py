@@ -9,8 +9,12 @@ trace it back.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Literal
+
+_NUMBER = re.compile(r"^[-+]?(\d[\d.,]*(e[-+]?\d+)?|inf|nan)$|^[⋯…⋮]?$")
+"""Cells that a number column holds: numbers, inf and nan, and the ellipsis of left-out entries."""
 
 
 @dataclass(frozen=True)
@@ -23,6 +27,11 @@ class Num:
     latex: bool = False  # text is LaTeX (a formula in a header or label cell)
     math: bool = False  # text is prose whose ``$...$`` spans are LaTeX (text we write, never a token)
 
+    @property
+    def wordy(self) -> bool:
+        """A cell of words (a label, a token, a description), not a number: set flush left."""
+        return self.cls == "label" or self.math or bool(self.text and not _NUMBER.match(self.text))
+
 
 @dataclass(frozen=True)
 class Row:
@@ -32,6 +41,11 @@ class Row:
     focus: bool = False
     total: bool = False
     elided: str = ""
+
+    @property
+    def strong(self) -> tuple[bool, ...]:
+        """Per cell: set in bold where the format has no row styles (Markdown): the focus and total rows' values."""
+        return tuple((self.focus or self.total) and bool(c.text) for c in self.cells)
 
 
 @dataclass(frozen=True)
@@ -45,19 +59,42 @@ class Table:
     notes: tuple[Para, ...] = ()
     kind: Literal["table"] = "table"
 
+    @property
+    def align(self) -> tuple[Literal["left", "right"], ...]:
+        """Per column: words (labels, tokens, descriptions) left, numbers right, decided by the cells."""
+        rows = [r.cells for r in self.rows if not r.elided]
+        return tuple("left" if any(len(c) > n and c[n].wordy for c in rows) else "right" for n in range(len(self.head)))
+
 
 @dataclass(frozen=True)
 class Equation:
-    """A worked equation: the formula filled with the trace's numbers, and an optional second line."""
+    """A worked equation, written as a teacher writes it on the board.
+
+    ``lhs`` is the quantity (``\\omega_{21}``); each entry of ``rhs`` is one
+    ``= …`` step (the formula, the numbers that go in, the terms, the total),
+    given as *chunks*: LaTeX pieces between which a line may break, the first
+    starting with ``=`` and the later ones with their operator (``+ 0.1305``).
+    A ``broken`` equation puts every step on a line of its own, aligned at the
+    ``=``, so its result is in view on a phone; a short one stays on one line.
+    ``extra`` (the running sums) is a second line of chunks under ``extra_label``.
+    Build one with :func:`tracer.present.views.layout.board`.
+    """
 
     anchor: str
     step: str
-    latex: str
+    lhs: str
+    rhs: tuple[tuple[str, ...], ...]
     extra_label: str = ""
-    extra: str = ""
+    extra: tuple[str, ...] = ()
     note: str = ""
     focus: bool = False
+    broken: bool = False
     kind: Literal["equation"] = "equation"
+
+    @property
+    def latex(self) -> str:
+        """The whole equation on one line of LaTeX."""
+        return " ".join([self.lhs, *(c for part in self.rhs for c in part)])
 
 
 @dataclass(frozen=True)
@@ -81,6 +118,7 @@ class Para:
     text: str
     note: bool = False
     math: bool = False
+    interactive: bool = False  # speaks of clicking the figures: left out where they are images (Markdown)
     kind: Literal["para"] = "para"
 
 
@@ -97,6 +135,17 @@ class Figure:
 
 
 @dataclass(frozen=True)
+class Code:
+    """Plain PyTorch lines that compute a stage (the notebook's cell, verbatim) and what their checks print."""
+
+    anchor: str
+    label: str
+    source: str
+    output: tuple[str, ...]
+    kind: Literal["code"] = "code"
+
+
+@dataclass(frozen=True)
 class Group:
     """A titled list of blocks that the HTML page may fold away (the all-pairs expansions)."""
 
@@ -106,7 +155,7 @@ class Group:
     kind: Literal["group"] = "group"
 
 
-Block = Table | Equation | Formula | Para | Figure | Group
+Block = Table | Equation | Formula | Para | Figure | Code | Group
 
 
 @dataclass(frozen=True)
@@ -129,6 +178,16 @@ class Page:
     sections: tuple[Section, ...]
     footer: str
     strings: dict[str, str] = field(default_factory=dict)  # the few UI labels the page script needs
+
+    @property
+    def html_lang(self) -> str:
+        """The page's language as an HTML ``lang`` attribute (Chinese pages are in simplified script)."""
+        return {"zh": "zh-Hans"}.get(self.lang, self.lang)
+
+    @property
+    def italic_captions(self) -> bool:
+        """Whether Markdown sets captions in italics (not in Chinese, where slanted glyphs read poorly)."""
+        return self.lang != "zh"
 
     @property
     def figures(self) -> tuple[Figure, ...]:

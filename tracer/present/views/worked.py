@@ -20,11 +20,10 @@ from tracer.present.board import MAX_TERMS, elide
 from tracer.present.board import terms as shown_terms
 from tracer.present.figures.bars import stacked
 from tracer.present.views.common import FULL_T, TOP, heatmap_svg, tex
+from tracer.present.views.layout import board, chunked
 from tracer.present.views.model import Block, Equation, Figure, Para
 from tracer.present.views.nodes import LessonCtx, Part, anchor, caption, lead_axes, parts
 
-LONG = 3
-"""Sums of more products than this write their terms on a second line."""
 SIGNS = {"mul": r"\times", "sub": "-", "add": "+"}
 """LaTeX of the binary ops written out inline."""
 FIG_PARTS = 8
@@ -94,24 +93,21 @@ def _formula(ctx: LessonCtx, step: Step) -> str:
 
 
 def equation(ctx: LessonCtx, step: Step) -> Equation:
-    """One entry written out: formula = factors = terms = total (``running sums`` on a second line)."""
+    """One entry written out: formula = factors = terms = total, with the running sums below."""
     tr = ctx.trace
     ins = [tr[i] for i in step.inputs]
     vals = [_val(ctx, s) for s in ins]
-    chain: list[str] = []
-    extra = note = ""
+    chain: list[list[str] | str] = []
+    extra: list[str] = []
+    note = ""
     op = step.op
     if op == "sum" and ins:
         if all(t.op == "mul" for t in ins):
-            chain.append(" + ".join(_cut([r" \times ".join(_val(ctx, tr[f]) for f in t.inputs) for t in ins])))
+            chain.append(chunked(_cut([r" \times ".join(_val(ctx, tr[f]) for f in t.inputs) for t in ins])))
+        chain.append(chunked(_cut(vals)))
         runs = _running_sums(tr, step, ins)
-        if len(chain) and len(ins) > LONG:  # too wide for one line: the terms and the total go below
-            total = tex(ctx.num(float(step.value)))
-            extra, runs = " + ".join(_cut(vals)) + f" = {total}", []
-        else:
-            chain.append(" + ".join(_cut(vals)))
         if runs and len(runs) <= MAX_TERMS:
-            extra = r",\quad ".join(rf"s_{{{n + 1}}} = {_val(ctx, r)}" for n, r in enumerate(runs))
+            extra = [rf"s_{{{n + 1}}} = {_val(ctx, r)}" for n, r in enumerate(runs)]
         if len(ins) <= MAX_TERMS and ctx.rounds([t.value for t in ins], step.value):
             note = ctx.s("lesson.rounding_again" if "rounding" in ctx.said else "lesson.rounding", n=ctx.decimals)
             ctx.said.add("rounding")
@@ -126,9 +122,10 @@ def equation(ctx: LessonCtx, step: Step) -> Equation:
         chain.append(f"e^{{{vals[0]}}}")
     elif op == "max":
         chain.append(rf"\max({', '.join(_cut(vals))})")
-    latex = " = ".join([_formula(ctx, step), *chain, tex(ctx.num(float(step.value)))])
-    label = (ctx.s("lesson.terms") if not runs else ctx.s("lesson.partial")) if extra else ""
-    return Equation(anchor(step.id), step.id, latex, label, extra, note, focus=True)
+    lhs, *formula = _formula(ctx, step).split(" = ")
+    label = ctx.s("lesson.partial") if extra else ""
+    steps = [*formula, *chain, tex(ctx.num(float(step.value)))]
+    return board(anchor(step.id), step.id, lhs, steps, label, extra, note, focus=True)
 
 
 def written(ctx: LessonCtx, node: Node) -> list[Block]:

@@ -1,0 +1,48 @@
+"""The code beside the maths: each stage's PyTorch lines, taken from the lesson's notebook code.
+
+One source: a report shows exactly the code cells that ``attn-trace
+notebook`` writes for the same trace (:func:`tracer.present.notebook.code.lesson_cells`),
+and under them what their ``show(...)`` checks print, torch's value beside
+the traced one (:func:`~tracer.present.notebook.code.printed`).  A test runs
+the notebook and compares its printed lines with the page's.  Lessons
+without notebook code (a teacher's own pipeline) get no code blocks.
+"""
+
+from __future__ import annotations
+
+from tracer.core.trace import Trace
+from tracer.present.strings import Strings
+from tracer.present.views.common import FULL_T
+from tracer.present.views.model import Block, Code, Section
+
+SECTION = {"matrix": "pairs"}
+"""Notebook stage -> section of the tutorial's page, where the two differ."""
+
+
+def blocks(trace: Trace, s: Strings) -> dict[str, list[Block]]:
+    """Stage -> its code blocks (empty when the lesson has no notebook code)."""
+    # a leaf module, but importing it runs the notebook package's __init__, which reaches the renderers
+    from tracer.present.notebook.code import CHECKED, CODE, lesson_cells, printed
+
+    lesson = str(trace.meta.get("lesson", "simple"))
+    if lesson not in CODE or trace.meta.get("captured") or "narrative" in trace.meta:
+        return {}  # a teacher's pipeline or captured code: its notebook re-runs that code, not a lesson's
+    if len(trace.tokens) > FULL_T:
+        return {}  # the printed tensors would be the size of the trace: the notebook is the place for them
+    cells = lesson_cells(trace)
+    out: dict[str, list[Block]] = {}
+    for stage, sources in cells.items():
+        for n, source in enumerate(sources, 1):
+            output = tuple(line for name in CHECKED.findall(source) for line in printed(trace, name))
+            label = "" if out else s("code.label")  # said once, over the page's first code
+            block = Code(f"code-{stage}-{n}", label, source.rstrip("\n"), output)
+            out.setdefault(stage, []).append(block)
+    return out
+
+
+def with_code(sections: tuple[Section, ...], code: dict[str, list[Block]]) -> tuple[Section, ...]:
+    """``sections`` with each stage's code blocks at the end of the section that shows that stage."""
+    at: dict[str, list[Block]] = {}
+    for stage, found in code.items():
+        at.setdefault(SECTION.get(stage, stage), []).extend(found)
+    return tuple(Section(s.anchor, s.title, (*s.blocks, *at.get(s.anchor, ()))) for s in sections)
