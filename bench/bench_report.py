@@ -3,8 +3,11 @@
     PYTHONPATH=. python bench/bench_report.py [--repeat N]
 
 Every row is a ratio of two commands timed in the same run, in fresh
-interpreters, interleaved so that a busy machine slows them alike (best of
-``--repeat`` runs each):
+interpreters.  Each round runs every command once, one after the other, and
+a row's ratio is taken within a round (A and B ran moments apart, so a busy
+machine slows both alike); the table prints the median of the ``--repeat``
+rounds' ratios with their range, and the load average before and after,
+because on a shared machine one round's ratio can be far off:
 
 * cold ``attn-trace report`` (the tutorial, HTML + Markdown + figures) vs the
   import floor ``python -c "import torch, matplotlib.figure, jinja2, click"``:
@@ -24,6 +27,7 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import os
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -66,33 +70,40 @@ def commands(py: str, tmp: Path, env: dict[str, str]) -> dict[str, list[str]]:
 def main() -> None:
     """Run the benchmark and print its table."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--repeat", type=int, default=5)
     opts = parser.parse_args()
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    load = os.getloadavg()[0]
     with tempfile.TemporaryDirectory() as name:
         tmp = Path(name)
         todo = commands(sys.executable, tmp, env)
-        best = dict.fromkeys(todo, float("inf"))
+        large = todo.pop("large")
+        rounds = []
         for _ in range(opts.repeat):
-            for key, args in todo.items():
-                best[key] = min(best[key], timed(args, env))
+            rounds.append({key: timed(args, env) for key, args in todo.items()})
+        big = timed(large, env)
         size = sum(p.stat().st_size for p in (tmp / "big").iterdir())
-    b = best
-    rows = [
-        ("cold report vs import floor", b["report"], b["floor"], 1.2),
-        ("report --from trace.json vs import floor", b["from"], b["floor"], 0.6),
-        ("8 reports in one process vs one report", b["all"], b["report"], 2.5),
+    pairs = [
+        ("cold report vs import floor", "report", "floor", 1.2),
+        ("report --from trace.json vs import floor", "from", "floor", 0.6),
+        ("8 reports in one process vs one report", "all", "report", 2.5),
     ]
-    if "nbconvert" in b:
-        rows.append(("report vs nbconvert --execute of the notebook", b["report"], b["nbconvert"], 0.5))
-    width = max(len(r[0]) for r in rows) + 2
-    print(f"{'measure':<{width}}{'A':>8}{'B':>8}{'A/B':>7}  target")
-    for label, a, base, target in rows:
-        verdict = "ok" if a / base <= target else f"missed by {a / base - target:.3f} ({a / base / target - 1:.1%})"
-        print(f"{label:<{width}}{a:>7.2f}s{base:>7.2f}s{a / base:>7.3f}  <= {target}  {verdict}")
-    if "nbconvert" not in b:
+    if "nbconvert" in todo:
+        pairs.append(("report vs nbconvert --execute of the notebook", "report", "nbconvert", 0.5))
+    width = max(len(r[0]) for r in pairs) + 2
+    print(f"{opts.repeat} rounds; load average {load:.2f} before, {os.getloadavg()[0]:.2f} after")
+    print(f"{'measure':<{width}}{'A':>8}{'B':>8}{'A/B':>7}  {'range':<13}  target")
+    for label, a, b, target in pairs:
+        ratios = sorted(r[a] / r[b] for r in rounds)
+        mid = statistics.median(ratios)
+        ta, tb = (statistics.median(r[k] for r in rounds) for k in (a, b))
+        verdict = "ok" if mid <= target else f"missed by {mid - target:.3f} ({mid / target - 1:.1%})"
+        spread = f"{ratios[0]:.3f}-{ratios[-1]:.3f}"
+        print(f"{label:<{width}}{ta:>7.2f}s{tb:>7.2f}s{mid:>7.3f}  {spread:<13}  <= {target}  {verdict}")
+    if "nbconvert" not in todo:
         print("report vs nbconvert: not measured (install the bench extra: pip install -e '.[bench]')")
-    print(f"attn-trace --help: {b['help']:.3f} s; report of T=512 d=64: {b['large']:.2f} s, {size / 1e6:.2f} MB")
+    help_s = statistics.median(r["help"] for r in rounds)
+    print(f"attn-trace --help: {help_s:.3f} s; report of T=512 d=64 (one run): {big:.2f} s, {size / 1e6:.2f} MB")
 
 
 if __name__ == "__main__":
