@@ -31,7 +31,8 @@ def inline_svg(fig: Figure) -> Markup:
     """The figure's SVG for inlining, labelled for assistive technology by its alt text."""
     title = f"{fig.name}-title"
     head = f'<svg role="img" aria-labelledby="{title}" class="figure-svg"'
-    svg = fig.svg.replace("<svg", head, 1)
+    svg = re.sub(r'(<svg\b[^>]*?)\s+role="[^"]*"', r"\1", fig.svg, count=1)  # ours replaces the figure's own
+    svg = svg.replace("<svg", head, 1)
     label = f'\n <title id="{title}">{escape(fig.alt)}</title>'
     svg = re.sub(r"(<svg[^>]*>)", lambda m: m.group(1) + label, svg, count=1)
     return Markup(svg)
