@@ -135,6 +135,26 @@ def test_explaining_a_written_score_shows_its_products() -> None:
     assert t["attn_scores_2[1]"].stage == "attn_scores_2"
 
 
+def all_contexts() -> torch.Tensor:
+    """Every context vector, row by row, with the book's ``+=`` loop into ``torch.zeros``."""
+    weights = torch.softmax(inputs @ inputs.T, dim=-1)
+    ctx = torch.zeros(6, 3)
+    for i in range(6):
+        for j in range(6):
+            ctx[i] += weights[i, j] * inputs[j]
+    return ctx
+
+
+def test_explaining_a_row_written_long_ago_skips_the_copies() -> None:
+    # ctx is re-written 36 times; row 2 last changed at the 12th: explain goes straight there
+    t = tracer.trace_torch(all_contexts)
+    assert t.meta["output"] == "ctx_36"
+    assert explain(t, "ctx_36[2,1]").splitlines()[:2] == [
+        "ctx_36[2,1] = ctx_12[2,1] = ctx.add_12[1] = ctx_11.getitem[1] + ctx.mul_12[1] = 0.4340 + 0.0079 = 0.4419",
+        "  op: write    stage: ctx",
+    ]
+
+
 def test_all_pairs_agree_with_the_lesson() -> None:
     t = tracer.trace_torch(all_pairs)
     lesson = tracer.trace_lesson("simple")

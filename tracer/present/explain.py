@@ -67,6 +67,8 @@ def equation(trace: Trace, step: Step, decimals: int = DECIMALS) -> str:
         return f"{step.id} = {value_text(trace, step.id, decimals)}"
     if len(ins) == 1 and (op == "write" or trace[ins[0]].node.name.endswith(".put")):
         src = trace[ins[0]]  # an entry written through indexing, or a stacked number: the step it came from
+        while src.op == "write" and len(src.inputs) == 1 and trace[src.inputs[0]].op == "write":
+            src = trace[src.inputs[0]]  # carried over unchanged from the buffer's earlier state: skip to its last write
         while src.node.name.endswith(".put") and len(src.inputs) == 1:
             src = trace[src.inputs[0]]
         return f"{step.id} = {equation(trace, src, decimals)}"
@@ -108,7 +110,8 @@ def explain(trace: Trace, step_id: str, decimals: int = DECIMALS) -> str:
     else:
         lines.append(f"{step.id} = {step.text}" if step.text else step.id)
         lines.append(array_text(np.asarray(step.value), decimals))
-    lines.append(f"  op: {step.op}    stage: {step.stage}    formula: {step.latex}")
+    formula = f"    formula: {step.latex}" if step.latex else ""  # captured layout and write steps have none
+    lines.append(f"  op: {step.op}    stage: {step.stage}{formula}")
     ins = list(step.inputs)
     if ins:
         more = f" … and {len(ins) - MAX_IDS} more" if len(ins) > MAX_IDS else ""
