@@ -42,37 +42,13 @@ def dropout(s: Session, c: Call) -> None:
         return
     if c.rng is None or bool(c.arg(3, "inplace", False)):
         raise Unsupported("dropout without a known random state")
-    after = torch.get_rng_state()
-    try:
-        torch.set_rng_state(c.rng)
-        keep = torch.nn.functional.dropout(torch.ones_like(x), p, True) != 0
-    finally:
-        torch.set_rng_state(after)
+    keep = _redraw(c.rng, x, p)
     nz = x != 0
     if not torch.equal((out != 0) & nz, keep & nz):
         raise Unsupported("dropout mask could not be re-drawn")
     name, _ = s.begin("dropout", vx.name)
     names = vx.axes
-    mask = s.rec.input(
-        f"{name}.keep",
-        keep.to(out.dtype),
-        names,
-        symbol="B",
-        text=f"1 if torch kept entry {ax.placeholders(names)} else 0",
-        attrs={"made_by": f"dropout(p={p:g}) draw"},
-    )
-    kept = s.rec.elementwise(
-        "mul",
-        f"{name}.kept",
-        [vx(*names), mask(*names)],
-        names,
-        symbol="x B",
-        latex=r"x \cdot B",
-        text=f"{ax.ref_text(vx.name, names)} × {ax.ref_text(mask.name, names)}",
-    )
-    scale = s.rec.apply(
-        "const", f"{name}.scale", torch.tensor(1.0 / (1.0 - p), dtype=out.dtype), [], (), text=f"1 / (1 − {p:g})"
-    )
+    kept, scale = _masked(s, vx, keep, p, (f"{name}.keep", f"{name}.kept", f"{name}.scale"), "entry", ("x B", "x"))
     v = s.rec.apply(
         "mul",
         name,
@@ -94,36 +70,13 @@ def _drop(s: Session, name: str, w: Var, p: float, rng: torch.Tensor, out: torch
     mask is checked by recomputing the output from it (a fused kernel that
     drew otherwise is an opaque step instead).
     """
-    after = torch.get_rng_state()
-    try:
-        torch.set_rng_state(rng)
-        keep = torch.nn.functional.dropout(torch.ones_like(w.data), p, True) != 0
-    finally:
-        torch.set_rng_state(after)
-    scale = 1.0 / (1.0 - p)
-    again = (w.data * keep * scale) @ v
+    keep = _redraw(rng, w.data, p)
+    again = (w.data * keep * (1.0 / (1.0 - p))) @ v
     if not torch.allclose(again, out, rtol=1e-4, atol=1e-6):
         raise Unsupported("SDPA's dropout mask could not be re-drawn")
     names = w.axes
-    mask = s.rec.input(
-        f"{name}.drop",
-        keep.to(w.data.dtype),
-        names,
-        symbol="B",
-        text=f"1 if torch kept weight {ax.placeholders(names)} else 0",
-        attrs={"made_by": f"dropout(p={p:g}) draw"},
-    )
-    kept = s.rec.elementwise(
-        "mul",
-        f"{name}.dropped",
-        [w(*names), mask(*names)],
-        names,
-        symbol="a B",
-        latex=r"\alpha \cdot B",
-        text=f"{ax.ref_text(w.name, names)} × {ax.ref_text(mask.name, names)}",
-    )
-    const = s.rec.apply(
-        "const", f"{name}.dscale", torch.tensor(scale, dtype=w.data.dtype), [], (), text=f"1 / (1 − {p:g})"
+    kept, const = _masked(
+        s, w, keep, p, (f"{name}.drop", f"{name}.dropped", f"{name}.dscale"), "weight", ("a B", r"\alpha")
     )
     return s.rec.elementwise(
         "mul",
@@ -134,6 +87,47 @@ def _drop(s: Session, name: str, w: Var, p: float, rng: torch.Tensor, out: torch
         latex=r"\frac{\alpha \cdot B}{1-p}",
         text=f"{ax.ref_text(kept.name, names)} × {const.name}",
     )
+
+
+def _redraw(rng: torch.Tensor, like: torch.Tensor, p: float) -> torch.Tensor:
+    """The keep-mask dropout drew from generator state ``rng`` (True: kept), leaving the generator as it was."""
+    after = torch.get_rng_state()
+    try:
+        torch.set_rng_state(rng)
+        return torch.nn.functional.dropout(torch.ones_like(like), p, True) != 0
+    finally:
+        torch.set_rng_state(after)
+
+
+def _masked(
+    s: Session, x: Var, keep: torch.Tensor, p: float, ids: tuple[str, str, str], what: str, sym: tuple[str, str]
+) -> tuple[Var, Var]:
+    """Record the keep-mask ``B`` (ids[0]), ``x · B`` (ids[1]) and the constant 1/(1−p) (ids[2]) for dropout of ``x``.
+
+    ``what`` names an entry in the mask's text; ``sym`` is the product's plain symbol and ``x``'s LaTeX.
+    """
+    names = x.axes
+    mask = s.rec.input(
+        ids[0],
+        keep.to(x.data.dtype),
+        names,
+        symbol="B",
+        text=f"1 if torch kept {what} {ax.placeholders(names)} else 0",
+        attrs={"made_by": f"dropout(p={p:g}) draw"},
+    )
+    kept = s.rec.elementwise(
+        "mul",
+        ids[1],
+        [x(*names), mask(*names)],
+        names,
+        symbol=sym[0],
+        latex=rf"{sym[1]} \cdot B",
+        text=f"{ax.ref_text(x.name, names)} × {ax.ref_text(mask.name, names)}",
+    )
+    scale = s.rec.apply(
+        "const", ids[2], torch.tensor(1.0 / (1.0 - p), dtype=x.data.dtype), [], (), text=f"1 / (1 − {p:g})"
+    )
+    return kept, scale
 
 
 def sdpa(s: Session, c: Call) -> None:
