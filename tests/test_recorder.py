@@ -33,7 +33,7 @@ def test_value_is_the_last_recording_and_last_takes_the_final_entry_of_an_axis()
     assert rec.value("omega.s", last="k").tolist() == [[14.0, 32.0], [32.0, 77.0]]
     assert rec.value("omega.p", last="i").tolist() == [[4.0, 10.0, 18.0], [16.0, 25.0, 36.0]]
     assert rec.value("omega").tolist() == [[14.0, 32.0], [32.0, 77.0]]
-    with pytest.raises(KeyError):
+    with pytest.raises(KeyError, match="nothing"):
         rec.value("nothing")
 
 
@@ -42,7 +42,7 @@ def test_var_gives_back_a_recorded_node() -> None:
     v = rec.var("omega.p")
     assert (v.name, v.axes, v.symbol) == ("omega.p", ("i", "j", "k"), "omega.p")
     assert np.array_equal(v.data.numpy(), rec.trace({}).node("omega.p").value)
-    with pytest.raises(KeyError):
+    with pytest.raises(KeyError, match="nothing"):
         rec.var("nothing")
 
 
