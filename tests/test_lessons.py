@@ -179,7 +179,7 @@ def test_bad_lesson_options(lesson: str, options: dict[str, object], message: st
 
 # -- what a trace says about itself --------------------------------------------------
 TUTORIAL_TOKENS = ["Your", "journey", "starts", "with", "one", "step"]
-META = {
+META: dict[str, dict[str, object]] = {
     "simple": {
         "stages": ["inputs", "scores", "normalize", "context", "matrix", "overflow"],
         "overflow": {"factor": 10, "max_power": 12},
