@@ -122,6 +122,8 @@ def test_elementwise_ops_broadcast_and_record_their_operands() -> None:
     assert (t.node("r.div").op, t.node("r.div").split, t.node("r.div").attrs) == ("div", (0, 2), {})
     e = rec.elementwise("exp", "e", [b("i")], "i", symbol="", latex="", text="")
     assert e.data.tolist() == [np.float32(np.exp(2.0)), np.float32(np.exp(8.0))]
+    rec.elementwise("mul", "s.t", [a("i", "j"), b("i")], "ij", symbol="", latex="", text="", split=(1, 1))
+    assert rec.trace({}).node("s.t").split == (1, 1)  # s[i].t[j]: one axis per id segment
     with pytest.raises(ValueError, match="unknown elementwise op 'exp' with 2 operands"):
         rec.elementwise("exp", "bad", [a("i", "j"), b("i")], "ij", symbol="", latex="", text="")
     with pytest.raises(ValueError, match="unknown elementwise op 'pow' with 2 operands"):
