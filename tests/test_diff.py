@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import dataclasses
+import json
 import math
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -173,6 +175,24 @@ def test_largest_difference_counts_finite_differences_only() -> None:
     assert compare(np.array([np.inf, 1.0]), np.array([np.inf, 1.25]), 1e-5, 1e-6).big == 0.25
 
 
+def test_compare_tells_beyond_tolerance_from_not_equal() -> None:
+    got = compare(np.array([1.0, 2.0, 3.0]), np.array([1.0 + 1e-9, 3.0, 3.0]), 1e-5, 1e-6)
+    assert got.bad is not None and got.ne is not None
+    assert (got.bad.tolist(), got.ne.tolist(), got.big) == ([False, True, False], [True, True, False], 1.0)
+    same = compare(np.array([1.0, np.nan]), np.array([1.0, np.nan]), 1e-5, 1e-6)
+    assert (same.bad, same.ne, same.big) == (None, None, 0.0)
+
+
+def test_compare_reads_arrays_longer_than_one_block() -> None:
+    from tracer.compare.diffmask import CHUNK
+
+    a = np.zeros(CHUNK + 3, dtype=np.float32)
+    b = a.copy()
+    b[-1] = 1.0
+    got = compare(a, b, 1e-5, 1e-6)
+    assert got.bad is not None and np.flatnonzero(got.bad).tolist() == [CHUNK + 2] and got.big == 1.0
+
+
 def test_nonfinite_in_a_trace(tutorial: tracer.Trace) -> None:
     nan_a = edit(tutorial, "naive.exp", (0, 0), math.inf)
     assert tracer.diff(nan_a, nan_a).equal
@@ -287,7 +307,7 @@ def test_rows_carry_both_values(tutorial: tracer.Trace) -> None:
     assert root.abs_diff == pytest.approx(abs(root.a - 0.25))
     fewer = tracer.Trace([n for n in tutorial.nodes if n.name != "check.z"], tutorial.meta)
     gone = [s for s in tracer.diff(tutorial, fewer).steps if s.id == "check.z"]
-    assert [(s.kind, s.a, s.b) for s in gone] == [("only_a", float(tutorial["check.z"].value), None)]
+    assert [(s.kind, s.a, s.b, s.root) for s in gone] == [("only_a", float(tutorial["check.z"].value), None, False)]
     back = [s for s in tracer.diff(fewer, tutorial).steps if s.id == "check.z"]
     assert [(s.kind, s.a, s.b) for s in back] == [("only_b", None, float(tutorial["check.z"].value))]
 
@@ -298,7 +318,7 @@ def test_only_in_rows_of_elements(tutorial: tracer.Trace) -> None:
     values, tokens = tutorial_inputs()
     five = tracer.trace_self_attention(values[:5], tokens=tokens[:5])
     row = next(s for s in tracer.diff(tutorial, five, limit=1000).steps if s.id == "x[6,1]")
-    assert (row.a, row.b, row.abs_diff) == (pytest.approx(0.05), None, None)
+    assert (row.a, row.b, row.abs_diff, row.root) == (pytest.approx(0.05), None, None, False)
     row = next(s for s in tracer.diff(five, tutorial, limit=1000).steps if s.id == "x[6,1]")
     assert (row.a, row.b) == (None, pytest.approx(0.05))
 
@@ -399,3 +419,134 @@ def test_rows_say_what_they_are(tutorial: tracer.Trace, nudged: tracer.Trace) ->
     assert [r.id for r in one.roots] == ["x[1,1]"] and [s.id for s in one.steps] == ["x[1,1]"]
     tensor = tracer.diff(tutorial, edit(tutorial, "mat.alpha", (1, 2), 0.25))
     assert [(s.id, s.kind, s.root) for s in tensor.steps] == [("mat.alpha", "value", True)]
+
+
+def test_metadata_rows_say_which_side_lacks_a_key() -> None:
+    """Known keys first (in the usual order), then the others sorted; a key only one side has says which."""
+    x = _node("x", [1, 2])
+    a = tracer.Trace([x], {"dtype": "float64", "lesson": "simple", "extra": 1})
+    b = tracer.Trace([x], {"dtype": "float64", "query": 2, "zz": 3})
+    assert tracer.diff(a, b).meta == (
+        differ.Change("lesson", "value", "simple", None, "missing in B"),
+        differ.Change("query", "value", None, 2, "missing in A"),
+        differ.Change("extra", "value", 1, None, "missing in B"),
+        differ.Change("zz", "value", None, 3, "missing in A"),
+    )
+
+
+def test_input_rows_count_values_beyond_tolerance() -> None:
+    """Every input node that differs gets a row (shapes, and how many values moved); other nodes do not."""
+    a = _trace(_node("x", [1, 2]), _node("y", [1, 2], ("x", ("i",))), _node("w", [1, 2, 3]))
+    b = _trace(_node("x", [1, 2]), _node("y", [1, 5], ("x", ("i",))), _node("w", [1, 2, 9, 9]))
+    assert tracer.diff(a, b).meta == (
+        differ.Change("inputs.w", "value", [3], [4], "1 of 3 values differ beyond tolerance"),
+    )
+
+
+def test_a_removed_token_is_an_input_row_with_no_moved_value(tutorial: tracer.Trace) -> None:
+    from tracer.record.inputs import tutorial as tutorial_inputs
+
+    values, tokens = tutorial_inputs()
+    five = tracer.trace_self_attention(values[:5], tokens=tokens[:5])
+    rows = [c for c in tracer.diff(tutorial, five).meta if c.subject.startswith("inputs.")]
+    assert rows == [differ.Change("inputs.x", "value", [6, 3], [5, 3], "0 of 18 values differ beyond tolerance")]
+
+
+def test_a_file_of_another_format_version_is_named(tutorial: tracer.Trace, tmp_path: Path) -> None:
+    from tracer.core import serialize
+
+    doc = serialize.to_dict(tutorial)
+    doc["version"] = 1
+    doc["digest"] = serialize._digest(doc)
+    path = tmp_path / "v1.json"
+    path.write_text(json.dumps(doc))
+    d = tracer.diff(tutorial, path)
+    assert differ.Change("format_version", "value", serialize.FORMAT_VERSION, 1) in d.meta
+    assert (d.a_name, d.b_name) == ("A", str(path))
+    doc["version"] = 99
+    doc["digest"] = serialize._digest({k: v for k, v in doc.items() if k != "digest"})
+    path.write_text(json.dumps(doc))
+    with pytest.raises(tracer.TraceFormatError, match=r"^v1.json has format version 99"):
+        tracer.diff(path, tutorial)
+
+
+def test_node_rows_name_the_field_and_both_sides(tutorial: tracer.Trace) -> None:
+    a = _trace(_node("x", [1, 2]), _node("y", [1, 2], ("x", ("i",))), _node("z", [3], ("y", ("*",))))
+    nodes = [_node("x", [1, 2]), dataclasses.replace(_node("z", [3], ("y", ("*",))), latex="z")]
+    changes = tracer.diff(a, _trace(*nodes)).nodes
+    assert differ.Change("y", "exists", True, False) in changes
+    assert differ.Change("z", "latex", "", "z") in changes
+    assert differ.Change("y", "exists", False, True) in tracer.diff(_trace(*nodes), a).nodes
+    x32 = dataclasses.replace(_node("x", [1, 2]), value=np.array([1, 2], dtype=np.float32))
+    assert tracer.diff(_trace(x32), _trace(_node("x", [1, 2]))).nodes == (
+        differ.Change("x", "dtype", "float32", "float64"),
+    )
+    other = tracer.trace_self_attention(dtype="float64")
+    assert not any(c.field == "dtype" for c in tracer.diff(tutorial, other).nodes)  # said once, in the metadata
+
+
+def test_stage_counts_of_unmatched_and_tensor_steps() -> None:
+    """A tensor-level step is one step whatever its shape; a node only in B counts its steps there."""
+    t_a = dataclasses.replace(_node("t", [1, 2]), granularity="tensor")
+    t_b = dataclasses.replace(_node("t", [[1, 2]]), granularity="tensor")
+    d = tracer.diff(_trace(_node("x", [1, 2]), t_a), _trace(_node("x", [1, 2]), t_b, _node("u", [5, 6, 7])))
+    assert d.stages == (differ.StageCount("s", 3, 1, 0, 3, 0, 0.0),)
+    only_b = [(f"u[{i}]", "only_b", False) for i in (1, 2, 3)]
+    assert [(s.id, s.kind, s.root) for s in d.steps] == [("t", "value", False), *only_b]
+
+
+def test_a_tensor_step_of_another_shape_with_equal_overlap() -> None:
+    t_a = dataclasses.replace(_node("t", [1, 2]), granularity="tensor")
+    t_b = dataclasses.replace(_node("t", [1, 2, 3]), granularity="tensor")
+    d = tracer.diff(_trace(t_a), _trace(t_b))
+    assert [(s.id, s.kind, s.a, s.b, s.root) for s in d.steps] == [("t", "value", None, None, False)]
+    assert d.totals.differing == 1 and not d.equal
+
+
+def test_a_node_that_became_tensor_level_is_one_row() -> None:
+    t_b = dataclasses.replace(_node("t", [1, 3]), granularity="tensor")
+    d = tracer.diff(_trace(_node("t", [1, 2])), _trace(t_b))
+    assert (d.steps[0].id, d.steps[0].where, d.steps[0].a, d.steps[0].b) == ("t", (2,), 2.0, 3.0)
+
+
+def test_a_trace_of_one_changed_node(tmp_path: Path) -> None:
+    d = tracer.diff(_trace(_node("x", [1.0])), _trace(_node("x", [2.0])), limit=7)
+    assert [(r.id, r.op, r.root) for r in d.roots] == [("x[1]", "input", True)]
+    assert (d.a_name, d.b_name, d.limit) == ("A", "B", 7)
+    assert d.stages[0].max_abs_diff == 1.0
+    assert tracer.diff(_trace(_node("x", [1.0])), _trace(_node("x", [1.0]))).stages[0].max_abs_diff == 0.0
+
+
+def test_limit_caps_the_root_causes(tutorial: tracer.Trace) -> None:
+    changed = edit(edit(tutorial, "x", (0, 0), 0.1), "x", (5, 2), 0.9)
+    d = tracer.diff(tutorial, changed, limit=1)
+    assert [r.id for r in d.roots] == ["x[1,1]"] and d.totals.roots == 2
+    assert tracer.diff(tutorial, changed, limit=0).roots == ()
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"rtol": -1}, r"^rtol must be a finite number >= 0, not -1$"),
+        ({"atol": math.inf}, r"^atol must be a finite number >= 0, not inf$"),
+        ({"limit": -1}, r"^limit must be >= 0, not -1$"),
+    ],
+)
+def test_bad_arguments_are_named(tutorial: tracer.Trace, kwargs: dict[str, float], message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        tracer.diff(tutorial, tutorial, **kwargs)  # type: ignore[arg-type]
+
+
+def test_a_file_whose_values_do_not_follow_gets_a_note(tutorial: tracer.Trace, tmp_path: Path) -> None:
+    """A digest can be recomputed by whoever edits a file; the diff then says which values do not follow."""
+    from tracer.core import serialize
+
+    doc = serialize.to_dict(tutorial)
+    spec = next(n for n in doc["nodes"] if n["name"] == "omega")
+    spec["value"]["data"][7] += 0.5  # omega[2,2]
+    doc["digest"] = serialize._digest(doc)
+    path = tmp_path / "edited.json"
+    path.write_text(json.dumps(doc))
+    d = tracer.diff(tutorial, path)
+    assert len(d.notes) == 1 and d.notes[0].startswith(f"{path}: ") and "omega[2,2]" in d.notes[0]
+    assert tracer.diff(tutorial, tracer.load(path)).notes == ()  # a Trace object is the caller's own

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import json
+import math
 from pathlib import Path
 
 import jsonschema
@@ -208,3 +210,71 @@ def test_loads_names_the_text_it_reads(tutorial: Trace, good_text: str) -> None:
     with pytest.raises(TraceFormatError, match=r"^trace has format version 99"):
         serialize.loads(_reseal(doc))
     assert_identical(tutorial, serialize.loads(good_text.encode("utf-8")))
+
+
+@pytest.fixture(scope="module")
+def big_doc() -> dict[str, object]:
+    """A trace big enough for all three encodings: ``x`` in base64, ``omega.p`` derived, ``div.sum`` a list."""
+    doc = serialize.to_dict(tracer.trace_self_attention(random_inputs(40, 30, seed=2), query=1))
+    encodings = {n["name"]: n["value"]["encoding"] for n in doc["nodes"]}  # type: ignore[attr-defined]
+    assert (encodings["x"], encodings["omega.p"], encodings["div.sum"]) == ("base64", "derived", "list")
+    return doc
+
+
+def _patch(index: list[int], xor: list[int]) -> dict[str, str]:
+    return {"index": serialize._b64(np.array(index, "<i8")), "xor": serialize._b64(np.array(xor, "<u4"))}
+
+
+@pytest.mark.parametrize(
+    ("name", "change", "message"),
+    [
+        ("div.sum", lambda v: v["data"].pop(), r"malformed node 6 \('div.sum'\): list of 39 values for shape \(40,\)$"),
+        ("x", lambda v: v.update(data=v["data"][:-8]), r"\('x'\): 4794 bytes of data for shape \(40, 30\) of float32$"),
+        ("x", lambda v: v.update(data="!!!!"), r"malformed node 1 \('x'\): bad base64 data: "),
+        ("x", lambda v: v.update(data="é"), r"malformed node 1 \('x'\): bad base64 data: "),
+        (
+            "omega.p",
+            lambda v: v.update(patch=_patch([10**9], [1])),
+            r"\('omega.p'\): patch positions do not fit the value$",
+        ),
+        (
+            "omega.p",
+            lambda v: v.update(patch=_patch([-1], [1])),
+            r"\('omega.p'\): patch positions do not fit the value$",
+        ),
+        (
+            "omega.p",
+            lambda v: v.update(patch=_patch([1, 2], [1])),
+            r"\('omega.p'\): patch positions do not fit the value$",
+        ),
+    ],
+)
+def test_values_that_do_not_fit_their_node_are_refused(
+    big_doc: dict[str, object], name: str, change: object, message: str
+) -> None:
+    """Past the schema (a resealed digest), a value must still fit its shape and dtype, and a patch its value."""
+    doc = copy.deepcopy(big_doc)
+    node = next(n for n in doc["nodes"] if n["name"] == name)  # type: ignore[attr-defined]
+    assert callable(change)
+    change(node["value"])
+    with pytest.raises(TraceFormatError, match=r"^trace: " + message if message.startswith("malformed") else message):
+        serialize.loads(_reseal(doc))
+
+
+def test_a_derived_value_needs_an_op_that_derives_it(big_doc: dict[str, object]) -> None:
+    doc = copy.deepcopy(big_doc)
+    next(n for n in doc["nodes"] if n["name"] == "omega.p")["op"] = "input"  # type: ignore[attr-defined]
+    with pytest.raises(TraceFormatError, match=r"^trace: malformed node 2 \('omega.p'\): op 'input' cannot be derived"):
+        serialize.loads(_reseal(doc))
+
+
+def test_a_patch_at_the_edges_of_a_value(big_doc: dict[str, object]) -> None:
+    """A patch may touch the first and the last entry of a derived value (and nothing past it)."""
+    doc = copy.deepcopy(big_doc)
+    spec = next(n for n in doc["nodes"] if n["name"] == "omega.p")  # type: ignore[attr-defined]
+    size = math.prod(spec["value"]["shape"])
+    spec["value"]["patch"] = _patch([0, size - 1], [1, 1])
+    back = serialize.loads(_reseal(doc)).tensor("omega.p")
+    plain = serialize.loads(_reseal(copy.deepcopy(big_doc))).tensor("omega.p")
+    flipped = (back.view("<u4") ^ plain.view("<u4")).reshape(-1)
+    assert np.flatnonzero(flipped).tolist() == [0, size - 1] and flipped[0] == 1 and flipped[-1] == 1
