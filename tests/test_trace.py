@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import re
 
 import numpy as np
 import pytest
@@ -239,3 +240,55 @@ def test_fill_evaluates_index_arithmetic() -> None:
     assert ids.fill(template, {"h": 2, "c": 1}, {"h": 2, "c": 2}) == "v_{21} = x_{3}"
     assert ids.fill(template, {"h": 2}, {"h": 2, "c": 2}) == "v_{2c} = x_{·}"
     assert ids.fill("x_{<(i>}", {"i": 1}, {"i": 2}) == "x_{<(i>}"  # not an expression: left as written
+
+
+def test_parse_refuses_with_what_is_wrong() -> None:
+    with pytest.raises(ValueError, match=r"^empty step id$"):
+        ids.parse("  ")
+    with pytest.raises(ValueError, match=r"^malformed step id 'omega\[1,\]': indices must be whole numbers$"):
+        ids.parse("omega[1,]")
+
+
+def test_render_and_pattern_of_three_segments() -> None:
+    assert ids.render("a.b.c", (1, 1, 1), [1, 2, 3]) == "a[1].b[2].c[3]"
+    assert ids.render("a.b.c", (1, 1, 1), [1, 2]) == "a[1].b[2].c"
+    assert ids.pattern("a.b.c", (2, 0, 1), ("i", "j", "k")) == "a[i,j].b.c[k]"
+
+
+@pytest.mark.parametrize(
+    ("values", "sizes", "want"),
+    [
+        ({"i": 1, "j": 2}, {"i": 9, "j": 9}, "x_{12}"),  # up to 9 entries an index is one digit: run together
+        ({"i": 1, "j": 2}, {"i": 10, "j": 2}, "x_{1,2}"),  # from 10 entries on: commas
+        ({"i": 1, "j": 2}, {}, "x_{12}"),  # sizes unknown: small
+        ({"j": 2}, {"i": 3, "j": 3}, "x_{i2}"),  # an unbound axis stays a letter, the others are still filled
+    ],
+)
+def test_fill_writes_multi_indices_unambiguously(values: dict[str, int], sizes: dict[str, int], want: str) -> None:
+    assert ids.fill("x_{<i,j>}", values, sizes) == want
+
+
+def test_rename_to_a_dot() -> None:
+    assert ids.rename(r"x_{<i,j>} + y_{<k-1>}", {"j": "*", "k": "m"}) == r"x_{\cdot} + y_{<m-1>}"
+
+
+def test_index_expressions_with_axes_on_the_right() -> None:
+    assert ids.index_expr("i//j")({"i": 7, "j": 2}) == 3
+    assert ids.index_expr("i%j")({"i": 7, "j": 2}) == 1
+    for expr in ("-(i**2)", "(i**2)+1", "1+(i**2)"):
+        with pytest.raises(ValueError, match=r"^bad index expression '" + re.escape(expr) + "'"):
+            ids.index_expr(expr)
+
+
+def test_id_shape_reads_globs_written_like_ids() -> None:
+    assert ids.id_shape("omega[2,*].p[*]") == [("omega", ["2", "*"]), ("p", ["*"])]
+    assert ids.id_shape("x") == [("x", None)]
+    assert ids.id_shape("omega**") is None
+    assert ids.id_shape("omega[1*") is None
+
+
+def test_may_match_never_rejects_a_node_it_could_match() -> None:
+    assert ids.may_match("omega", "omeg?")
+    assert ids.may_match("a.b.c", "a")
+    assert ids.may_match("Wq", "Wq[1]")
+    assert not ids.may_match("alpha", "omega*")
