@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import io
 import json
 import math
 from pathlib import Path
@@ -278,3 +279,19 @@ def test_a_patch_at_the_edges_of_a_value(big_doc: dict[str, object]) -> None:
     plain = serialize.loads(_reseal(copy.deepcopy(big_doc))).tensor("omega.p")
     flipped = (back.view("<u4") ^ plain.view("<u4")).reshape(-1)
     assert np.flatnonzero(flipped).tolist() == [0, size - 1] and flipped[0] == 1 and flipped[-1] == 1
+
+
+def test_save_to_an_open_stream(tutorial: Trace) -> None:
+    stream = io.StringIO()
+    serialize.save(tutorial, stream)
+    assert stream.getvalue() == serialize.dumps(tutorial)
+
+
+def test_a_trace_file_past_the_size_limit(tmp_path: Path, good_text: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = tmp_path / "big.json"
+    path.write_text(good_text)
+    monkeypatch.setattr(serialize.limits, "MAX_TRACE_BYTES", 1000)
+    with pytest.raises(
+        TraceFormatError, match=r"big.json is [0-9,]+ bytes, past the 1,000-byte limit for a trace file$"
+    ):
+        tracer.load(path)
