@@ -424,11 +424,12 @@ def test_rows_say_what_they_are(tutorial: tracer.Trace, nudged: tracer.Trace) ->
 def test_metadata_rows_say_which_side_lacks_a_key() -> None:
     """Known keys first (in the usual order), then the others sorted; a key only one side has says which."""
     x = _node("x", [1, 2])
-    a = tracer.Trace([x], {"dtype": "float64", "lesson": "simple", "extra": 1})
-    b = tracer.Trace([x], {"dtype": "float64", "query": 2, "zz": 3})
+    a = tracer.Trace([x], {"dtype": "float64", "lesson": "simple", "n_tokens": 1, "extra": 1})
+    b = tracer.Trace([x], {"dtype": "float64", "query": 2, "n_tokens": 2, "zz": 3})
     assert tracer.diff(a, b).meta == (
         differ.Change("lesson", "value", "simple", None, "missing in B"),
         differ.Change("query", "value", None, 2, "missing in A"),
+        differ.Change("n_tokens", "value", 1, 2, ""),
         differ.Change("extra", "value", 1, None, "missing in B"),
         differ.Change("zz", "value", None, 3, "missing in A"),
     )
@@ -491,6 +492,8 @@ def test_stage_counts_of_unmatched_and_tensor_steps() -> None:
     t_b = dataclasses.replace(_node("t", [[1, 2]]), granularity="tensor")
     d = tracer.diff(_trace(_node("x", [1, 2]), t_a), _trace(_node("x", [1, 2]), t_b, _node("u", [5, 6, 7])))
     assert d.stages == (differ.StageCount("s", 3, 1, 0, 3, 0, 0.0),)
+    back = tracer.diff(_trace(_node("x", [1, 2]), t_b, _node("u", [5, 6, 7])), _trace(_node("x", [1, 2]), t_a))
+    assert back.stages == (differ.StageCount("s", 3, 1, 3, 0, 0, 0.0),)
     only_b = [(f"u[{i}]", "only_b", False) for i in (1, 2, 3)]
     assert [(s.id, s.kind, s.root) for s in d.steps] == [("t", "value", False), *only_b]
 
@@ -522,6 +525,9 @@ def test_limit_caps_the_root_causes(tutorial: tracer.Trace) -> None:
     d = tracer.diff(tutorial, changed, limit=1)
     assert [r.id for r in d.roots] == ["x[1,1]"] and d.totals.roots == 2
     assert tracer.diff(tutorial, changed, limit=0).roots == ()
+    # roots in two nodes: the cap counts the ones already listed
+    three = edit(edit(edit(tutorial, "x", (0, 0), 0.1), "omega", (1, 2), 0.5), "omega", (2, 1), 0.5)
+    assert [r.id for r in tracer.diff(tutorial, three, limit=2).roots] == ["x[1,1]", "omega[2,3]"]
 
 
 @pytest.mark.parametrize(
