@@ -59,13 +59,45 @@ def render(template: str, strings: Strings, **context: Any) -> str:
     return env.get_template(template).render(**context)
 
 
+_BARS = re.compile(r"\\([lr])(vert|Vert)(?![A-Za-z])")
+"""``\\lvert``, ``\\rvert``, ``\\lVert``, ``\\rVert``: bars that open or close an absolute value or a norm."""
+_FENCE = {("l", "vert"): r"\left|", ("r", "vert"): r"\right|", ("l", "Vert"): r"\left\|", ("r", "Vert"): r"\right\|"}
+
+
+def fences(latex: str) -> str:
+    """``\\lvert x \\rvert`` as ``\\left| x \\right|`` (and the double bars alike), pair by pair.
+
+    latex2mathml writes ``\\lvert`` as a bare ``<mo>|</mo>``, which a browser
+    spaces like a relation (``| x |``, wide gaps); ``\\left``/``\\right`` give
+    a fenced row, drawn tight as in print.  Bars that do not pair up, or whose
+    pair holds unbalanced braces, are left as they are.
+    """
+    marks = list(_BARS.finditer(latex))
+    paired: set[int] = set()
+    opened: list[re.Match[str]] = []
+    for m in marks:
+        if m.group(1) == "l":
+            opened.append(m)
+        elif opened and opened[-1].group(2) == m.group(2):
+            o = opened.pop()
+            inner = latex[o.end() : m.start()]
+            if inner.count("{") == inner.count("}"):
+                paired |= {o.start(), m.start()}
+    out, last = [], 0
+    for m in marks:
+        if m.start() in paired:
+            out += [latex[last : m.start()], _FENCE[m.group(1), m.group(2)]]
+            last = m.end()
+    return "".join(out) + latex[last:]
+
+
 @lru_cache(maxsize=4096)
 def _convert(latex: str, display: bool) -> str:
     from latex2mathml.converter import convert
 
     mode = "block" if display else "inline"
     try:
-        out = str(convert(latex, display=mode))
+        out = str(convert(fences(latex), display=mode))
     except Exception:  # LaTeX from a file that latex2mathml cannot parse: show its source as text
         out = f'<math display="{mode}"><mtext>{escape(latex)}</mtext></math>'
     return clean_mathml(out)

@@ -20,6 +20,7 @@ from tracer.present.views.late import context, pairs, recap
 from tracer.present.views.model import Page
 from tracer.present.views.normalize import normalize, overflow
 from tracer.present.views.order import TUTORIAL
+from tracer.present.views.stops import stops
 from tracer.version import __version__
 
 __all__ = ["Page", "build"]
@@ -59,4 +60,5 @@ def build(trace: Trace, lang: str = "en", decimals: int = 4, scaled: Overflow | 
         sections=sections,
         footer=s("page.footer", version=__version__),
         strings=ui,
+        stops=stops(sections),
     )

@@ -23,6 +23,7 @@ from tracer.present.views.common import unfollowed
 from tracer.present.views.model import Block, Formula, Page, Para, Section
 from tracer.present.views.nodes import LessonCtx, node_blocks, values_table
 from tracer.present.views.order import stage_order
+from tracer.present.views.stops import stops
 from tracer.present.views.worked import bars, heatmaps, written
 from tracer.version import __version__
 
@@ -98,4 +99,5 @@ def build(trace: Trace, story: Narrative, decimals: int = 4) -> Page:
         sections=sections,
         footer=s("page.footer", version=__version__),
         strings=ui,
+        stops=stops(sections),
     )

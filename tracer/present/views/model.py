@@ -178,6 +178,7 @@ class Page:
     sections: tuple[Section, ...]
     footer: str
     strings: dict[str, str] = field(default_factory=dict)  # the few UI labels the page script needs
+    stops: frozenset[str] = frozenset()  # anchors of the blocks the step navigator stops at (see views/stops.py)
 
     @property
     def html_lang(self) -> str:

@@ -2,10 +2,10 @@
 
 :func:`written` writes each focus-query entry of a node the way a teacher
 writes it on the board: the formula, the numbers that go in (the factors of
-each product), the terms, the total, and the running sums, with a note when
-the rounded terms do not add up to the rounded total.  :func:`heatmaps` and
-:func:`bars` draw a node's (…, i, j) matrix and a weighted sum's
-contributions, one figure per head.
+each product), the terms, the total, and the running sums, with a note (once
+a page, at the first sum it concerns) when the rounded terms do not add up to
+the rounded total.  :func:`heatmaps` and :func:`bars` draw a node's (…, i, j)
+matrix and a weighted sum's contributions, one figure per head.
 """
 
 from __future__ import annotations
@@ -108,8 +108,8 @@ def equation(ctx: LessonCtx, step: Step) -> Equation:
         runs = _running_sums(tr, step, ins)
         if runs and len(runs) <= MAX_TERMS:
             extra = [rf"s_{{{n + 1}}} = {_val(ctx, r)}" for n, r in enumerate(runs)]
-        if len(ins) <= MAX_TERMS and ctx.rounds([t.value for t in ins], step.value):
-            note = ctx.s("lesson.rounding_again" if "rounding" in ctx.said else "lesson.rounding", n=ctx.decimals)
+        if "rounding" not in ctx.said and len(ins) <= MAX_TERMS and ctx.rounds([t.value for t in ins], step.value):
+            note = ctx.s("lesson.rounding", n=ctx.decimals)  # once a page, at the first sum it concerns
             ctx.said.add("rounding")
     elif op == "div" and len(vals) == 2:
         top = r" \times ".join(_factors(ctx, ins[0])) if ins[0].op == "mul" and ins[0].is_element else vals[0]
