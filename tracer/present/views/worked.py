@@ -15,6 +15,7 @@ from itertools import product
 import numpy as np
 
 from tracer.core import ids
+from tracer.core.formula import steps as split_steps
 from tracer.core.trace import Node, Step, Trace
 from tracer.present.board import MAX_TERMS, elide
 from tracer.present.board import terms as shown_terms
@@ -123,6 +124,9 @@ def equation(ctx: LessonCtx, step: Step) -> Equation:
     elif op == "max":
         chain.append(rf"\max({', '.join(_cut(vals))})")
     lhs, formula = sides(step, _formula(ctx, step))
+    if ctx.text(step.node).formula:  # the narrative names the entry itself (a head's z): its left side is the page's
+        lhs, *named = split_steps(_formula(ctx, step))
+        formula = tuple(named)
     label = ctx.s("lesson.partial") if extra else ""
     steps = [*formula, *chain, tex(ctx.num(float(step.value)))]
     return board(anchor(step.id), step.id, lhs, steps, label, extra, note, focus=True)
