@@ -10,6 +10,7 @@ import numpy as np
 from tracer.core import ids, portable
 from tracer.present.board import elide
 from tracer.present.figures import bars
+from tracer.present.views import alts
 from tracer.present.views.common import (
     FULL_T,
     HEAT_BLOCKS,
@@ -139,8 +140,9 @@ def pairs(ctx: Ctx) -> Section:
     elif t <= FULL_T:
         blocks.append(replace(said(s("pairs.click")), interactive=True))
     omega_cap, alpha_cap = said(s("pairs.omega_caption")), said(s("pairs.alpha_caption"))
-    blocks.append(Figure("fig-omega", "fig-omega", omega_svg, s("pairs.omega_alt", t=t), omega_cap))
-    blocks.append(Figure("fig-alpha", "fig-alpha", alpha_svg, s("pairs.alpha_alt", t=t), alpha_cap))
+    omega_alt, alpha_alt = (alts.heat(ctx, s(f"pairs.{n}_alt"), tr.tensor(n)) for n in ("omega", "alpha"))
+    blocks.append(Figure("fig-omega", "fig-omega", omega_svg, omega_alt, omega_cap))
+    blocks.append(Figure("fig-alpha", "fig-alpha", alpha_svg, alpha_alt, alpha_cap))
     if t <= FULL_T:
         blocks.append(_matrix_table(ctx, "alpha", said(s("pairs.alpha_table_caption"))))
     blocks.append(rows_table(ctx, "z-table", said(s("pairs.z_caption")), "z", r"z^{(i)}_{%(k)s}", row="i"))
