@@ -10,6 +10,7 @@ import numpy as np
 from tracer.core import ids, portable
 from tracer.present.board import elide
 from tracer.present.figures import bars
+from tracer.present.figures.marks import sub, sup
 from tracer.present.views import alts
 from tracer.present.views.common import (
     FULL_T,
@@ -74,7 +75,7 @@ def context(ctx: Ctx) -> Section:
             ctx.cell(f"z[{q}].t[{j + 1},{k + 1}]", float(terms[j, k])) if k is not None else Num("⋯") for k in comps
         ]
         rows.append(Row(tuple(cells), focus=j == q - 1))
-    total = [Num(s("context.total", q=q), cls="label"), Num(""), Num("")]
+    total = [Num(f"z^{{({q})}}", cls="label", latex=True), Num(""), Num("")]
     total += [ctx.cell(f"z[{q},{k + 1}]", float(z[k])) if k is not None else Num("⋯") for k in comps]
     rows.append(Row(tuple(total), total=True))
     notes = []
@@ -83,7 +84,7 @@ def context(ctx: Ctx) -> Section:
         notes.append(said(s("context.rounding", cols=", ".join(bad), n=ctx.decimals), note=True))
     blocks.append(Table("context-table", said(s("context.table_caption", q=q)), tuple(head), tuple(rows), tuple(notes)))
     blocks.append(_context_figure(ctx, terms, z))
-    return Section("context", s("context.title", q=q), tuple(blocks))
+    return Section("context", said(s("context.title", q=q)), tuple(blocks))
 
 
 def _context_figure(ctx: Ctx, terms: np.ndarray, z: np.ndarray) -> Figure:
@@ -100,7 +101,8 @@ def _context_figure(ctx: Ctx, terms: np.ndarray, z: np.ndarray) -> Figure:
         rest = np.delete(t64, keep, axis=0).sum(axis=0)
         parts = np.vstack([t64[keep], rest])[:, :d]
         names, others = [ctx.trace.tokens[j] for j in keep] + [s("context.others")], True
-    svg = bars.stacked("fig-context", parts, z64[:d], names, [f"z{k + 1}" for k in range(d)], f"z({q})", others)
+    comps = [f"z{sub(str(k + 1))}" for k in range(d)]
+    svg = bars.stacked("fig-context", parts, z64[:d], names, comps, s("lesson.bars_total", q=sup(str(q))), others)
     caption = s("context.fig_caption", q=q)
     if d < ctx.d:
         caption += " " + s("context.dims_elided", n=d, d=ctx.d)

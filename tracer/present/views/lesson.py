@@ -19,7 +19,7 @@ from tracer.errors import InputError
 from tracer.present.narrative import Narrative, Stage
 from tracer.present.strings import Strings
 from tracer.present.views.code import blocks
-from tracer.present.views.common import unfollowed
+from tracer.present.views.common import focus, unfollowed
 from tracer.present.views.model import Block, Formula, Page, Para, Section
 from tracer.present.views.nodes import LessonCtx, node_blocks, values_table
 from tracer.present.views.order import stage_order
@@ -84,7 +84,7 @@ def build(trace: Trace, story: Narrative, decimals: int = 4) -> Page:
         (s("lesson.summary_lesson"), str(trace.meta.get("lesson", story.lesson))),
         (s("page.summary_tokens"), str(ctx.t)),
         (s("page.summary_dim"), str(trace.meta.get("dim", "?"))),
-        (s("page.summary_query"), f"x({q}) · {trace.tokens[q - 1]}"),
+        *focus(s, q, trace.tokens[q - 1]),
         (s("page.summary_dtype"), trace.dtype),
         (s("page.summary_decimals"), s("page.decimals", n=decimals)),
         *unfollowed(trace, s),

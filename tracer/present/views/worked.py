@@ -19,6 +19,7 @@ from tracer.core.trace import Node, Step, Trace
 from tracer.present.board import MAX_TERMS, elide
 from tracer.present.board import terms as shown_terms
 from tracer.present.figures.bars import stacked
+from tracer.present.figures.marks import sup
 from tracer.present.views import alts
 from tracer.present.views.common import FULL_T, TOP, heatmap_svg, tex
 from tracer.present.views.layout import board, chunked
@@ -183,7 +184,7 @@ def bars(ctx: LessonCtx, node: Node) -> list[Block]:
             names, others = [*names[:keep], ctx.s("lesson.others")], True
         name = f"fig-{anchor(node.name)}{part.anchor}"
         comps = [ctx.s("lesson.bars_comp", c=c + 1) for c in range(z.shape[0])]
-        zlabel = ctx.s("lesson.bars_total", q=ctx.q)
+        zlabel = ctx.s("lesson.bars_total", q=sup(str(ctx.q)))
         svg = stacked(name, terms, z, names, comps, zlabel, others)
         what = ctx.text(node).alt or ctx.s("lesson.bars_what")
         alt = _alt(ctx, ctx.s("lesson.bars_alt", q=ctx.q, token=ctx.trace.tokens[ctx.q - 1], what=what), part)
