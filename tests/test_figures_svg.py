@@ -81,3 +81,7 @@ def test_crosses_and_touches() -> None:
         not crosses((-5, 12, 15, 12), box) and not crosses((-5, 0, 15, 0), box) and not crosses((11, -5, 20, 20), box)
     )
     assert touches(box, (9.0, 9.0, 20.0, 20.0)) and not touches(box, (10.0, 0.0, 20.0, 10.0))
+
+
+def test_symbols_in_figure_text_raise_and_lower_digits() -> None:
+    assert "z" + marks.sup("(2)") == "z⁽²⁾" and "z" + marks.sub("13") == "z₁₃" and marks.sup("x") == "x"

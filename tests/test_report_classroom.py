@@ -104,3 +104,15 @@ def test_what_a_bounded_check_means_is_said_once_where_one_is_shown(page: str) -
     assert len(saying) == 1, f"{page}: the bound is explained {len(saying)} times"
     first = next(t for t in tables if re.search(r"<td[^>]*>≤ ", t))
     assert saying[0] is first, f"{page}: the explanation is not where the first bounded check is"
+
+
+@pytest.mark.parametrize("page", [p for p in PAGES if not p.startswith("tutorial")])
+def test_a_heatmap_follows_the_table_of_its_matrix(page: str) -> None:
+    """The shaded matrix comes right after its numbers (head by head), not after the stage's last table."""
+    figures = re.findall(r'<figure class="(table|fig) step" id="([^"]+)">', _html(page))
+    heat = [n for n, (kind, fid) in enumerate(figures) if kind == "fig" and "alpha" in fid]
+    assert heat, page
+    for n in heat:
+        node = re.sub(r"-h\d+$", "", figures[n][1].removeprefix("fig-"))
+        table = next(fid for kind, fid in reversed(figures[:n]) if kind == "table")
+        assert re.search(rf"-{re.escape(node)}(-h\d+)?$", table), f"{page}: {figures[n][1]} follows table {table}"

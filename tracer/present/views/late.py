@@ -102,7 +102,7 @@ def _context_figure(ctx: Ctx, terms: np.ndarray, z: np.ndarray) -> Figure:
         parts = np.vstack([t64[keep], rest])[:, :d]
         names, others = [ctx.trace.tokens[j] for j in keep] + [s("context.others")], True
     comps = [f"z{sub(str(k + 1))}" for k in range(d)]
-    svg = bars.stacked("fig-context", parts, z64[:d], names, comps, s("lesson.bars_total", q=sup(str(q))), others)
+    svg = bars.stacked("fig-context", parts, z64[:d], names, comps, s("lesson.bars_total", q=sup(f"({q})")), others)
     caption = s("context.fig_caption", q=q)
     if d < ctx.d:
         caption += " " + s("context.dims_elided", n=d, d=ctx.d)

@@ -51,14 +51,20 @@ def featured(trace: Trace, stage: str, prose_stage: Stage) -> list[Node]:
 
 
 def section(ctx: LessonCtx, n: int, stage: str, story: Stage, code: Sequence[Block] = ()) -> Section:
-    """One stage: its prose, its tables, its worked entries and figures, its scalars, then its code."""
+    """One stage: its prose, its tables, its worked entries and figures, its scalars, then its code.
+
+    A heatmap follows the table of its matrix (the same numbers, shaded), not the stage's last table.
+    """
     tr = ctx.trace
     blocks: list[Block] = prose(story.text, stage)
     nodes = featured(tr, stage, story)
     for node in nodes:
         blocks += node_blocks(ctx, node, stage)
+        if node.name in story.heatmap:
+            blocks += heatmaps(ctx, node)
     for name in story.heatmap:
-        blocks += heatmaps(ctx, tr.node(name))
+        if name not in {n.name for n in nodes}:
+            blocks += heatmaps(ctx, tr.node(name))
     for name in story.write:
         blocks += written(ctx, tr.node(name))
     for name in story.bars:

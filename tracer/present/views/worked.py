@@ -184,7 +184,7 @@ def bars(ctx: LessonCtx, node: Node) -> list[Block]:
             names, others = [*names[:keep], ctx.s("lesson.others")], True
         name = f"fig-{anchor(node.name)}{part.anchor}"
         comps = [ctx.s("lesson.bars_comp", c=c + 1) for c in range(z.shape[0])]
-        zlabel = ctx.s("lesson.bars_total", q=sup(str(ctx.q)))
+        zlabel = ctx.s("lesson.bars_total", q=sup(f"({ctx.q})"))
         svg = stacked(name, terms, z, names, comps, zlabel, others)
         what = ctx.text(node).alt or ctx.s("lesson.bars_what")
         alt = _alt(ctx, ctx.s("lesson.bars_alt", q=ctx.q, token=ctx.trace.tokens[ctx.q - 1], what=what), part)
