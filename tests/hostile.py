@@ -3,7 +3,7 @@
 Every payload is a template: ``{url}`` is replaced by the address of a local
 listener, so a test can tell whether a page made a request, and every script
 payload marks the page (``data-pwned``) so a test can tell whether it ran.
-The strings go where a trace file puts text: a node's ``latex`` and ``text``,
+The strings go where a trace file puts text: a node's ``latex``, ``symbol`` and ``text``,
 token labels, the carried narrative (title, summary, stage text with ``$...$``
 math, extra notes) and free metadata.
 """
@@ -89,6 +89,7 @@ def spread(doc: dict[str, Any], strings: list[str], shift: int = 0) -> dict[str,
     for n, node in enumerate(out["nodes"]):
         s = nxt()
         node["latex"] = latex_forms(s)[(n + shift) % 4]
+        node["symbol"] = latex_forms(nxt())[(n + shift + 1) % 4]  # what names an entry on a page
         node["text"] = nxt()
     meta = out["meta"]
     meta["tokens"] = [f"{nxt()}{k}" for k in range(len(meta["tokens"]))]

@@ -118,7 +118,15 @@ def test_wrong_number_of_tokens_and_query() -> None:
     code, _, err = run("trace", "--torch", f"{BOOK}:v1", "--tokens", "a b c")
     assert code == 2 and "3 token labels for inputs of 6 rows" in err
     code, _, err = run("trace", "--torch", f"{BOOK}:v1", "--query", "9")
-    assert code == 2 and "from 1 to 6" in err
+    assert code == 2 and err.strip().endswith("--query must be from 1 to 6, got 9"), err
+
+
+def test_the_library_names_its_argument_not_the_flag() -> None:
+    """A Python user never typed ``--query``: the library speaks of the argument ``query``."""
+    from tests import book_attention
+
+    with pytest.raises(tracer.InputError, match=r"^query must be from 1 to 6, got 9$"):
+        tracer.trace_torch(book_attention.v1, query=9)
 
 
 def test_a_function_that_exits_is_one_line_exit_2(tmp_path: Path) -> None:

@@ -1,7 +1,7 @@
 """Trace files are untrusted: hostile text from one never runs, loads or navigates in any report form.
 
 Every payload of :mod:`tests.hostile` is written into every text field of an
-edited trace file (node ``latex`` and ``text``, tokens, the carried narrative,
+edited trace file (node ``latex``, ``symbol`` and ``text``, tokens, the carried narrative,
 free metadata) with a recomputed digest, as an attacker would.  ``report
 --from`` then renders it as a full page, a fragment and Markdown, and each
 output is checked twice: statically (no element or attribute that can run or

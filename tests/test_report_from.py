@@ -24,12 +24,14 @@ def saved(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def _version_1(path: Path, out: Path) -> Path:
-    """The same trace as a version-1 file would hold it: no overflow stage, no meta["overflow"]."""
+    """The same trace as a version-1 file would hold it: no overflow stage, no meta["overflow"], no symbols."""
     doc = json.loads(path.read_text(encoding="utf-8"))
     doc["version"] = 1
     doc["meta"].pop("overflow")
     doc["meta"]["stages"] = [s for s in doc["meta"]["stages"] if s != "overflow"]
     doc["nodes"] = [n for n in doc["nodes"] if n["stage"] != "overflow"]
+    for node in doc["nodes"]:
+        del node["symbol"]
     doc.pop("digest")
     doc["digest"] = serialize._digest(doc)
     out.write_text(json.dumps(doc), encoding="utf-8")

@@ -45,7 +45,7 @@ from tracer.core.trace import ELEMENT, Node, Step, Trace
 __all__ = ["Change", "DiffResult", "StageCount", "StepDiff", "TraceDiff", "diff"]
 
 _META_ORDER = ("lesson", "dtype", "tokens", "query", "n_tokens", "dim", "source", "stages")
-_NODE_FIELDS = ("op", "stage", "axes", "split", "granularity", "args", "latex", "text", "attrs")
+_NODE_FIELDS = ("op", "stage", "axes", "split", "granularity", "args", "symbol", "latex", "text", "attrs")
 _ALL = np.ones((), dtype=bool)  # the status of an operand that cannot be matched entry by entry
 
 

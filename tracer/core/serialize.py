@@ -3,9 +3,9 @@
 The format is documented in ``docs/trace-format.md`` with a JSON Schema in
 ``tracer/core/trace-format.schema.json`` (checked on load).  In short::
 
-    {"format": "attn-trace", "version": 2, "meta": {...},
+    {"format": "attn-trace", "version": 3, "meta": {...},
      "nodes": [{"name", "op", "stage", "axes", "split", "granularity",
-                "args", "latex", "text", "attrs", "value": {...}}, ...],
+                "args", "symbol", "latex", "text", "attrs", "value": {...}}, ...],
      "digest": "sha256:..."}
 
 A value is stored in one of three encodings:
@@ -39,7 +39,7 @@ from typing import IO, Any
 
 import numpy as np
 
-from tracer.core import files, ids, limits, validate
+from tracer.core import files, formula, ids, limits, validate
 from tracer.core.predict import predict
 from tracer.core.trace import ELEMENT, TENSOR, Node, Ref, Trace
 from tracer.errors import TraceFormatError
@@ -53,8 +53,13 @@ FORMAT = "attn-trace"
 #      so a report renders from the trace alone.  Nothing else changed: a
 #      version-1 file loads as it is, and its report says the overflow section
 #      needs a re-trace (tracer.present.overflow.recorded is False for it).
-FORMAT_VERSION = 2
-SUPPORTED_VERSIONS = (1, 2)
+#   3  every node stores its entry's "symbol" (LaTeX with placeholders, "" for a
+#      tensor-level node; see tracer.core.formula), which pages use to name an
+#      entry instead of cutting its formula at "=".  A version-1 or 2 file
+#      loads: its symbols are read from the formulas once, on load
+#      (formula.stated_symbol), the way the pages used to read them.
+FORMAT_VERSION = 3
+SUPPORTED_VERSIONS = (1, 2, 3)
 
 LIST_LIMIT = 1024
 """Largest all-finite tensor written as a list of numbers."""
@@ -102,6 +107,7 @@ def _spec(n: Node) -> dict[str, Any]:
         "split": list(n.split),
         "granularity": n.granularity,
         "args": [r.to_json() for r in n.args],
+        "symbol": n.symbol,
         "latex": n.latex,
         "text": n.text,
         "attrs": n.attrs,
@@ -267,6 +273,8 @@ def _node(spec: dict[str, Any], done: dict[str, np.ndarray]) -> Node:
                 ids.index_expr(str(expr))  # ValueError for anything but index arithmetic
         args.append(Ref(a["node"], None if idx is None else tuple(str(x) for x in idx)))
     value = _decode(spec, done)
+    latex = str(spec.get("latex", ""))
+    symbol = spec["symbol"] if "symbol" in spec else formula.stated_symbol(latex, gran == ELEMENT)  # versions 1, 2
     return Node(
         name=spec["name"],
         op=spec["op"],
@@ -275,8 +283,9 @@ def _node(spec: dict[str, Any], done: dict[str, np.ndarray]) -> Node:
         split=tuple(int(s) for s in spec["split"]),
         value=value,
         args=tuple(args),
-        latex=str(spec.get("latex", "")),
+        latex=latex,
         text=str(spec.get("text", "")),
+        symbol=str(symbol),
         granularity=gran,
         attrs=dict(spec.get("attrs") or {}),
     )

@@ -23,7 +23,7 @@ from typing import IO, Any
 import numpy as np
 import numpy.typing as npt
 
-from tracer.core import hooks, ids
+from tracer.core import formula, hooks, ids
 from tracer.core.verdict import Verification
 from tracer.errors import StepNotFound
 
@@ -63,10 +63,11 @@ class Node:
     stage: str  # the lesson stage it belongs to, e.g. "scores"
     axes: tuple[str, ...]  # axis names, one per value dimension, e.g. ("i", "j", "k")
     split: tuple[int, ...]  # how many indices each id segment takes, e.g. (2, 1) for omega[i,j].p[k]
-    value: np.ndarray
+    value: Values
     args: tuple[Ref, ...] = ()
     latex: str = ""  # formula template, e.g. r"\omega_{<i,j>} = x^{(<i>)} \cdot x^{(<j>)}"
     text: str = ""  # plain-text form of the right-hand side, e.g. "x(<i>)·x(<j>)"
+    symbol: str = ""  # LaTeX of one entry, e.g. r"\omega_{<i,j>}"; empty for a tensor-level node (see core.formula)
     granularity: str = ELEMENT
     attrs: dict[str, Any] = field(default_factory=dict)
 
@@ -149,6 +150,23 @@ class Step:
         return ids.fill(self.node.latex, self.bound, self.node.sizes)
 
     @property
+    def symbol(self) -> str:
+        """LaTeX naming this entry, indices filled in: ``\\omega_{21}``; the row ``alpha[2]`` reads ``\\alpha_{2j}``.
+
+        Empty for a tensor-level node, which names no entry (see :mod:`tracer.core.formula`).
+        """
+        return ids.fill(self.node.symbol, self.bound, self.node.sizes)
+
+    @property
+    def definition(self) -> tuple[str, ...]:
+        """The steps of the formula after the symbol, indices filled in (``x^{(2)} \\cdot x^{(1)}``, then the sum).
+
+        Empty when the formula is the symbol itself; see :func:`tracer.core.formula.definition`.
+        """
+        steps = formula.definition(self.node.latex, self.node.symbol)
+        return tuple(ids.fill(s, self.bound, self.node.sizes) for s in steps)
+
+    @property
     def text(self) -> str:
         """The plain-text right-hand side, with indices filled in."""
         return ids.fill(self.node.text, self.bound, self.node.sizes)
@@ -197,7 +215,7 @@ class Trace:
         except KeyError:
             raise StepNotFound(self._unknown(name)) from None
 
-    def tensor(self, name: str) -> np.ndarray:
+    def tensor(self, name: str) -> Values:
         """The whole value array of node ``name`` (read-only)."""
         return self.node(name).value
 

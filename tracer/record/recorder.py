@@ -162,6 +162,7 @@ class Recorder:
             args=tuple(args),
             latex=latex,
             text=text,
+            symbol=symbol if granularity == ELEMENT else "",  # a tensor-level step names no entry
             granularity=granularity,
             attrs=dict(attrs or {}),
         )
@@ -342,6 +343,7 @@ class Recorder:
                 terms.permute(*perm),
                 [a.ref, b.ref],
                 split=split,
+                symbol=part_latex[0],  # a product is named by the expression that defines it
                 latex=part_latex[0],
                 text=part_text[0],
             )
@@ -355,6 +357,7 @@ class Recorder:
             sums.permute(*perm),
             [prev, term_ref],
             split=split,
+            symbol=part_latex[1],
             latex=part_latex[1],
             text=part_text[1],
             attrs={"over": over},

@@ -7,7 +7,7 @@ import numpy as np
 from tracer.present.board import elide
 from tracer.present.figures.vectors import vectors
 from tracer.present.views.common import FULL_T, TOP, Ctx, rows_table, said, tex
-from tracer.present.views.layout import board, chunked
+from tracer.present.views.layout import board, chunked, sides
 from tracer.present.views.model import Block, Equation, Figure, Section
 
 
@@ -42,7 +42,7 @@ def dot(ctx: Ctx, i: int, j: int, focus: bool) -> Equation:
     x, p, run = tr.tensor("x"), tr.tensor("omega.p"), tr.tensor("omega.s")
     total = float(tr.tensor("omega")[i - 1, j - 1])
     sid = f"omega[{i},{j}]"
-    lhs, *definition = tr[sid].latex.split(" = ")[:2]  # a file's formula may have no "="
+    lhs, definition = sides(tr[sid])
     factors, products, sums = [], [], []
     for k in elide(ctx.d):
         if k is None:
@@ -55,7 +55,8 @@ def dot(ctx: Ctx, i: int, j: int, focus: bool) -> Equation:
         products.append(tex(ctx.num(float(p[i - 1, j - 1, k]))))
         sums.append(rf"s_{{{k + 1}}} = {ctx.num(float(run[i - 1, j - 1, k]))}")
     note = ctx.s("scores.rounding", n=ctx.decimals) if ctx.rounds(p[i - 1, j - 1], total) else ""
-    steps = [*definition, chunked(factors), chunked(products), ctx.num(total)]
+    # the dot product's own form only: a later sum form is what the factors and products write out
+    steps = [*definition[:1], chunked(factors), chunked(products), ctx.num(total)]
     return board(f"omega-{i}-{j}", sid, lhs, steps, ctx.s("scores.partial"), sums, note, focus)
 
 

@@ -27,7 +27,7 @@ from tracer.present.views.common import (
     with_gaps,
 )
 from tracer.present.views.early import dot, shown_keys
-from tracer.present.views.layout import board
+from tracer.present.views.layout import board, sides
 from tracer.present.views.layout import chunked as chunks
 from tracer.present.views.model import Block, Equation, Figure, Formula, Group, Num, Para, Row, Section, Table
 
@@ -48,7 +48,7 @@ def _component(ctx: Ctx, k: int, keys: list[int]) -> Equation:
     parts = [tex(ctx.num(float(terms[j, k]))) for j in keys] + more
     rounds = not more and ctx.rounds(terms[:, k], total)
     note = ctx.s("context.rounding", cols=str(k + 1), n=ctx.decimals) if rounds else ""
-    lhs, *formula = tr[sid].latex.split(" = ")
+    lhs, formula = sides(tr[sid])
     steps = [*formula, chunks(factors), chunks(parts), ctx.num(total)]
     return board(f"z-{q}-{k + 1}", sid, lhs, steps, note=note, focus=True)
 

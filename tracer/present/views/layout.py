@@ -18,6 +18,8 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
+from tracer.core.formula import definition
+from tracer.core.trace import Step
 from tracer.present.views.model import Equation
 
 ONE_LINE = 34
@@ -34,6 +36,18 @@ def width(latex: str) -> int:
         latex = latex.replace(command, shown)
     latex = _COMMAND.sub(lambda m: "x" if m.group(0)[1:].isalpha() else "", latex)
     return len(re.sub(r"[{}^_\s]", "", latex))
+
+
+def sides(step: Step, formula: str | None = None) -> tuple[str, tuple[str, ...]]:
+    """A worked equation's left side and the steps of its definition: the entry's symbol, and what it equals.
+
+    ``formula`` stands in for the recorded one (a narrative's, its indices
+    filled in).  An entry without a symbol (a captured op recorded without a
+    name) is written as its formula alone, or as its id when it has none.
+    """
+    if not step.symbol:
+        return (step.latex if formula is None else formula) or step.id, ()
+    return step.symbol, step.definition if formula is None else definition(formula, step.symbol)
 
 
 def chunked(items: Sequence[str], op: str = "+") -> list[str]:

@@ -82,12 +82,12 @@ def anchor(name: str) -> str:
 
 
 def symbol(node: Node) -> str:
-    """LaTeX of one entry with its index placeholders (``\\alpha_{<i,j>}``): the left side of the node's formula.
+    """LaTeX of one entry with its index placeholders (``\\alpha_{<i,j>}``): the node's symbol.
 
-    Empty when the formula has no placeholders (a whole matrix, ``Q = X W``).
+    Empty when the symbol has no placeholders to fill (a constant such as ``\\sqrt{d_k}``) or the
+    node names no entry (a whole matrix, ``Q = X W``).
     """
-    lhs = node.latex.split(" = ")[0].strip()
-    return lhs if "<" in lhs else ""
+    return node.symbol if "<" in node.symbol else ""
 
 
 def letters(node: Node, bound: dict[str, int] | None = None) -> str:

@@ -32,8 +32,8 @@ OVERFLOW_COLUMNS = (
 
 
 def symbol(ctx: Ctx, node: str) -> str:
-    """The LaTeX symbol of a column: the left side of the query row's formula (``\\alpha_{2j}``)."""
-    return ctx.trace[f"{node}[{ctx.q}]"].latex.split(" = ")[0]
+    """The LaTeX symbol of a column: the symbol of the query's row, its key index a letter (``\\alpha_{2j}``)."""
+    return ctx.trace[f"{node}[{ctx.q}]"].symbol
 
 
 def _table(ctx: Ctx, anchor: str, caption: str | Para, cols: list[tuple[str, str]], rows: list[int | None]) -> Table:

@@ -22,7 +22,7 @@ from tracer.present.figures.bars import stacked
 from tracer.present.figures.marks import sup
 from tracer.present.views import alts
 from tracer.present.views.common import FULL_T, TOP, heatmap_svg, tex
-from tracer.present.views.layout import board, chunked
+from tracer.present.views.layout import board, chunked, sides
 from tracer.present.views.model import Block, Equation, Figure, Para
 from tracer.present.views.nodes import LessonCtx, Part, anchor, caption, lead_axes, parts
 
@@ -124,7 +124,7 @@ def equation(ctx: LessonCtx, step: Step) -> Equation:
         chain.append(f"e^{{{vals[0]}}}")
     elif op == "max":
         chain.append(rf"\max({', '.join(_cut(vals))})")
-    lhs, *formula = _formula(ctx, step).split(" = ")
+    lhs, formula = sides(step, _formula(ctx, step))
     label = ctx.s("lesson.partial") if extra else ""
     steps = [*formula, *chain, tex(ctx.num(float(step.value)))]
     return board(anchor(step.id), step.id, lhs, steps, label, extra, note, focus=True)

@@ -126,7 +126,7 @@ class Capture:
         tokens = self.tokens if self.tokens is not None else rows
         query = self.query if self.query is not None else (2 if len(tokens) >= 2 else 1)
         if tokens and not 1 <= query <= len(tokens):
-            raise InputError(f"--query must be from 1 to {len(tokens)}, got {query}")
+            raise InputError(f"must be from 1 to {len(tokens)}, got {query}", arg="query")
         nodes = [_untokened(n, len(tokens)) for n in nodes]
         dtype = next((str(n.value.dtype) for n in nodes if n.op != "input"), "float32")
         meta = {

@@ -28,7 +28,8 @@ from typing import Any
 
 import torch
 
-from tracer.core.trace import Node, Ref
+from tracer.core import formula
+from tracer.core.trace import ELEMENT, Node, Ref
 from tracer.record.capture.session import Info, Session
 
 _PROV = re.compile(r"§[0-9]+")
@@ -187,7 +188,11 @@ def _op_name(
 
 
 def rename(nodes: list[Node], names: dict[str, str]) -> list[Node]:
-    """The nodes with every provisional name replaced (splits widened for the added segments)."""
+    """The nodes with every provisional name replaced (splits widened for the added segments).
+
+    Each node's symbol is the one its formula states (:func:`tracer.core.formula.stated_symbol`):
+    captured ops write free-form formulas, and the names they read operands by are not entry symbols.
+    """
 
     def sub(text: str, latex: bool = False) -> str:
         def one(m: re.Match[str]) -> str:
@@ -209,6 +214,7 @@ def rename(nodes: list[Node], names: dict[str, str]) -> list[Node]:
     for n in nodes:
         new = sub(n.name)
         grow = new.count(".") - n.name.count(".")
+        latex = sub(n.latex, latex=True)
         out.append(
             replace(
                 n,
@@ -216,7 +222,8 @@ def rename(nodes: list[Node], names: dict[str, str]) -> list[Node]:
                 split=(0,) * grow + tuple(n.split),
                 args=tuple(Ref(sub(r.node), r.index) for r in n.args),
                 text=sub(n.text),
-                latex=sub(n.latex, latex=True),
+                latex=latex,
+                symbol=formula.stated_symbol(latex, n.granularity == ELEMENT),
                 attrs=attrs(n.attrs),
             )
         )

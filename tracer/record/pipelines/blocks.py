@@ -100,7 +100,8 @@ def row_sum(
 def weights_sum(rec: Recorder, alpha: Var, sym: str) -> Var:
     """``<alpha>_sum[lead…, i] = Σ_j alpha[lead…, i, j]``: a normalization must give 1."""
     term = rf"{sym}_{{<i,j>}}"
-    return row_sum(rec, f"{alpha.name}_sum", alpha, rf"\sum_j {term}", term, latex=rf"\sum_{{j}} {term}")
+    total = rf"\sum_{{j}} {term}"  # the check has no name of its own: the sum is its symbol and its formula
+    return row_sum(rec, f"{alpha.name}_sum", alpha, total, term, latex=total)
 
 
 def stable_softmax(
@@ -134,7 +135,7 @@ def stable_softmax(
         f"{prefix}.shift",
         [s(*axes), m(*head)],
         axes,
-        symbol=rf"({sym} - m_{{<i>}})",
+        symbol=rf"{sym} - m_{{<i>}}",
         latex=rf"{sym} - m_{{<i>}}",
         text=f"{r(s.name, *P(axes))} − {r(m.name, *P(head))}",
     )
