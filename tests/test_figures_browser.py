@@ -1,5 +1,7 @@
 """Figures read on a phone: at 390 px every figure's text is 11 CSS px or more; no label overlaps text or a line.
 
+Also, in the prose around them, maths keeps the punctuation after it on its own line.
+
 Measured in headless Chromium on the committed reports: a text's size on
 screen is its font size times the scale the page draws its SVG at
 (``getScreenCTM``).  Skipped where Chromium is not installed.
@@ -113,3 +115,17 @@ def test_no_line_or_arrow_crosses_a_token_label(browser: chromium.Browser, page:
         inner = (left + 0.5, top + 1.0, right - 0.5, bottom - 1.0)  # a glyph box's edge may touch a line
         hit = [(tag, [round(v) for v in seg]) for tag, *seg in got["segs"] if crosses(tuple(seg), inner)]
         assert not hit, f"{page} at {width} px: the label {s!r} is crossed by {hit[:3]}"
+
+
+GLUE = """JSON.stringify(Array.from(document.querySelectorAll('.glue'), g => g.getClientRects().length))"""
+
+
+@pytest.mark.parametrize("width", [390, 1280])
+@pytest.mark.parametrize("page", ["trainable/zh", "multihead/zh", "causal/en"])
+def test_maths_and_its_punctuation_share_a_line(browser: chromium.Browser, page: str, width: int) -> None:
+    """Each glued span (maths, then the punctuation after it) is drawn on one line."""
+    import json
+
+    browser.open((ROOT / "reports" / page / "index.html").as_uri(), width=width)
+    lines = json.loads(browser.js(GLUE))
+    assert lines and all(n == 1 for n in lines), f"{page} at {width} px: a glued span breaks: {lines}"

@@ -116,3 +116,17 @@ def test_a_heatmap_follows_the_table_of_its_matrix(page: str) -> None:
         node = re.sub(r"-h\d+$", "", figures[n][1].removeprefix("fig-"))
         table = next(fid for kind, fid in reversed(figures[:n]) if kind == "table")
         assert re.search(rf"-{re.escape(node)}(-h\d+)?$", table), f"{page}: {figures[n][1]} follows table {table}"
+
+
+@pytest.mark.parametrize("page", PAGES)
+def test_punctuation_after_maths_is_kept_with_it(page: str) -> None:
+    """``$z^{(2)}$：`` never leaves the colon at the start of the next line: the two sit in one unbreakable span."""
+    html = _html(page)
+    after = [m for m in re.finditer(r"</math>([，。：；、,.:;])", html)]
+    assert after, page
+    loose = [
+        html[m.start() - 60 : m.end() + 10]
+        for m in after
+        if not html[m.end() :].lstrip("，。：；、,.:;)").startswith("</span>")
+    ]
+    assert not loose, f"{page}: punctuation after maths may start a line: {loose[:2]}"

@@ -25,6 +25,8 @@ from tracer.present.strings import Strings, templates_dir
 _MD_SPECIAL = re.compile(r"([\\`*_\[\]{}#+!|$~])")
 _SPANS = re.compile(r"(\$[^$]*\$|`[^`]*`)")
 """Inline spans of prose we write: ``$maths$`` and ```code```."""
+_STICK = re.compile(r"[，。：；、！？）」』,.:;!?)\]]*")
+"""Punctuation that must not begin a line: kept with the maths before it."""
 
 
 @lru_cache(maxsize=1)
@@ -135,9 +137,16 @@ def prose(para: Any) -> Markup:
     if not para.math:
         return escape(para.text)
     out = []
-    for n, part in enumerate(_SPANS.split(para.text)):
+    parts = _SPANS.split(para.text)
+    for n, part in enumerate(parts):
         if n % 2 and part.startswith("$"):
-            out.append(mathml(part[1:-1]))
+            glued = _STICK.match(parts[n + 1]) if n + 1 < len(parts) else None
+            stick = glued.group(0) if glued else ""
+            if stick:  # punctuation right after maths stays on its line: a line never starts with "：" or ","
+                parts[n + 1] = parts[n + 1][len(stick) :]
+                out.append(Markup('<span class="glue">%s%s</span>') % (mathml(part[1:-1]), stick))
+            else:
+                out.append(mathml(part[1:-1]))
         elif n % 2:
             out.append(Markup("<code>%s</code>") % part[1:-1])
         else:
