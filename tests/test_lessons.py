@@ -175,3 +175,59 @@ def test_weights_from_file(tmp_path: Path) -> None:
 def test_bad_lesson_options(lesson: str, options: dict[str, object], message: str) -> None:
     with pytest.raises(tracer.InputError, match=message):
         tracer.trace_lesson(lesson, **options)
+
+
+# -- what a trace says about itself --------------------------------------------------
+TUTORIAL_TOKENS = ["Your", "journey", "starts", "with", "one", "step"]
+META: dict[str, dict[str, object]] = {
+    "simple": {
+        "stages": ["inputs", "scores", "normalize", "context", "matrix", "overflow"],
+        "overflow": {"factor": 10, "max_power": 12},
+    },
+    "trainable": {
+        "stages": ["inputs", "projections", "scores", "normalize", "context", "matrix"],
+        "weights": {"kind": "rand", "seed": 123, "d_out": 2},
+    },
+    "causal": {
+        "stages": ["inputs", "projections", "scores", "normalize", "mask", "dropout", "batch"],
+        "weights": {"kind": "linear", "seed": 789, "d_out": 2},
+        "dropout": {"p": 0.5, "seed": 123},
+        "module": {"kind": "linear", "seed": 123, "dropout": 0.0},
+    },
+    "multihead": {
+        "stages": ["inputs", "wrapper", "split"],
+        "heads": 2,
+        "modules": {"wrap": {"seed": 123}, "split": {"seed": 123, "out_bias": True}},
+    },
+}
+
+
+@pytest.mark.parametrize("lesson", list(META))
+def test_meta_names_the_lesson_its_stages_and_the_books_settings(lesson: str) -> None:
+    """Seeds, dropout rate and heads are the book's; the stages are those the nodes were recorded in, in order."""
+    t = tracer.trace_lesson(lesson)
+    common = {
+        "lesson": lesson,
+        "tokens": TUTORIAL_TOKENS,
+        "query": 2,
+        "dtype": "float32",
+        "source": {"kind": "tutorial"},
+    }
+    assert t.meta == {**common, "n_tokens": 6, "dim": 3, **META[lesson]}
+    seen: list[str] = []
+    for node in t.nodes:
+        if node.stage not in seen:
+            seen.append(node.stage)
+    assert seen == t.meta["stages"]
+
+
+def test_the_overflow_stage_is_left_out_when_no_power_of_ten_overflows() -> None:
+    t = tracer.trace_self_attention(np.zeros((2, 2)))
+    assert t.meta["overflow"] == {"factor": None, "max_power": 12}
+    assert "overflow" not in t.meta["stages"] and not [n for n in t.nodes if n.stage == "overflow"]
+
+
+@pytest.mark.parametrize("lesson", ["trainable", "causal", "multihead"])
+def test_an_unknown_option_is_named_with_the_lesson(lesson: str) -> None:
+    with pytest.raises(tracer.InputError, match=rf"^lesson '{lesson}' takes no option heads, zeta$"):
+        tracer.trace_lesson(lesson, zeta=1, heads=2)
