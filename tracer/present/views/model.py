@@ -162,10 +162,10 @@ Block = Table | Equation | Formula | Para | Figure | Code | Group
 
 @dataclass(frozen=True)
 class Section:
-    """A numbered part of the walk-through."""
+    """A numbered part of the walk-through; its title may be a :class:`Para` with maths (``… vector $z^{(2)}$``)."""
 
     anchor: str
-    title: str
+    title: str | Para
     blocks: tuple[Block, ...]
 
 
@@ -175,8 +175,8 @@ class Page:
 
     lang: str
     title: str
-    subtitle: str
-    summary: tuple[tuple[str, str], ...]
+    subtitle: str | Para
+    summary: tuple[tuple[str, str | Para], ...]  # label, value (a symbol such as the focus query's as maths)
     sections: tuple[Section, ...]
     footer: str
     strings: dict[str, str] = field(default_factory=dict)  # the few UI labels the page script needs
