@@ -233,16 +233,21 @@ def mdcell(latex: str) -> str:
     return latex.replace("|", "\\|")
 
 
-def mdprose(para: Any) -> str:
-    """A paragraph (or a caption) for Markdown: escaped text; ``$...$`` and ```...``` spans kept when it allows math."""
+def mdprose(para: Any, cell: bool = False) -> str:
+    """A paragraph (or a caption) for Markdown: escaped text; ``$...$`` and ```...``` spans kept when it allows math.
+
+    In a table ``cell``, a ``|`` inside those spans is escaped too (:func:`mdcell`): a
+    table row ends at any bare ``|``, maths and code included.
+    """
     if isinstance(para, str):
         return md(para)
     if not para.math:
         return md(para.text)
     out = []
     for n, part in enumerate(_SPANS.split(para.text)):
-        if n % 2 and part.startswith("$"):
-            out.append(f"${markdown_math(part[1:-1])}$")
+        if n % 2:
+            span = f"${markdown_math(part[1:-1])}$" if part.startswith("$") else part
+            out.append(mdcell(span) if cell else span)
         else:
-            out.append(part if n % 2 else md(part))
+            out.append(md(part))
     return "".join(out)

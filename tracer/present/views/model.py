@@ -13,6 +13,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Literal
 
+from tracer.present.strings import html_lang
+
 _NUMBER = re.compile(r"^[-+]?(\d[\d.,]*(e[-+]?\d+)?|inf|nan)$|^[⋯…⋮]?$")
 """Cells that a number column holds: numbers, inf and nan, and the ellipsis of left-out entries."""
 
@@ -183,7 +185,7 @@ class Page:
     @property
     def html_lang(self) -> str:
         """The page's language as an HTML ``lang`` attribute (Chinese pages are in simplified script)."""
-        return {"zh": "zh-Hans"}.get(self.lang, self.lang)
+        return html_lang(self.lang)
 
     @property
     def italic_captions(self) -> bool:
