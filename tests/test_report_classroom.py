@@ -98,7 +98,7 @@ def test_a_title_with_a_symbol_has_it_as_maths(lang: str) -> None:
 def test_what_a_bounded_check_means_is_said_once_where_one_is_shown(page: str) -> None:
     html = _html(page)
     long = "5e-07 compares" if page.endswith("en") else "5e-07 的检查"
-    tables = re.findall(r'<figure class="table step" id="[^"]*values">(.*?)</figure>', html, re.S)
+    tables = re.findall(r'<figure class="table step[^"]*" id="[^"]*values">(.*?)</figure>', html, re.S)
     assert len(tables) >= 2, page
     saying = [t for t in tables if long in t.split("<figcaption>", 1)[1]]
     assert len(saying) == 1, f"{page}: the bound is explained {len(saying)} times"
@@ -109,7 +109,7 @@ def test_what_a_bounded_check_means_is_said_once_where_one_is_shown(page: str) -
 @pytest.mark.parametrize("page", [p for p in PAGES if not p.startswith("tutorial")])
 def test_a_heatmap_follows_the_table_of_its_matrix(page: str) -> None:
     """The shaded matrix comes right after its numbers (head by head), not after the stage's last table."""
-    figures = re.findall(r'<figure class="(table|fig) step" id="([^"]+)">', _html(page))
+    figures = re.findall(r'<figure class="(table|fig) step[^"]*" id="([^"]+)">', _html(page))
     heat = [n for n, (kind, fid) in enumerate(figures) if kind == "fig" and "alpha" in fid]
     assert heat, page
     for n in heat:
