@@ -3,8 +3,9 @@
 ``tests/formulas/LESSON.tsv`` lists, for one representative element of each
 node of each lesson (query 4, key 3, component 2, batch 2, head 1, so that
 swapped axes show), the LaTeX and plain text it must read and the steps it
-was computed from.  These are the oracle for the formulas: snapshots and
-golden reports only say that nothing changed.
+was computed from; the entry's stored symbol must be the LaTeX's left side.
+These are the oracle for the formulas: snapshots and golden reports only say
+that nothing changed.
 """
 
 from __future__ import annotations
@@ -55,6 +56,8 @@ def test_formula_text_and_inputs(
     assert got.latex == latex
     assert got.text == text
     assert got.inputs == inputs
+    # the stored symbol names the entry: the formula's left side, or all of it (a product, an exp); none for a matrix
+    assert got.symbol == (latex.split(" = ")[0] if got.node.granularity == "element" else "")
 
 
 @pytest.mark.parametrize("lesson", ["simple", "trainable", "causal", "multihead"])

@@ -234,3 +234,31 @@ def test_maxabsdiff_records_the_largest_difference_and_its_bound() -> None:
     assert n.attrs == {"bound": 1.3e-7}
     assert t.node("e").attrs == {}
     assert (float(t.node("f").value), t.node("f").attrs) == (0.0, {"bound": 0.0})
+
+
+def test_every_primitive_stores_the_symbol_of_its_entries() -> None:
+    """An entry's symbol is stored as given; a product and a running sum are named by their formulas; a tensor-level
+    step names no entry, though the var it returns keeps the symbol (or its name) for a later formula."""
+    rec = Recorder(torch.float64)
+    x = rec.input("x", torch.tensor([[1.0, 2.0], [3.0, 4.0]]), "ik", symbol="x_{<i><k>}")
+    c = rec.constant("c", 2.0, symbol="c", text="")
+    got = {
+        "x": x,
+        "c": c,
+        "e": rec.elementwise("mul", "e", [x("i", "k"), c()], "ik", symbol="cx_{<i><k>}", latex="", text=""),
+        "m": rec.max("m", x("i", "k"), "k", symbol="m_{<i>}", latex="", text=""),
+        "p": rec.softmax("p", x("i", "k"), "k", symbol="p_{<i><k>}", latex="", text=""),
+        "a": rec.apply("copy", "a", x.data, [Ref("x", ("i", "k"))], "ik", symbol="a_{<i><k>}"),
+        "w": rec.contract(
+            "w", x("i", "k"), x("j", "k"), "ijk", "k", symbol="w_{<i,j>}", latex="", text="", part_latex=("P", "S")
+        ),
+        "t": rec.tensor("t", "matmul", x.data, [x], "ik", latex="T = X", text="", symbol="T"),
+        "u": rec.tensor("u", "matmul", x.data, [x], "ik", latex="U = X", text=""),
+    }
+    symbols = {"x": "x_{<i><k>}", "c": "c", "e": "cx_{<i><k>}", "m": "m_{<i>}", "p": "p_{<i><k>}", "a": "a_{<i><k>}"}
+    assert {name: var.symbol for name, var in got.items()} == {**symbols, "w": "w_{<i,j>}", "t": "T", "u": "u"}
+    t = rec.trace({})
+    stored = {n.name: n.symbol for n in t.nodes}
+    assert stored == {**symbols, "w.p": "P", "w.s": "S", "w": "w_{<i,j>}", "t": "", "u": ""}
+    assert t["w[2,1]"].symbol == "w_{21}"
+    assert (t.node("x").text, t.node("x").latex) == ("", "x_{<i><k>}")  # an input's formula is its symbol
