@@ -209,7 +209,8 @@ def test_apply_keeps_a_float_result_as_given() -> None:
     rec = Recorder(torch.float32)
     v = rec.apply("copy", "y", torch.tensor([0.1], dtype=torch.float64), [], "i")
     assert v.data.dtype == torch.float64
-    assert rec.trace({}).node("y").granularity == "element"
+    y = rec.trace({}).node("y")
+    assert (y.granularity, y.latex, y.text, y.symbol, y.attrs, v.symbol) == ("element", "", "", "", {}, "y")
 
 
 def test_maxabsdiff_records_the_largest_difference_and_its_bound() -> None:
