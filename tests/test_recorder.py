@@ -184,7 +184,17 @@ def test_leaves_tensors_and_library_results() -> None:
         with rec.stage("inner"):
             c = rec.constant("c", 0.1, symbol="c", text="one tenth")
         x = rec.input("x", torch.tensor([[1, 2]]), "ik", symbol="X", text="xt", attrs={"given": True})
-    lib = rec.apply("argmax", "idx", torch.tensor([1]), [Ref("x", ("i", "*"))], "i", latex="AL", granularity="tensor")
+    lib = rec.apply(
+        "argmax",
+        "idx",
+        torch.tensor([1]),
+        [Ref("x", ("i", "*"))],
+        "i",
+        latex="AL",
+        text="AT",
+        attrs={"dim": 1},
+        granularity="tensor",
+    )
     whole = rec.tensor("t", "matmul", torch.tensor([[5.0]], dtype=torch.float64), [x, c], "ij", latex="TL", text="TT")
     t = rec.trace({"lesson": "none"})
     assert t.meta["lesson"] == "none"
@@ -197,6 +207,7 @@ def test_leaves_tensors_and_library_results() -> None:
     assert x.data.dtype == torch.float32 and x.data.is_contiguous()
     assert (lib.data.dtype, t.node("idx").granularity, t.node("idx").latex) == (torch.float32, "tensor", "AL")
     assert (t.node("idx").op, t.node("idx").args) == ("argmax", (Ref("x", ("i", "*")),))
+    assert (t.node("idx").text, t.node("idx").attrs) == ("AT", {"dim": 1})
     assert (whole.data.dtype, t.node("t").granularity, t.node("t").args) == (
         torch.float32,
         "tensor",
