@@ -58,6 +58,7 @@ def test_contract_records_products_running_sums_and_totals() -> None:
     assert (p.stage, s.stage, total.stage, t.node("x").stage) == ("scores", "scores", "scores", "inputs")
     assert (p.split, s.split, total.split) == ((2, 1), (2, 1), (2,))
     assert (total.latex, total.text) == ("L", "T")
+    assert (p.value.dtype, s.value.dtype, total.value.dtype) == (np.float64, np.float64, np.float64)  # the recorder's
 
 
 def test_contract_of_one_operand_sums_it_without_products() -> None:
