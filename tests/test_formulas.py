@@ -134,3 +134,19 @@ NOT_RECOMPUTED = {  # tensor-level steps whose meaning a trace does not spell ou
         "split.concat": "join_heads",
     },
 }
+
+
+BOUNDED = {  # the checks of a library result (BLAS matmul, torch.softmax, the book's module) against its loop form
+    "simple": {"check.torch", "check.omega", "check.alpha", "check.z"},
+    "trainable": {"check.torch", "check.q", "check.k", "check.v", "check.omega", "check.alpha", "check.z"},
+    "causal": {"check.batch.z"},
+    "multihead": set(),
+}
+
+
+@pytest.mark.parametrize("lesson", ["simple", "trainable", "causal", "multihead"])
+def test_every_library_result_is_checked_against_a_bound(traces: dict[str, tracer.Trace], lesson: str) -> None:
+    """Its last bits are the machine's, so a check carries the bound the maths puts on it; two loop forms need none."""
+    bounds = {n.name: n.attrs.get("bound") for n in traces[lesson].nodes if n.op == "maxabsdiff"}
+    assert {name for name, b in bounds.items() if b is not None} == BOUNDED[lesson]
+    assert all(0 < b < 1e-4 for b in bounds.values() if b is not None)  # a few float32 roundings of values near 1
