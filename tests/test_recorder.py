@@ -64,13 +64,14 @@ def test_contract_records_products_running_sums_and_totals() -> None:
 def test_contract_of_one_operand_sums_it_without_products() -> None:
     rec = Recorder(torch.float64)
     e = rec.input("e", torch.tensor([[1.0, 2.0, 4.0], [8.0, 16.0, 32.0]]), "ij", symbol="e")
-    rec.contract("S", e("i", "j"), None, "ij", "j", symbol="S", latex="", text="", parts=("p", "r"))
+    rec.contract("row.S", e("i", "j"), None, "ij", "j", symbol="S", latex="", text="", parts=("p", "r"))
     t = rec.trace({})
-    assert [n.name for n in t.nodes] == ["e", "S.r", "S"]
-    assert t.node("S.r").value.tolist() == [[1.0, 3.0, 7.0], [8.0, 24.0, 56.0]]
-    assert t.node("S.r").args == (Ref("S.r", ("i", "j-1")), Ref("e", ("i", "j")))
-    assert t.node("S").value.tolist() == [7.0, 56.0]
-    assert t.node("S").args == (Ref("e", ("i", "*")),)
+    assert [n.name for n in t.nodes] == ["e", "row.S.r", "row.S"]
+    assert t.node("row.S.r").value.tolist() == [[1.0, 3.0, 7.0], [8.0, 24.0, 56.0]]
+    assert t.node("row.S.r").args == (Ref("row.S.r", ("i", "j-1")), Ref("e", ("i", "j")))
+    assert t.node("row.S").value.tolist() == [7.0, 56.0]
+    assert t.node("row.S").args == (Ref("e", ("i", "*")),)
+    assert (t.node("row.S.r").split, t.node("row.S").split) == ((0, 1, 1), (0, 1))  # row.S[i].r[j]
 
 
 def test_contract_lays_out_the_reduced_axis_where_axes_put_it() -> None:
