@@ -18,7 +18,7 @@ import pytest
 
 import tracer
 import tracer.pytest_plugin
-from tests.mutation import shared
+from tests.mutation import fresh_caches, shared
 
 REQUIRED_IN_CI = ("could not import", "chromium is not installed")
 """Skip reasons that mean a declared test dependency or Chromium is missing: failures when ``CI`` is set."""
@@ -46,6 +46,17 @@ def pytest_make_collect_report(collector: pytest.Collector) -> Iterator[None]:
     """Skips while importing a test module (a module-level ``importorskip``)."""
     outcome = yield
     _must_not_skip(outcome.get_result())  # type: ignore[attr-defined]
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    """Under mutmut, a mutant's run starts without the index expressions its parent compiled."""
+    fresh_caches()
+
+
+@pytest.fixture(autouse=True)
+def _fresh_caches_under_mutmut() -> None:
+    """Under mutmut, every test compiles its index expressions anew (see :mod:`tests.mutation`)."""
+    fresh_caches()
 
 
 def pytest_addoption(parser: pytest.Parser, pluginmanager: pytest.PytestPluginManager) -> None:

@@ -8,6 +8,13 @@ if it never reached the recorder, and a mutant those tests kill would be
 counted as a survivor.  While mutmut collects its statistics (it sets
 ``MUTANT_UNDER_TEST=stats``) these fixtures are rebuilt for every test; the
 rest of the time they are shared as usual.
+
+``ids.index_expr`` keeps what it compiled in a cache.  mutmut forks every
+mutant's run from a process that has already run the tests, so a mutant of
+``ids._compile`` would never be called (the cached, unmutated functions would
+answer), and while statistics are collected only the first test to read an
+expression would look as if it reached ``_compile``.  :func:`fresh_caches`
+empties that cache before every test while mutmut is at work.
 """
 
 from __future__ import annotations
@@ -16,6 +23,8 @@ import os
 from collections.abc import Callable
 
 import pytest
+
+from tracer.core import ids
 
 Scope = Callable[[str, pytest.Config], str]
 
@@ -27,3 +36,9 @@ def shared(scope: str) -> Scope:
         return "function" if os.environ.get("MUTANT_UNDER_TEST") == "stats" else scope
 
     return choose
+
+
+def fresh_caches() -> None:
+    """Empty the index-expression cache before a test, but only under mutmut (``MUTANT_UNDER_TEST`` set)."""
+    if os.environ.get("MUTANT_UNDER_TEST"):
+        ids.index_expr.cache_clear()

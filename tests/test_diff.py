@@ -11,7 +11,7 @@ import pytest
 import tracer
 from tracer.compare import differ
 from tracer.compare.diffmask import carry, compare, first, scan, self_step, shift
-from tracer.core.trace import Ref
+from tracer.core.trace import Node, Ref
 
 
 def edit(trace: tracer.Trace, name: str, index: tuple[int, ...], value: float) -> tracer.Trace:
@@ -51,6 +51,8 @@ def test_changed_input_has_one_root_cause(tutorial: tracer.Trace, nudged: tracer
     assert d.steps[0] == root and all(not s.root for s in d.steps[1:])
     inputs = {c.subject: c for c in d.meta}["inputs.x"]
     assert inputs.note == "1 of 18 values differ beyond tolerance"
+    text = d.text()
+    assert "1 root cause" in text and "x[1,1]" in text
 
 
 def test_a_changed_partial_sum_is_its_own_root(tutorial: tracer.Trace) -> None:
@@ -164,6 +166,13 @@ def test_nonfinite(a: float, b: float, close: bool) -> None:
         assert (got.bad is None) == close
 
 
+def test_largest_difference_counts_finite_differences_only() -> None:
+    """The stage table's "max |A-B|": a NaN difference is not a size, so none at all reads 0."""
+    assert compare(np.array([np.nan]), np.array([1.0]), 1e-5, 1e-6).big == 0.0
+    assert compare(np.array([np.nan, 1.0]), np.array([1.0, 1.5]), 1e-5, 1e-6).big == 0.5
+    assert compare(np.array([np.inf, 1.0]), np.array([np.inf, 1.25]), 1e-5, 1e-6).big == 0.25
+
+
 def test_nonfinite_in_a_trace(tutorial: tracer.Trace) -> None:
     nan_a = edit(tutorial, "naive.exp", (0, 0), math.inf)
     assert tracer.diff(nan_a, nan_a).equal
@@ -194,6 +203,11 @@ def test_carry_follows_index_expressions() -> None:
     back = np.broadcast_to(carry(status, Ref("x", ("j", "k-1")), axes, shape), shape)
     assert back[:, 1, 3].all() and back.sum() == 3
     assert carry(status, Ref("x"), axes, shape) is True
+    # a transposed read: entry [i,j] of the reader reads operand entry [j,i]
+    square = np.zeros((3, 3), dtype=bool)
+    square[0, 2] = True
+    swapped = np.broadcast_to(carry(square, Ref("x", ("j", "i")), ("i", "j"), (3, 3)), (3, 3))
+    assert swapped.tolist() == square.T.tolist()
     # an index this cannot follow (an axis the reader lacks, a repeated axis) falls back to "any entry"
     assert carry(status, Ref("x", ("q", "k")), axes, shape) is True
     assert carry(status, Ref("x", ("i", "i")), axes, shape) is True
@@ -206,6 +220,10 @@ def test_shift_and_scan() -> None:
     m = np.array([True, False, False, True])
     assert shift(m, 0, -1, 4).tolist() == [False, True, False, False]
     assert shift(m, 0, 1, 3).tolist() == [False, False, True]
+    assert shift(np.array([False, True, False, True]), 0, 1, 4).tolist() == [True, False, True, False]
+    rows = np.array([[True, False], [False, True], [False, False]])
+    assert shift(rows, 0, 1, 4).tolist() == [[False, True], [False, False], [False, False], [False, False]]
+    assert shift(rows, 1, -1, 2).tolist() == [[False, True], [False, False], [False, False]]
     ne = np.array([True, True, False, True])
     base = np.array([True, False, False, False])
     assert scan(ne, base, 0, 1).tolist() == [True, True, False, False]
@@ -235,6 +253,7 @@ def test_shift_and_scan() -> None:
         (("i", "k", "j-1"), None),  # axes out of order
         (("i-1", "j", "k-1"), None),  # two shifts
         (("i", "j", "k+1"), None),  # reads ahead
+        (("i", "j+1", "k-1"), None),  # reads ahead on one axis, back on another
         (("*", "j", "k-1"), None),
         (("i", "k-1"), None),  # too few
         (None, None),
@@ -294,3 +313,89 @@ def test_first_lists_the_first_true_entries_in_id_order() -> None:
     assert first(m, 10) == [(0, 1, 1), (2, 0, 0), (2, 1, 0)]
     assert first(m, 2) == [(0, 1, 1), (2, 0, 0)]
     assert first(m, 0) == []
+
+
+# -- root causes in small hand-built traces ----------------------------------------
+def _node(name: str, values: list[float] | list[list[float]], *reads: tuple[str, tuple[str, ...]]) -> Node:
+    """A node whose entries read the given operands (by index expression); one axis unless the values are a table."""
+    value = np.array(values, dtype=np.float64)
+    axes = ("i", "j")[: value.ndim]
+    args = tuple(Ref(node, index) for node, index in reads)
+    return Node(name, "input" if not reads else "mul", "s", axes, (value.ndim,), value, args)
+
+
+def _trace(*nodes: Node) -> tracer.Trace:
+    return tracer.Trace(list(nodes), {"dtype": "float64"})
+
+
+def _xyz(x: list[float], y: list[float], z: float) -> tracer.Trace:
+    """x; y[i] reads x[i]; z reads every entry of y."""
+    return _trace(_node("x", x), _node("y", y, ("x", ("i",))), _node("z", [z], ("y", ("*",))))
+
+
+def test_an_independent_edit_downstream_of_a_changed_input_is_its_own_root(
+    tutorial: tracer.Trace, nudged: tracer.Trace
+) -> None:
+    """omega[2,3] reads neither x[1,*] nor anything computed from it, so editing it is a second cause."""
+    d = tracer.diff(tutorial, edit(nudged, "omega", (1, 2), 0.5))
+    assert [r.id for r in d.roots] == ["x[1,1]", "omega[2,3]"]
+
+
+def test_removing_a_token_changes_the_inputs_and_nothing_else_is_a_cause(tutorial: tracer.Trace) -> None:
+    """Six tokens against five: every changed weight follows from the missing row, so no step is a root cause."""
+    from tracer.record.inputs import tutorial as tutorial_inputs
+
+    values, tokens = tutorial_inputs()
+    five = tracer.trace_self_attention(values[:5], tokens=tokens[:5])
+    for a, b in ((tutorial, five), (five, tutorial)):
+        d = tracer.diff(a, b, limit=1000)
+        assert d.totals.differing > 300 and d.roots == ()
+        assert not any(s.root for s in d.steps)
+
+
+def test_an_unchanged_entry_stops_a_change() -> None:
+    """y[1] reads the changed x[1] but came out the same, and y[3] drifted by an ulp on its own:
+    neither carries a change, so the edited z, which reads all of y, is a root cause of its own.
+    A NaN present in both traces at the same place is equal."""
+    up = float(np.nextafter(3.0, 4.0))
+    a = _xyz([1, 2, 3, math.nan], [0, 0, 3, math.nan], 10)
+    b = _xyz([5, 2, 3, math.nan], [0, 0, up, math.nan], 99)
+    assert [r.id for r in tracer.diff(a, b).roots] == ["x[1]", "z[1]"]
+
+
+def test_a_change_carries_past_a_nan() -> None:
+    """y copies x, NaN included; the changed x[1] explains y[1] and the z that reads y."""
+    a = _xyz([1, 2, math.nan], [1, 2, math.nan], 3)
+    b = _xyz([1.5, 2, math.nan], [1.5, 2, math.nan], 3.5)
+    d = tracer.diff(a, b)
+    assert [r.id for r in d.roots] == ["x[1]"]
+    assert [s.id for s in d.steps] == ["x[1]", "y[1]", "z[1]"]
+
+
+def test_a_node_that_cannot_be_matched_counts_as_changed_for_its_readers() -> None:
+    """x is a list in A and a table in B, so its entries cannot be paired: y's change is blamed on x, not on y."""
+    a = _trace(_node("x", [1, 2]), _node("y", [1, 2], ("x", ("i",))))
+    b = _trace(_node("x", [[1, 2]]), _node("y", [1, 3], ("x", ("i",))))
+    d = tracer.diff(a, b)
+    assert d.roots == () and [(s.id, s.root) for s in d.steps if s.node == "y"] == [("y[2]", False)]
+    assert ("x", "shape", [2], [1, 2]) in [(c.subject, c.field, c.a, c.b) for c in d.nodes]
+
+
+def test_a_step_that_reads_a_node_only_one_trace_has_is_not_a_root() -> None:
+    a = _trace(_node("x", [1, 2]), _node("y", [1, 2], ("x", ("i",))))
+    b = _trace(_node("w", [7, 7]), _node("x", [1, 2]), _node("y", [1, 9], ("x", ("i",)), ("w", ("i",))))
+    d = tracer.diff(a, b)
+    assert d.roots == () and [s.id for s in d.steps] == ["y[2]", "w[1]", "w[2]"]
+    assert [s.kind for s in d.steps] == ["value", "only_b", "only_b"]
+
+
+def test_rows_say_what_they_are(tutorial: tracer.Trace, nudged: tracer.Trace) -> None:
+    """Each row is a "value" row, marked as a root cause or not; ``limit`` caps the rows listed."""
+    d = tracer.diff(tutorial, nudged, limit=3)
+    assert [(r.id, r.kind, r.root) for r in d.roots] == [("x[1,1]", "value", True)]
+    assert [s.kind for s in d.steps] == ["value"] * 3
+    assert [s.root for s in d.steps] == [True, False, False]
+    one = tracer.diff(tutorial, nudged, limit=1)
+    assert [r.id for r in one.roots] == ["x[1,1]"] and [s.id for s in one.steps] == ["x[1,1]"]
+    tensor = tracer.diff(tutorial, edit(tutorial, "mat.alpha", (1, 2), 0.25))
+    assert [(s.id, s.kind, s.root) for s in tensor.steps] == [("mat.alpha", "value", True)]

@@ -130,3 +130,50 @@ def test_rounding_note() -> None:
     assert fmt.rounding_note([0.25, 0.75], 1.0, decimals=2) is False  # both sides at the same decimals
     assert fmt.rounding_note([0.33333, 0.33333, 0.33334], 1.0) is True  # 0.3333 × 3 shows 0.9999
     assert fmt.rounding_note([0.00004, 0.00004], 0.00008) is True  # shown terms 0 + 0, total 0.0001
+
+
+def test_adds_up_accepts_a_float32_sum() -> None:
+    """Terms summed one by one in float32 add up to their float32 total, rounding and all."""
+    terms = np.random.default_rng(3).uniform(-1, 1, 50).astype(np.float32)
+    total = np.float32(0)
+    for t in terms:
+        total = np.float32(total + t)
+    assert float(total) != math.fsum(map(float, terms))  # the float32 sum really is rounded
+    assert fmt.adds_up([float(t) for t in terms], float(total))
+    assert fmt.adds_up([0.25, 0.75], 1.0)
+    assert fmt.adds_up([], 0.0)
+
+
+def test_adds_up_refuses_an_edited_total() -> None:
+    assert not fmt.adds_up([0.25, 0.75], 1.001)
+    assert not fmt.adds_up([0.25, 0.75], 0.999)
+    assert not fmt.adds_up([], 1.0)
+
+
+def test_adds_up_slack_is_four_roundings_per_term() -> None:
+    """The slack is ``4 · n · eps · Σ|t|`` (plus ``tiny``): two terms of 1 allow 16 eps, not 18."""
+    eps = 2.0**-23
+    assert fmt.adds_up([1.0, 1.0], 2 + 15 * eps)
+    assert fmt.adds_up([1.0, -1.0], 15 * eps)  # the slack counts |t|, not the sum
+    assert not fmt.adds_up([1.0, 1.0], 2 + 18 * eps)
+    assert fmt.adds_up([1.0, 1.0, 1.0], 3 + 32 * eps)  # three terms of 1 allow 36 eps
+    assert not fmt.adds_up([1.0, 1.0, 1.0], 3 + 40 * eps)
+    assert fmt.adds_up([1.0, 1.0], 2 + 1e-12, eps=2.0**-23)
+    assert not fmt.adds_up([1.0, 1.0], 2 + 1e-12, eps=2.0**-52)  # float64 terms are held to float64's eps
+
+
+def test_adds_up_allows_a_subnormal_difference() -> None:
+    """Below the smallest normal number (``tiny``) a difference is rounding, whatever the terms."""
+    assert fmt.adds_up([0.0], 2.0**-127)
+    assert fmt.adds_up([0.0], 2.0**-126)  # the bound itself is inside
+    assert not fmt.adds_up([0.0], 2.0**-125)
+    assert not fmt.adds_up([0.0], 2.0**-127, tiny=0.0)
+    assert fmt.adds_up([0.0], 2.0**-127, tiny=2.0**-126)
+
+
+@pytest.mark.parametrize(
+    ("terms", "total"),
+    [([math.inf, 1.0], math.inf), ([1.0, 2.0], math.nan), ([math.nan], 0.0), ([1.0], -math.inf)],
+)
+def test_adds_up_leaves_nonfinite_sums_to_their_own_notes(terms: list[float], total: float) -> None:
+    assert fmt.adds_up(terms, total)

@@ -142,6 +142,7 @@ def _reseal(doc: dict[str, object]) -> str:
         (lambda text: text[: text.index("}") + 1], "truncated"),  # cut right after an inner '}'
         (lambda text: text.rstrip()[:-1].rstrip() + "]}", "not valid JSON"),  # complete, but brackets crossed
         (lambda text: "hello", "not valid JSON"),
+        (lambda text: text.replace('"data": [', '"data": [NaN, ', 1), "bare NaN is not allowed"),
         (lambda text: "[1, 2]", "not an attn-trace trace file"),
         (lambda text: text.replace(f'"version": {serialize.FORMAT_VERSION}', '"version": 99'), "format version 99"),
         (lambda text: text.replace(f',\n "version": {serialize.FORMAT_VERSION}', ""), "has no format version"),
@@ -192,3 +193,18 @@ def test_a_node_that_is_not_an_object_is_named(tmp_path: Path, good_text: str, n
         TraceFormatError, match=r"bad.json: malformed trace file at \$\.nodes\[0\]: .* is not of type 'object'"
     ):
         tracer.load(path)
+
+
+def test_loads_names_the_text_it_reads(tutorial: Trace, good_text: str) -> None:
+    """Text that did not come from a file is called "trace" in messages, or by the name the caller gives."""
+    with pytest.raises(TraceFormatError, match=r"^trace is not a readable trace file \(not valid JSON"):
+        serialize.loads("hello")
+    with pytest.raises(TraceFormatError, match=r"^pinned.json is not a readable trace file"):
+        serialize.loads("hello", "pinned.json")
+    doc = json.loads(good_text)
+    doc["version"] = 99
+    with pytest.raises(TraceFormatError, match=r"^pinned.json has format version 99"):
+        serialize.loads(_reseal(doc), "pinned.json")
+    with pytest.raises(TraceFormatError, match=r"^trace has format version 99"):
+        serialize.loads(_reseal(doc))
+    assert_identical(tutorial, serialize.loads(good_text.encode("utf-8")))

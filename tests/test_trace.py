@@ -149,3 +149,93 @@ def test_glob_listing_equals_scanning_every_id(pattern: str) -> None:
     t = tracer.trace_self_attention(np.ones((12, 2)), query=1)
     match = glob_matcher(pattern)
     assert [s.id for s in t.steps(pattern=pattern)] == [s.id for s in t if match(s.id)]
+
+
+def test_repr_shows_the_value_as_the_book_prints_it(tutorial: tracer.Trace) -> None:
+    assert repr(tutorial["omega[2,1]"]) == "Step(omega[2,1] = 0.9544, op='sum', stage='scores')"
+    assert repr(tutorial["alpha[2]"]) == "Step(alpha[2] = <float32 [6]>, op='div', stage='normalize')"
+    assert repr(tutorial).startswith("Trace(lesson='simple', tokens=['Your', 'journey',")
+    assert repr(tutorial).endswith("query=2, dtype='float32', 56 nodes, 1689 steps)")
+
+
+@pytest.mark.parametrize("which", ["step", "trace"])
+def test_rich_display_gives_what_jupyter_asks_for(tutorial: tracer.Trace, which: str) -> None:
+    """Jupyter's ``include``/``exclude`` choose the MIME types; the plain text is the repr."""
+    obj = tutorial["omega[2,1]"] if which == "step" else tutorial
+    full = obj._repr_mimebundle_()
+    assert set(full) == {"text/plain", "text/html", "text/markdown"}
+    assert full["text/plain"] == repr(obj)
+    assert obj._repr_mimebundle_(include={"text/plain"}) == {"text/plain": repr(obj)}
+    assert set(obj._repr_mimebundle_(exclude={"text/html"})) == {"text/plain", "text/markdown"}
+
+
+def test_a_node_name_used_twice_is_refused(tutorial: tracer.Trace) -> None:
+    x = tutorial.node("x")
+    with pytest.raises(ValueError, match=r"^duplicate node x$"):
+        tracer.Trace([x, tutorial.node("omega.p"), x], tutorial.meta)
+
+
+# -- index expressions: where a layout op's entry came from ---------------------------
+@pytest.mark.parametrize(
+    ("expr", "bound", "want"),
+    [
+        ("i", {"i": 3}, 3),
+        ("k-1", {"k": 3}, 2),
+        ("k-1", {"i": 3}, None),  # the axis is not bound (a slice step)
+        ("2*h+c-2", {"h": 2, "c": 1}, 3),  # a head split: head 2, component 1 of 2 per head
+        ("(o-1)//2+1", {"o": 3}, 2),  # heads joined back: which head output column 3 came from
+        ("(o-1)%2+1", {"o": 4}, 2),  # ... and which component
+        ("i*j", {"i": 3, "j": 4}, 12),
+        ("i+j-1", {"i": 3, "j": 4}, 6),
+        ("j-i", {"i": 3, "j": 4}, 1),
+        ("-i+5", {"i": 2}, 3),
+        ("1", {}, 1),  # a broadcast axis of size one
+        ("0*i+1", {"i": 7}, 1),
+        ("i//(j-1)", {"i": 3, "j": 1}, 0),  # dividing by zero reads nothing (0 is outside every axis), never raises
+        ("i%(j-1)", {"i": 3, "j": 1}, 0),
+        ("2*h+c-2", {"h": 2}, None),  # c unbound
+    ],
+)
+def test_index_expressions(expr: str, bound: dict[str, int], want: int | None) -> None:
+    assert ids.index_expr(expr)(bound) == want
+
+
+@pytest.mark.parametrize(
+    ("expr", "message"),
+    [
+        ("i**2", "only whole numbers, axis names and"),
+        ("__import__('os')", "only whole numbers, axis names and"),
+        ("i.real", "only whole numbers, axis names and"),
+        ("1.5", "only whole numbers, axis names and"),
+        ("True", "only whole numbers, axis names and"),
+        ("I+1", "only whole numbers, axis names and"),
+        ("i/2", "only whole numbers, axis names and"),
+        ("i and j", "only whole numbers, axis names and"),
+        ("-(i)", None),  # allowed: a minus sign of an expression
+        ("i+", "bad index expression 'i\\+'"),
+        ("i+" + "1+" * 100 + "1", "index expression too long \\(203 characters\\)"),
+    ],
+)
+def test_index_expressions_allow_only_index_arithmetic(expr: str, message: str | None) -> None:
+    """Trace files are untrusted: an index expression is integer arithmetic over axis names, nothing else."""
+    if message is None:
+        assert ids.index_expr(expr)({"i": 2}) == -2
+        return
+    with pytest.raises(ValueError, match=message):
+        ids.index_expr(expr)
+
+
+def test_index_axes() -> None:
+    assert ids.index_axes("(h-1)*2+d") == {"h", "d"}
+    assert ids.index_axes("k-1") == {"k"}
+    assert ids.index_axes("1") == set()
+    with pytest.raises(ValueError):
+        ids.index_axes("i**2")
+
+
+def test_fill_evaluates_index_arithmetic() -> None:
+    """A layout op's formula names the entry it copied: a number once the axes are bound, ``·`` while one varies."""
+    template = r"v_{<h,c>} = x_{<2*h+c-2>}"
+    assert ids.fill(template, {"h": 2, "c": 1}, {"h": 2, "c": 2}) == "v_{21} = x_{3}"
+    assert ids.fill(template, {"h": 2}, {"h": 2, "c": 2}) == "v_{2c} = x_{·}"
+    assert ids.fill("x_{<(i>}", {"i": 1}, {"i": 2}) == "x_{<(i>}"  # not an expression: left as written

@@ -14,7 +14,7 @@ from tracer.present.overflow import Overflow
 from tracer.present.strings import Strings
 from tracer.present.views import code
 from tracer.present.views.code import with_code
-from tracer.present.views.common import Ctx, unfollowed
+from tracer.present.views.common import Ctx, focus, unfollowed
 from tracer.present.views.early import inputs, scores
 from tracer.present.views.late import context, pairs, recap
 from tracer.present.views.model import Page
@@ -35,7 +35,7 @@ def build(trace: Trace, lang: str = "en", decimals: int = 4, scaled: Overflow | 
     summary = (
         (s("page.summary_tokens"), str(ctx.t)),
         (s("page.summary_dim"), str(ctx.d)),
-        (s("page.summary_query"), f"x({q}) · {trace.tokens[q - 1]}"),
+        *focus(s, q, trace.tokens[q - 1]),
         (s("page.summary_dtype"), trace.dtype),
         (s("page.summary_decimals"), s("page.decimals", n=decimals)),
         *unfollowed(trace, s),

@@ -19,6 +19,8 @@ from tracer.core.trace import Node, Step, Trace
 from tracer.present.board import MAX_TERMS, elide
 from tracer.present.board import terms as shown_terms
 from tracer.present.figures.bars import stacked
+from tracer.present.figures.marks import sup
+from tracer.present.views import alts
 from tracer.present.views.common import FULL_T, TOP, heatmap_svg, tex
 from tracer.present.views.layout import board, chunked, sides
 from tracer.present.views.model import Block, Equation, Figure, Para
@@ -160,7 +162,8 @@ def heatmaps(ctx: LessonCtx, node: Node) -> list[Block]:
         cap = _figure_caption(ctx, node, part, "lesson.heat_caption")
         if small:
             cap = Para(cap.text + " " + ctx.s("lesson.heat_small"), math=True)
-        alt = _alt(ctx, ctx.s("lesson.heat_alt", t=ctx.t, q=ctx.q), part)
+        matrix = np.asarray(node.value[part.lead])
+        alt = _alt(ctx, alts.heat(ctx, ctx.text(node).alt or ctx.s("lesson.heat_alt"), matrix), part)
         out.append(Figure(name, name, svg, alt, cap))
     return out
 
@@ -181,8 +184,9 @@ def bars(ctx: LessonCtx, node: Node) -> list[Block]:
             names, others = [*names[:keep], ctx.s("lesson.others")], True
         name = f"fig-{anchor(node.name)}{part.anchor}"
         comps = [ctx.s("lesson.bars_comp", c=c + 1) for c in range(z.shape[0])]
-        zlabel = ctx.s("lesson.bars_total", q=ctx.q)
+        zlabel = ctx.s("lesson.bars_total", q=sup(f"({ctx.q})"))
         svg = stacked(name, terms, z, names, comps, zlabel, others)
-        alt = _alt(ctx, ctx.s("lesson.bars_alt", q=ctx.q), part)
+        what = ctx.text(node).alt or ctx.s("lesson.bars_what")
+        alt = _alt(ctx, ctx.s("lesson.bars_alt", q=ctx.q, token=ctx.trace.tokens[ctx.q - 1], what=what), part)
         out.append(Figure(name, name, svg, alt, _figure_caption(ctx, node, part, "lesson.bars_caption")))
     return out
