@@ -1,20 +1,24 @@
 /* attn-trace step navigator: progressive enhancement only.  Without this
    script every step is on the page; with it, Previous/Next buttons (and the
-   arrow keys) walk through the steps of the walk-through (not the folded
-   all-pairs expansions), and a link to any step (a heatmap cell) opens and
-   highlights it.  The buttons sit in the text, right under the current step,
-   so they never cover it; on a screen wide enough they float in the margin. */
+   arrow keys) walk through the page's stops (class "stop": the worked results
+   chosen by the page builder, never a folded expansion), and a link to any
+   step (a heatmap cell) opens and highlights it; Next then goes on from there.
+   The buttons sit in the text, right under the current step, so they never
+   cover it; on a screen wide enough they float in the margin. */
 (function () {
   "use strict";
   var root = document.querySelector(".attn-trace-report");
   if (!root) { return; }
-  var steps = Array.prototype.filter.call(root.querySelectorAll(".step"), function (el) {
-    return !el.closest("details.group");
-  });
+  var steps = Array.prototype.slice.call(root.querySelectorAll(".stop"));
   if (!steps.length) { return; }
   var group = root.querySelector("details.group");
   if (group) { group.open = false; }
   var current = -1;
+  var loose = false;  /* a linked step that is not a stop is marked: current is the last stop before it */
+  function move(delta) {
+    if (loose && delta < 0) { go(Math.max(current, 0)); }
+    else { go(current < 0 && delta < 0 ? 0 : current + delta); }
+  }
   var nav = document.createElement("nav");
   nav.className = "stepper";
   nav.setAttribute("aria-label", root.getAttribute("data-nav-label"));
@@ -26,7 +30,7 @@
     b.type = "button";
     b.className = name;
     b.textContent = text;
-    b.addEventListener("click", function () { go(current < 0 && delta < 0 ? 0 : current + delta); });
+    b.addEventListener("click", function () { move(delta); });
     return b;
   }
   var prev = button("\u2190 " + root.getAttribute("data-prev"), -1, "prev");
@@ -51,6 +55,7 @@
   function show(i, scroll) {
     if (i < 0 || i >= steps.length) { return; }
     current = i;
+    loose = false;
     var el = steps[i];
     mark(el);
     el.after(nav);
@@ -70,17 +75,27 @@
     if (!el) { return; }
     var i = steps.indexOf(el);
     if (i < 0) {
-      var inner = el.querySelector(".step");
+      var inner = el.querySelector(".stop");
       i = inner ? steps.indexOf(inner) : -1;
     }
-    if (i >= 0) { show(i, true); }
-    else if (el.classList.contains("step")) { mark(el); into(el); }
+    if (i >= 0) { show(i, true); return; }
+    if (!el.classList.contains("step")) { return; }
+    mark(el);
+    el.after(nav);
+    into(el);
+    current = -1;  /* Next goes on to the first stop after this step, Previous back to the one before */
+    loose = true;
+    steps.forEach(function (s, n) {
+      if (s.compareDocumentPosition(el) & Node.DOCUMENT_POSITION_FOLLOWING) { current = n; }
+    });
+    prev.disabled = current < 0;
+    next.disabled = current === steps.length - 1;
   }
   window.addEventListener("hashchange", fromHash);
   document.addEventListener("keydown", function (e) {
     if (e.altKey || e.ctrlKey || e.metaKey) { return; }
-    if (e.key === "ArrowRight" || e.key === "j") { go(current + 1); }
-    else if (e.key === "ArrowLeft" || e.key === "k") { go(current - 1); }
+    if (e.key === "ArrowRight" || e.key === "j") { move(1); }
+    else if (e.key === "ArrowLeft" || e.key === "k") { move(-1); }
   });
   window.addEventListener("beforeprint", function () {
     Array.prototype.forEach.call(root.querySelectorAll("details"), function (d) { d.open = true; });

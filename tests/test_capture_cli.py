@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
+import torch
 from click.testing import CliRunner
 
 import tracer
@@ -119,6 +120,14 @@ def test_wrong_number_of_tokens_and_query() -> None:
     assert code == 2 and "3 token labels for inputs of 6 rows" in err
     code, _, err = run("trace", "--torch", f"{BOOK}:v1", "--query", "9")
     assert code == 2 and err.strip().endswith("--query must be from 1 to 6, got 9"), err
+
+
+def test_the_default_query_is_the_inputs_rule() -> None:
+    """As for a lesson: the second row (the tutorial's "journey"), or the first when there is one row."""
+    from tests import book_attention
+
+    assert tracer.trace_torch(book_attention.v1).query == 2
+    assert tracer.trace_torch(lambda: torch.ones(1, 3) @ torch.ones(3, 2)).query == 1
 
 
 def test_the_library_names_its_argument_not_the_flag() -> None:

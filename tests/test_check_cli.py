@@ -79,8 +79,25 @@ def test_html_page(tmp_path: Path) -> None:
     assert "<script" not in page and not re.search(r'(src|href)="(https?:)?//', page)
     assert page.count('class="card first"') == 1 and "<math" in page
     assert 'class="bad"' in page  # differing cells are marked
+    assert page.startswith('<!DOCTYPE html>\n<html lang="en">'), page[:60]
     code, _, _ = run(BAD, "--lesson", "causal", "--format", "html", "-o", str(out))
     assert code == 2  # exists: needs --force
+
+
+def test_html_page_in_chinese(tmp_path: Path) -> None:
+    out = tmp_path / "check.html"
+    code, _, _ = run(BAD, "--lesson", "causal", "--format", "html", "--lang", "zh", "-o", str(out))
+    assert code == 1 and out.read_text(encoding="utf-8").startswith('<!DOCTYPE html>\n<html lang="zh-Hans">')
+
+
+def test_lessons_and_languages_are_the_librarys() -> None:
+    """The choices come from the lesson registry and the string tables, not from a copy of them."""
+    from tracer.cli.check import check
+    from tracer.present.strings import LANGS
+    from tracer.record.pipelines import LESSONS
+
+    choices = {p.name: getattr(p.type, "choices", None) for p in check.params}
+    assert list(choices["lesson"]) == list(LESSONS) and list(choices["lang"]) == list(LANGS)
 
 
 def write(tmp_path: Path, body: str, name: str = "student.py") -> str:

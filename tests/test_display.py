@@ -7,7 +7,7 @@ import re
 import pytest
 
 import tracer
-from tracer.present.display import ROOT
+from tracer.present.display import ROOT, summary
 from tracer.record.pipelines import LESSONS
 
 HOSTILE = ["<script>alert(1)</script>", "a|b", "$x$", "&amp;", "`tick`"]
@@ -43,6 +43,16 @@ def test_trace_shows_the_focus_query_results(tutorial: tracer.Trace) -> None:
             assert stage in text
     assert "<math" in bundle["text/html"]
     assert r"$\alpha_{2j} = \frac{" in bundle["text/markdown"]
+
+
+def test_the_focus_token_is_marked_by_the_view_model(tutorial: tracer.Trace) -> None:
+    """Which token is the focus query's is decided in Python; the templates only show it."""
+    marked = summary(tutorial).tokens
+    assert [tok for tok, focus in marked if focus] == ["journey"] and len(marked) == 6
+    bundle = tutorial._repr_mimebundle_()
+    assert bundle["text/html"].count('class="token focus"') == 1
+    assert '<span class="token focus">journey</span>' in bundle["text/html"]
+    assert "Your **journey** starts" in bundle["text/markdown"]
 
 
 @pytest.mark.parametrize("lesson", list(LESSONS))

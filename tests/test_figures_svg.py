@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from tracer.present.figures import bars, heat, marks
-from tracer.present.figures.vectors import spread
+from tracer.present.figures.place import Room, crosses, touches
 
 
 def test_ticks_cover_the_range_with_round_steps() -> None:
@@ -58,12 +58,30 @@ def test_bar_charts_fit_a_phone_column_and_name_every_series() -> None:
     assert ">z(2)</text>" in svg and ">z1</text>" in svg
 
 
-def test_spread_keeps_labels_apart() -> None:
-    anchors = [(10.0, 50.0), (11.0, 51.0), (12.0, 50.5), (200.0, 50.0)]
-    sizes = [(40.0, 12.0)] * 4
-    placed = spread(anchors, sizes)
-    assert placed[0] == anchors[0] and placed[3] == anchors[3]  # nothing in the way: left where it was
-    boxes = [(x, y - h / 2, x + w, y + h / 2) for (x, y), (w, h) in zip(placed, sizes, strict=True)]
-    for n, a in enumerate(boxes):
-        for b in boxes[n + 1 :]:
-            assert not (a[0] < b[2] and b[0] < a[2] and a[1] < b[3] and b[1] < a[3])
+def test_room_keeps_labels_apart_and_off_lines() -> None:
+    points = ((150.0, 100.0), (152.0, 101.0), (154.0, 99.0), (350.0, 40.0))
+    room = Room((0.0, 0.0, 400.0, 300.0))
+    room.segs.append((0.0, 100.0, 400.0, 100.0))  # a line right through the first point
+    placed = [room.place(p, (1.0, 0.0), 40.0, 15.0) for p in points]
+    boxes = [box for box, _ in placed]
+    assert boxes[3] == (355.0, 32.5, 395.0, 47.5)  # nothing in the way: beside the point, toward the arrow
+    for n, (box, leader) in enumerate(placed):
+        assert not any(crosses(s, box) for s in room.segs if s != leader), box  # no line, no other leader
+        assert all(not touches(box, other) for other in boxes[n + 1 :])
+    assert placed[2][1] is not None and placed[2][1][:2] == points[2]  # moved away: a leader back to its point
+    again = Room((0.0, 0.0, 400.0, 300.0))
+    again.segs.append((0.0, 100.0, 400.0, 100.0))
+    assert [again.place(p, (1.0, 0.0), 40.0, 15.0) for p in points] == placed
+
+
+def test_crosses_and_touches() -> None:
+    box = (0.0, 0.0, 10.0, 10.0)
+    assert crosses((-5, 5, 15, 5), box) and crosses((2, 2, 3, 3), box) and crosses((-1, -1, 11, 11), box)
+    assert (
+        not crosses((-5, 12, 15, 12), box) and not crosses((-5, 0, 15, 0), box) and not crosses((11, -5, 20, 20), box)
+    )
+    assert touches(box, (9.0, 9.0, 20.0, 20.0)) and not touches(box, (10.0, 0.0, 20.0, 10.0))
+
+
+def test_symbols_in_figure_text_raise_and_lower_digits() -> None:
+    assert "z" + marks.sup("(2)") == "z⁽²⁾" and "z" + marks.sub("13") == "z₁₃" and marks.sup("x") == "x"

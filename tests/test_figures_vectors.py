@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 from tracer.present.figures import vectors as vec
+from tracer.present.figures.place import crosses, polygon, text_box, touches
 from tracer.present.figures.space import Space
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -113,3 +114,38 @@ def test_a_report_draws_its_figures_without_matplotlib(tmp_path: Path) -> None:
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "[]"
     assert (tmp_path / "r" / "fig-inputs.svg").read_text(encoding="utf-8").count("<polygon") >= 3 + 6
+
+
+def _labels_and_lines(svg: str) -> tuple[list[tuple[str, tuple[float, float, float, float]]], list[tuple[float, ...]]]:
+    """The token labels (unrotated, left-anchored texts) with their boxes, and every segment drawn outside the grid."""
+    root = ET.fromstring(svg)
+    grid = {id(el) for g in root.iter(NS + "g") if g.get("class") == "grid" for el in g.iter()}
+    segs: list[tuple[float, ...]] = []
+    labels = []
+    for el in root.iter():
+        a = el.attrib
+        if id(el) in grid:
+            continue
+        if el.tag == NS + "line":
+            segs.append(tuple(float(a[k]) for k in ("x1", "y1", "x2", "y2")))
+        elif el.tag == NS + "polygon":
+            segs += polygon([(float(p.split(",")[0]), float(p.split(",")[1])) for p in a["points"].split()])
+        elif el.tag == NS + "text" and a["text-anchor"] == "start" and "transform" not in a:
+            labels.append((el.text or "", text_box(float(a["x"]), float(a["y"]), el.text or "")))
+    return labels, segs
+
+
+@pytest.mark.parametrize("q", range(1, 7))
+def test_3d_no_arrow_axis_or_leader_crosses_a_token_label(q: int) -> None:
+    """The tutorial's vectors, each query in turn: every label clear of every line drawn and of every other label."""
+    labels, segs = _labels_and_lines(vec.vectors("fig-inputs", X, TOKENS, q, ["component 1", "component 2", "c3"]))
+    assert sorted(s for s, _ in labels) == sorted(TOKENS)
+    for n, (s, (left, top, right, bottom)) in enumerate(labels):
+        inner = (left + 0.5, top + 1.0, right - 0.5, bottom - 1.0)
+        assert not [g for g in segs if crosses(g, inner)], f"{s!r} is crossed (query {q})"
+        assert not [t for t, box in labels[n + 1 :] if touches(inner, box)], f"{s!r} touches another label"
+
+
+def test_the_grid_is_marked_as_lying_behind() -> None:
+    svg = vec.vectors("fig-inputs", X, TOKENS, 2, ["c1", "c2", "c3"])
+    assert svg.count('<g class="grid">') == 1 and svg.index("<g class") < svg.index(">Your</text>")

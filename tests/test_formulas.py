@@ -3,8 +3,9 @@
 ``tests/formulas/LESSON.tsv`` lists, for one representative element of each
 node of each lesson (query 4, key 3, component 2, batch 2, head 1, so that
 swapped axes show), the LaTeX and plain text it must read and the steps it
-was computed from.  These are the oracle for the formulas: snapshots and
-golden reports only say that nothing changed.
+was computed from; the entry's stored symbol must be the LaTeX's left side.
+These are the oracle for the formulas: snapshots and golden reports only say
+that nothing changed.
 """
 
 from __future__ import annotations
@@ -55,6 +56,8 @@ def test_formula_text_and_inputs(
     assert got.latex == latex
     assert got.text == text
     assert got.inputs == inputs
+    # the stored symbol names the entry: the formula's left side, or all of it (a product, an exp); none for a matrix
+    assert got.symbol == (latex.split(" = ")[0] if got.node.granularity == "element" else "")
 
 
 @pytest.mark.parametrize("lesson", ["simple", "trainable", "causal", "multihead"])
@@ -115,12 +118,35 @@ def test_every_value_follows_from_its_recorded_op(traces: dict[str, tracer.Trace
     """Each node recomputed from its operands with the op and attributes it records (a wrong op name fails)."""
     checked = traces[lesson].verify()
     assert checked.ok, checked.summary()
-    assert checked.unchecked == NOT_RECOMPUTED[lesson]  # an op name verify does not know (XXmaxXX) is not skipped
+    unchecked = {name: traces[lesson].node(name).op for name in checked.unchecked}
+    assert unchecked == NOT_RECOMPUTED[lesson]  # an op name verify does not know (XXmaxXX) is not skipped
 
 
-NOT_RECOMPUTED = {  # tensor-level steps whose meaning a trace does not spell out: the matrix forms, head splits
-    "simple": ("mat.omega", "mat.alpha", "mat.z"),
-    "trainable": ("mat.q", "mat.k", "mat.v", "mat.omega", "mat.alpha", "mat.z"),
-    "causal": ("batch.mat.z",),
-    "multihead": ("wrap.concat", "split.hq", "split.hk", "split.hv", "split.concat"),
+NOT_RECOMPUTED = {  # tensor-level steps whose meaning a trace does not spell out (the matrix forms), with their ops
+    "simple": {"mat.omega": "matmul", "mat.alpha": "softmax", "mat.z": "matmul"},
+    "trainable": {f"mat.{n}": "matmul" for n in ("q", "k", "v", "omega", "z")} | {"mat.alpha": "softmax"},
+    "causal": {"batch.mat.z": "module"},
+    "multihead": {
+        "wrap.concat": "concat",
+        "split.hq": "split_heads",
+        "split.hk": "split_heads",
+        "split.hv": "split_heads",
+        "split.concat": "join_heads",
+    },
 }
+
+
+BOUNDED = {  # the checks of a library result (BLAS matmul, torch.softmax, the book's module) against its loop form
+    "simple": {"check.torch", "check.omega", "check.alpha", "check.z"},
+    "trainable": {"check.torch", "check.q", "check.k", "check.v", "check.omega", "check.alpha", "check.z"},
+    "causal": {"check.batch.z"},
+    "multihead": set(),
+}
+
+
+@pytest.mark.parametrize("lesson", ["simple", "trainable", "causal", "multihead"])
+def test_every_library_result_is_checked_against_a_bound(traces: dict[str, tracer.Trace], lesson: str) -> None:
+    """Its last bits are the machine's, so a check carries the bound the maths puts on it; two loop forms need none."""
+    bounds = {n.name: n.attrs.get("bound") for n in traces[lesson].nodes if n.op == "maxabsdiff"}
+    assert {name for name, b in bounds.items() if b is not None} == BOUNDED[lesson]
+    assert all(0 < b < 1e-4 for b in bounds.values() if b is not None)  # a few float32 roundings of values near 1

@@ -58,6 +58,10 @@ class Tags(HTMLParser):
             self.css.append(data)
 
 
+TEXT_ONLY = ("alt", "title", "aria-label")
+"""Attributes that are only ever read as text: a token quoted in an alt text is words, not a link."""
+
+
 def dangers(page: str, scripts: int = 0) -> list[str]:
     """What in ``page`` could run, load or navigate: an empty list for a safe page.
 
@@ -85,7 +89,7 @@ def dangers(page: str, scripts: int = 0) -> list[str]:
                 ("data:image/", "#", "fig-")
             ):
                 found.append(f"<{tag} {k}={v[:40]}>")
-            if "javascript:" in v.lower() or "127.0.0.1" in v:
+            if ("javascript:" in v.lower() or "127.0.0.1" in v) and k not in TEXT_ONLY:
                 found.append(f"<{tag} {k}={v[:40]}>")
     if count > scripts:
         found.append(f"{count} scripts")

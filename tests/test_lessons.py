@@ -231,3 +231,11 @@ def test_the_overflow_stage_is_left_out_when_no_power_of_ten_overflows() -> None
 def test_an_unknown_option_is_named_with_the_lesson(lesson: str) -> None:
     with pytest.raises(tracer.InputError, match=rf"^lesson '{lesson}' takes no option heads, zeta$"):
         tracer.trace_lesson(lesson, zeta=1, heads=2)
+
+
+@pytest.mark.parametrize("lesson", ["trainable", "causal", "multihead"])
+def test_the_size_check_counts_tokens_not_dimensions(lesson: str) -> None:
+    """One token of 1,024 dims with d_out 18 makes small tensors (18,432 products per projection), so it is traced;
+    counted as 1,024 tokens it would pass the limit of 2^25 entries (2 x 1,024 x 1,024 x 18) and be refused."""
+    t = tracer.trace_lesson(lesson, inputs=np.full((1, 1024), 0.01), d_out=18, query=1)
+    assert t.meta["n_tokens"] == 1 and t.meta["dim"] == 1024

@@ -58,18 +58,20 @@ def test_contract_records_products_running_sums_and_totals() -> None:
     assert (p.stage, s.stage, total.stage, t.node("x").stage) == ("scores", "scores", "scores", "inputs")
     assert (p.split, s.split, total.split) == ((2, 1), (2, 1), (2,))
     assert (total.latex, total.text) == ("L", "T")
+    assert (p.value.dtype, s.value.dtype, total.value.dtype) == (np.float64, np.float64, np.float64)  # the recorder's
 
 
 def test_contract_of_one_operand_sums_it_without_products() -> None:
     rec = Recorder(torch.float64)
     e = rec.input("e", torch.tensor([[1.0, 2.0, 4.0], [8.0, 16.0, 32.0]]), "ij", symbol="e")
-    rec.contract("S", e("i", "j"), None, "ij", "j", symbol="S", latex="", text="", parts=("p", "r"))
+    rec.contract("row.S", e("i", "j"), None, "ij", "j", symbol="S", latex="", text="", parts=("p", "r"))
     t = rec.trace({})
-    assert [n.name for n in t.nodes] == ["e", "S.r", "S"]
-    assert t.node("S.r").value.tolist() == [[1.0, 3.0, 7.0], [8.0, 24.0, 56.0]]
-    assert t.node("S.r").args == (Ref("S.r", ("i", "j-1")), Ref("e", ("i", "j")))
-    assert t.node("S").value.tolist() == [7.0, 56.0]
-    assert t.node("S").args == (Ref("e", ("i", "*")),)
+    assert [n.name for n in t.nodes] == ["e", "row.S.r", "row.S"]
+    assert t.node("row.S.r").value.tolist() == [[1.0, 3.0, 7.0], [8.0, 24.0, 56.0]]
+    assert t.node("row.S.r").args == (Ref("row.S.r", ("i", "j-1")), Ref("e", ("i", "j")))
+    assert t.node("row.S").value.tolist() == [7.0, 56.0]
+    assert t.node("row.S").args == (Ref("e", ("i", "*")),)
+    assert (t.node("row.S.r").split, t.node("row.S").split) == ((0, 1, 1), (0, 1))  # row.S[i].r[j]
 
 
 def test_contract_lays_out_the_reduced_axis_where_axes_put_it() -> None:
@@ -184,7 +186,17 @@ def test_leaves_tensors_and_library_results() -> None:
         with rec.stage("inner"):
             c = rec.constant("c", 0.1, symbol="c", text="one tenth")
         x = rec.input("x", torch.tensor([[1, 2]]), "ik", symbol="X", text="xt", attrs={"given": True})
-    lib = rec.apply("argmax", "idx", torch.tensor([1]), [Ref("x", ("i", "*"))], "i", latex="AL", granularity="tensor")
+    lib = rec.apply(
+        "argmax",
+        "idx",
+        torch.tensor([1]),
+        [Ref("x", ("i", "*"))],
+        "i",
+        latex="AL",
+        text="AT",
+        attrs={"dim": 1},
+        granularity="tensor",
+    )
     whole = rec.tensor("t", "matmul", torch.tensor([[5.0]], dtype=torch.float64), [x, c], "ij", latex="TL", text="TT")
     t = rec.trace({"lesson": "none"})
     assert t.meta["lesson"] == "none"
@@ -197,6 +209,7 @@ def test_leaves_tensors_and_library_results() -> None:
     assert x.data.dtype == torch.float32 and x.data.is_contiguous()
     assert (lib.data.dtype, t.node("idx").granularity, t.node("idx").latex) == (torch.float32, "tensor", "AL")
     assert (t.node("idx").op, t.node("idx").args) == ("argmax", (Ref("x", ("i", "*")),))
+    assert (t.node("idx").text, t.node("idx").attrs) == ("AT", {"dim": 1})
     assert (whole.data.dtype, t.node("t").granularity, t.node("t").args) == (
         torch.float32,
         "tensor",
@@ -209,7 +222,8 @@ def test_apply_keeps_a_float_result_as_given() -> None:
     rec = Recorder(torch.float32)
     v = rec.apply("copy", "y", torch.tensor([0.1], dtype=torch.float64), [], "i")
     assert v.data.dtype == torch.float64
-    assert rec.trace({}).node("y").granularity == "element"
+    y = rec.trace({}).node("y")
+    assert (y.granularity, y.latex, y.text, y.symbol, y.attrs, v.symbol) == ("element", "", "", "", {}, "y")
 
 
 def test_maxabsdiff_records_the_largest_difference_and_its_bound() -> None:
@@ -234,3 +248,31 @@ def test_maxabsdiff_records_the_largest_difference_and_its_bound() -> None:
     assert n.attrs == {"bound": 1.3e-7}
     assert t.node("e").attrs == {}
     assert (float(t.node("f").value), t.node("f").attrs) == (0.0, {"bound": 0.0})
+
+
+def test_every_primitive_stores_the_symbol_of_its_entries() -> None:
+    """An entry's symbol is stored as given; a product and a running sum are named by their formulas; a tensor-level
+    step names no entry, though the var it returns keeps the symbol (or its name) for a later formula."""
+    rec = Recorder(torch.float64)
+    x = rec.input("x", torch.tensor([[1.0, 2.0], [3.0, 4.0]]), "ik", symbol="x_{<i><k>}")
+    c = rec.constant("c", 2.0, symbol="c", text="")
+    got = {
+        "x": x,
+        "c": c,
+        "e": rec.elementwise("mul", "e", [x("i", "k"), c()], "ik", symbol="cx_{<i><k>}", latex="", text=""),
+        "m": rec.max("m", x("i", "k"), "k", symbol="m_{<i>}", latex="", text=""),
+        "p": rec.softmax("p", x("i", "k"), "k", symbol="p_{<i><k>}", latex="", text=""),
+        "a": rec.apply("copy", "a", x.data, [Ref("x", ("i", "k"))], "ik", symbol="a_{<i><k>}"),
+        "w": rec.contract(
+            "w", x("i", "k"), x("j", "k"), "ijk", "k", symbol="w_{<i,j>}", latex="", text="", part_latex=("P", "S")
+        ),
+        "t": rec.tensor("t", "matmul", x.data, [x], "ik", latex="T = X", text="", symbol="T"),
+        "u": rec.tensor("u", "matmul", x.data, [x], "ik", latex="U = X", text=""),
+    }
+    symbols = {"x": "x_{<i><k>}", "c": "c", "e": "cx_{<i><k>}", "m": "m_{<i>}", "p": "p_{<i><k>}", "a": "a_{<i><k>}"}
+    assert {name: var.symbol for name, var in got.items()} == {**symbols, "w": "w_{<i,j>}", "t": "T", "u": "u"}
+    t = rec.trace({})
+    stored = {n.name: n.symbol for n in t.nodes}
+    assert stored == {**symbols, "w.p": "P", "w.s": "S", "w": "w_{<i,j>}", "t": "", "u": ""}
+    assert t["w[2,1]"].symbol == "w_{21}"
+    assert (t.node("x").text, t.node("x").latex) == ("", "x_{<i><k>}")  # an input's formula is its symbol

@@ -59,8 +59,8 @@ def test_loads_cleanly_and_renders_math(browser: Browser, pages: dict[str, str],
 
 def test_navigator_walks_the_steps(browser: Browser, pages: dict[str, str]) -> None:
     browser.open(pages["en"])
-    ids = browser.js("[...document.querySelectorAll('.step')].filter(e => !e.closest('details.group')).map(e => e.id)")
-    assert len(ids) > 20  # the walk-through's steps; the folded expansions are reached from the heatmap
+    ids = browser.js("[...document.querySelectorAll('.stop')].map(e => e.id)")
+    assert len(ids) > 10  # the worked results; the folded expansions are reached from the heatmap
     current = "document.querySelector('.step.current')?.id ?? null"
     assert browser.js(current) is None
     browser.js("document.querySelector('.stepper .next').click()")
@@ -87,6 +87,18 @@ def test_heatmap_cell_opens_its_expansion(browser: Browser, pages: dict[str, str
     assert browser.js("location.hash") == "#pair-3-4"
     assert browser.js("document.querySelector('details.group').open") is True
     assert browser.js("document.getElementById('pair-3-4').classList.contains('current')") is True
+    # the expansion is not a stop: Next goes on to the first stop after it, Previous back to the one before
+    near = browser.js(
+        "(() => { const el = document.getElementById('pair-3-4'), all = [...document.querySelectorAll('.stop')];"
+        " const n = all.findIndex(s => el.compareDocumentPosition(s) & Node.DOCUMENT_POSITION_FOLLOWING);"
+        " return [all[n - 1].id, all[n].id]; })()"
+    )
+    browser.js("document.querySelector('.stepper .next').click()")
+    assert browser.js("document.querySelector('.step.current').id") == near[1]
+    browser.js("document.getElementById('pair-3-4').scrollIntoView(); location.hash = '#pair-1-1'")
+    browser.js("new Promise(r => setTimeout(r, 100))")
+    browser.js("document.querySelector('.stepper .prev').click()")
+    assert browser.js("document.querySelector('.step.current').id") == near[0]
 
 
 def test_every_step_is_there_without_javascript(

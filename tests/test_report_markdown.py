@@ -107,6 +107,13 @@ def test_a_bar_in_a_formula_cell_does_not_end_it() -> None:
     assert r"| $\lVert x \rVert$ | $\|x_{j}\|$ |" in md
 
 
+def test_a_bar_in_the_maths_or_code_of_a_prose_cell_does_not_end_it() -> None:
+    """A values table says what each number is in words with maths, e.g. a check's formula from its trace."""
+    row = Row((Num(r"the check $\max |a - b|$ of `x|y`", math=True), Num("0.0000")))
+    md = render_markdown(page_with(Table("v", "V", (Num("what"), Num("value")), (row,))))
+    assert r"| the check $\max \|a - b\|$ of `x\|y` | 0.0000 |" in md
+
+
 def test_focus_and_total_rows_are_bold_cell_by_cell() -> None:
     rows = (Row((Num("2", cls="label"), Num(""), Num("0.5")), focus=True), Row((Num("Σ"), Num("1.0")), total=True))
     assert rows[0].strong == (True, False, True) and rows[1].strong == (True, True)

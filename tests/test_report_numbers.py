@@ -101,7 +101,7 @@ def test_the_tutorials_printed_numbers_appear(tutorial_report) -> None:  # type:
     ):
         for value in row.split():
             assert value in md
-    z = re.search(r"\| \*\*z\(2\)\*\* \|.*", md)
+    z = re.search(r"\| \*\*\$z\^\{\(2\)\}\$\*\* \|.*", md)
     assert z is not None and re.findall(r"\d\.\d{4}", z.group(0)) == ["0.4419", "0.6515", "0.5683"]
 
 

@@ -90,6 +90,9 @@ def test_symbols_of_the_lessons() -> None:
         (r"s = \text{a = b} + c", "s", (r"\text{a = b} + c",)),
         (r"m = \begin{cases} a = b \\ c \end{cases}", "m", (r"\begin{cases} a = b \\ c \end{cases}",)),
         (r"s = \{ a \} = b", "s", (r"\{ a \}", "b")),
+        (r"f = \left\{ a = 1 \right. = g", "f", (r"\left\{ a = 1 \right.", "g")),  # an escaped brace opens nothing
+        (r"f = \left( a = b \right) = c", "f", (r"\left( a = b \right)", "c")),
+        (r"f = a \leftarrow b = c \rightarrow d", "f", (r"a \leftarrow b", r"c \rightarrow d")),  # arrows group nothing
         (r"e^{\omega_{21}}", r"e^{\omega_{21}}", ()),
         (r"x \cdot y", r"\omega_{21}", (r"x \cdot y",)),  # a formula about something else: one step
         (r"x = y", "", (r"x = y",)),

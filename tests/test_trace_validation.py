@@ -48,6 +48,11 @@ CASES: list[tuple[str, Callable[[dict[str, Any]], None], str]] = [
     ("query-huge", _set("meta.query", 10**30), r"\$\.meta\.query"),
     ("dtype-null", _set("meta.dtype", None), r"\$\.meta\.dtype"),
     ("n-tokens-huge", _set("meta.n_tokens", 10**9), r"\$\.meta\.n_tokens"),
+    ("heads-text", _set("meta.heads", "2"), r"\$\.meta\.heads"),
+    ("weights-int", _set("meta.weights", 5), r"\$\.meta\.weights"),
+    ("weights-seed", _set("meta.weights", {"kind": "rand", "seed": "abc"}), r"\$\.meta\.weights\.seed"),
+    ("dropout-p", _set("meta.dropout", {"p": "x", "seed": 1}), r"\$\.meta\.dropout\.p"),
+    ("dropout-seed", _set("meta.dropout", {"p": 0.5, "seed": 1.5e300}), r"\$\.meta\.dropout\.seed"),
     (
         "args-arity",
         lambda d: _node(d, "omega.p")["args"][0].update(index=["i"]),
@@ -123,6 +128,19 @@ def test_explain_and_report_refuse_in_one_line(tmp_path: Path, doc: dict[str, An
         assert (
             res.exit_code == 2 and isinstance(res.exception, SystemExit) and "malformed trace file at $." in res.output
         )
+
+
+@pytest.mark.parametrize("dropout", [5, {"p": "x", "seed": 1}, {"p": 0.5, "seed": "abc"}])
+def test_metadata_a_page_reads_is_checked(tmp_path: Path, dropout: Any) -> None:
+    """The causal page's code writes the dropout draw from ``meta.dropout``: a bad one was a traceback (exit 1)."""
+    d = serialize.to_dict(tracer.trace_lesson("causal"))
+    d["meta"]["dropout"] = dropout
+    src = tmp_path / "evil.json"
+    src.write_text(seal(d))
+    res = CliRunner().invoke(app, ["report", "--from", str(src), "-o", str(tmp_path / "r")])
+    assert res.exit_code == 2 and isinstance(res.exception, SystemExit), res.output
+    assert "malformed trace file at $.meta.dropout" in res.output and len(res.output.strip().splitlines()) == 1
+    assert not (tmp_path / "r").exists()
 
 
 def test_dev_zero_is_not_read(tmp_path: Path) -> None:

@@ -9,19 +9,19 @@ from __future__ import annotations
 import click
 
 from tracer.cli.group import UserError, app, status, write_output
+from tracer.present.strings import LANGS
+from tracer.record.pipelines import LESSONS
 
 
 @app.command()
 @click.argument("spec", metavar="FILE.py:NAME")
 @click.option(
     "--lesson",
-    type=click.Choice(["simple", "trainable", "causal", "multihead"]),
+    type=click.Choice(list(LESSONS)),
     required=True,
     help="The lesson the code should compute.",
 )
-@click.option(
-    "--lang", type=click.Choice(["en", "zh"]), default="en", show_default=True, help="Language of the verdict."
-)
+@click.option("--lang", type=click.Choice(LANGS), default=LANGS[0], show_default=True, help="Language of the verdict.")
 @click.option(
     "--format",
     "fmt",

@@ -25,12 +25,16 @@ made.
 
 from __future__ import annotations
 
+import re
+
 SEP = " = "
 """What separates the steps of a formula (with its spaces, as every formula attn-trace writes has them)."""
+_COMMAND = re.compile(r"\\([A-Za-z]+|.?)")
+_OPENS = {"begin": 1, "left": 1, "end": -1, "right": -1}
 
 
 def steps(formula: str) -> list[str]:
-    """``formula`` cut at each ``" = "`` that is outside every ``{…}`` group and ``\\begin…\\end`` environment.
+    """``formula`` cut at each ``" = "`` outside every ``{…}`` group, ``\\left…\\right`` pair and environment.
 
     Escaped braces (``\\{``) do not open a group.  A formula with no such
     ``=`` is one step.
@@ -41,12 +45,11 @@ def steps(formula: str) -> list[str]:
     i = 0
     while i < len(formula):
         c = formula[i]
-        if c == "\\":
-            if formula.startswith("\\begin", i):
-                depth += 1
-            elif formula.startswith("\\end", i):
-                depth -= 1
-            i += 2  # the escaped character (``\{``, ``\\``) never opens or closes a group
+        if c == "\\":  # a command (``\\left``, not ``\\leftarrow``) or an escaped character (``\\{``)
+            m = _COMMAND.match(formula, i)
+            assert m is not None  # the pattern matches any backslash
+            depth += _OPENS.get(m.group(1), 0)
+            i = m.end()
             continue
         if c == "{":
             depth += 1

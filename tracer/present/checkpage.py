@@ -20,7 +20,7 @@ from tracer.present.checktext import run_label, stage_name, status_name
 from tracer.present.explain import equation
 from tracer.present.render.env import render
 from tracer.present.render.html import ROOT, asset, csp
-from tracer.present.strings import Strings
+from tracer.present.strings import Strings, html_lang
 
 if TYPE_CHECKING:
     from tracer.compare.check.model import StageResult
@@ -138,6 +138,7 @@ def context(r: CheckResult, lang: str) -> dict[str, Any]:
     roles = [s("check.role_line", role=x.role, param=x.param, how=x.how) for x in r.roles if "_other" not in x.role]
     return {
         "lang": lang,
+        "html_lang": html_lang(lang),
         "title": s("check.page_title", lesson=r.lesson),
         "subtitle": s("check.title", name=r.name or "?", lesson=r.lesson),
         "roles_head": s("check.roles") if roles else s("check.no_roles"),

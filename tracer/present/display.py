@@ -53,7 +53,7 @@ class Summary:
     """What a trace's display shows."""
 
     lesson: str
-    tokens: tuple[str, ...]
+    tokens: tuple[tuple[str, bool], ...]  # each token, and whether it is the focus query's
     query: int
     query_token: str
     dtype: str
@@ -103,7 +103,8 @@ def summary(trace: Trace) -> Summary:
     q = trace.query
     token = tokens[q - 1] if 0 < q <= len(tokens) else ""
     lesson = str(trace.meta.get("lesson", "simple"))
-    return Summary(lesson, tokens, q, token, trace.dtype, len(trace), tuple(rows))
+    marked = tuple((tok, n == q) for n, tok in enumerate(tokens, 1))
+    return Summary(lesson, marked, q, token, trace.dtype, len(trace), tuple(rows))
 
 
 def step_view(step: Step) -> StepView:

@@ -29,6 +29,9 @@ made from node names: an optional ``[nodes."<name>"]`` table per node holds
 
 * ``caption``: the caption of the node's tables (Markdown with ``$...$``);
 * ``figure``: the caption of its heatmap or contributions figure;
+* ``alt``: what that figure shows, in plain words for a screen reader (no
+  ``$...$``; "the causal attention weights"): the page adds the layout and
+  what stands out;
 * ``formula``: LaTeX that replaces the recorded formula when an entry is
   written out, with the trace's ``<i,j>`` index placeholders (so the
   symbols match the numbers put into them);
@@ -82,12 +85,13 @@ class NodeText:
 
     caption: str = ""
     figure: str = ""
+    alt: str = ""
     formula: str = ""
     row: int = 0  # 0: the focus query
 
     def to_dict(self) -> dict[str, Any]:
         """The TOML table back, without the keys left empty."""
-        out: dict[str, Any] = {k: v for k, v in (("caption", self.caption), ("figure", self.figure)) if v}
+        out: dict[str, Any] = {k: getattr(self, k) for k in ("caption", "figure", "alt") if getattr(self, k)}
         if self.formula:
             out["formula"] = self.formula
         if self.row:
@@ -95,7 +99,7 @@ class NodeText:
         return out
 
 
-NODE_KEYS = ("caption", "figure", "formula", "row")
+NODE_KEYS = ("caption", "figure", "alt", "formula", "row")
 """The keys a ``[nodes."<name>"]`` table may hold."""
 
 
@@ -208,7 +212,7 @@ def _node(name: str, table: dict[str, Any]) -> NodeText:
     row = table.get("row", 0)
     if isinstance(row, bool) or not isinstance(row, int) or row < 0:
         raise ValueError(f"nodes.{name}.row must be a positive row number")
-    texts = {k: table.get(k, "") for k in ("caption", "figure", "formula")}
+    texts = {k: table.get(k, "") for k in ("caption", "figure", "alt", "formula")}
     for k, v in texts.items():
         if not isinstance(v, str):
             raise ValueError(f"nodes.{name}.{k} must be text")

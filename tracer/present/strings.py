@@ -14,6 +14,13 @@ from pathlib import Path
 from typing import Any
 
 LANGS = ("en", "zh")
+HTML_LANG = {"zh": "zh-Hans"}
+"""A language's HTML ``lang`` attribute where it is not its code: our Chinese is in simplified script."""
+
+
+def html_lang(lang: str) -> str:
+    """The HTML ``lang`` attribute of a page in ``lang`` (``zh`` -> ``zh-Hans``)."""
+    return HTML_LANG.get(lang, lang)
 
 
 class MissingString(KeyError):

@@ -122,8 +122,7 @@ class Recorder:
         """A copy of the values recorded under node ``name``; with ``last``, only the last entry along that axis."""
         for node in reversed(self._nodes):
             if node.name == name:
-                at = node.axes.index(last) if last is not None else -1
-                v = node.value if last is None else node.value[(slice(None),) * at + (-1,)]
+                v = node.value if last is None else node.value[(slice(None),) * node.axes.index(last) + (-1,)]
                 return torch.from_numpy(np.array(v))
         raise KeyError(name)
 

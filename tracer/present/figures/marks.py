@@ -146,6 +146,20 @@ def tick_text(v: float, step: float) -> str:
     return "0" if s.strip("-0.") == "" else s.replace("-", "−")
 
 
+_SUP = str.maketrans("0123456789()", "⁰¹²³⁴⁵⁶⁷⁸⁹⁽⁾")
+_SUB = str.maketrans("0123456789()", "₀₁₂₃₄₅₆₇₈₉₍₎")
+
+
+def sup(text: str) -> str:
+    """Digits and brackets raised (``"z" + sup("(2)")`` reads z⁽²⁾): symbols in figure text, which has no MathML."""
+    return text.translate(_SUP)
+
+
+def sub(text: str) -> str:
+    """Digits and brackets lowered (``z₁``), like :func:`sup`."""
+    return text.translate(_SUB)
+
+
 def cut(label: str, most: int) -> str:
     """A label cut to ``most`` characters with an ellipsis."""
     return label if len(label) <= most else label[: most - 1] + "…"

@@ -17,6 +17,7 @@ import numpy as np
 
 from tracer.present.figures import marks
 from tracer.present.figures.marks import SIZE, line, text, tick_text, ticks, width
+from tracer.present.figures.place import Room, text_box
 
 Point = tuple[float, float]
 Vec = tuple[float, float, float]
@@ -39,7 +40,11 @@ def _dot(a: Sequence[float], b: Sequence[float]) -> float:
 
 
 class Space:
-    """The box for ``x`` (T x 3) fitted into ``wide`` x ``tall`` CSS px; the panes, grid and axes in ``body``."""
+    """The box for ``x`` (T x 3) fitted into ``wide`` x ``tall`` CSS px; the panes, grid and axes in ``body``.
+
+    ``room`` holds the axes, ticks, tick labels and titles, for labels drawn
+    on top to keep clear of (the panes and their grid lie behind, and do not count).
+    """
 
     def __init__(self, x: np.ndarray, wide: float, tall: float, titles: Sequence[str]) -> None:
         finite = x[np.isfinite(x)]
@@ -52,11 +57,12 @@ class Space:
         corners = [self._flat(c) for c in product((self.lo, self.hi), repeat=3)]
         xs, ys = [c[0] for c in corners], [c[1] for c in corners]
         side = max(width(s) for s in self.labels) + 2 * SIZE + 22  # z tick labels and title, on the right
-        room = (wide - 8.0 - side, tall - 8.0 - 2 * SIZE - 26)  # x and y tick labels and titles, below
-        self.scale = min(room[0] / (max(xs) - min(xs)), room[1] / (max(ys) - min(ys)))
-        self.left, self.top = 4.0 + (room[0] - (max(xs) - min(xs)) * self.scale) / 2, 4.0 + SIZE / 2
+        fit = (wide - 8.0 - side, tall - 8.0 - 2 * SIZE - 26)  # x and y tick labels and titles, below
+        self.scale = min(fit[0] / (max(xs) - min(xs)), fit[1] / (max(ys) - min(ys)))
+        self.left, self.top = 4.0 + (fit[0] - (max(xs) - min(xs)) * self.scale) / 2, 4.0 + SIZE / 2
         self.x0, self.y1 = min(xs), max(ys)
         self.body: list[str] = []
+        self.room = Room((4.0, 4.0, wide - 4.0, tall - 4.0))
         self._panes()
         for k in range(3):
             self._axis(k, titles[k] if k < len(titles) else "")
@@ -80,6 +86,7 @@ class Space:
     def _panes(self) -> None:
         """The back panes x=lo, y=hi and z=lo, each with grid lines at the ticks of its two axes."""
         lo, hi = self.lo, self.hi
+        self.body.append('<g class="grid">')
         for k, fixed in ((0, lo), (1, hi), (2, lo)):
             ring = [(lo, lo), (hi, lo), (hi, hi), (lo, hi)]
             pts = " ".join(f"{marks.n(a)},{marks.n(b)}" for a, b in (self.at(self._corner(k, fixed, r)) for r in ring))
@@ -88,6 +95,7 @@ class Space:
                 for rest in (((v, lo), (v, hi)), ((lo, v), (hi, v))):
                     a, b = (self.at(self._corner(k, fixed, r)) for r in rest)
                     self.body.append(line(a[0], a[1], b[0], b[1], GRID, 0.8))
+        self.body.append("</g>")
 
     def _axis(self, k: int, title: str) -> None:
         """Axis ``k``'s edge, its ticks and their labels pointing out of the box, and its title beyond them."""
@@ -95,6 +103,7 @@ class Space:
         ends = [tuple(self.lo if e == 0 else self.hi if e == 1 else v for e in edge) for v in (self.lo, self.hi)]
         (ax, ay), (bx, by) = (self.at(p) for p in ends)
         self.body.append(line(ax, ay, bx, by, marks.INK, 0.8))
+        self.room.segs.append((ax, ay, bx, by))
         o0, o1 = self.at((0.0, 0.0, 0.0)), self.at(out)
         dx, dy = o1[0] - o0[0], o1[1] - o0[1]
         norm = math.hypot(dx, dy)
@@ -103,10 +112,12 @@ class Space:
         for v, s in zip(self.ticks, self.labels, strict=True):
             px, py = self.at(tuple(self.lo if e == 0 else self.hi if e == 1 else v for e in edge))
             self.body.append(line(px, py, px + 4 * dx, py + 4 * dy, marks.INK, 0.8))
+            self.room.segs.append((px, py, px + 4 * dx, py + 4 * dy))
             half = abs(dx) * width(s) / 2 + abs(dy) * SIZE / 2
             reach = max(reach, 2 * half)
             cx, cy = px + (7 + half) * dx, py + (7 + half) * dy
             self.body.append(text(cx, cy + SIZE * 0.35, s, "middle", marks.MUTED))
+            self.room.boxes.append(text_box(cx, cy + SIZE * 0.35, s, "middle"))
         if not title:
             return
         angle = math.degrees(math.atan2(by - ay, bx - ax))
@@ -114,3 +125,4 @@ class Space:
         gap = 7 + reach + 4 + SIZE / 2
         cx, cy = (ax + bx) / 2 + gap * dx, (ay + by) / 2 + gap * dy
         self.body.append(text(cx, cy + SIZE * 0.35, title, "middle", marks.MUTED, rotate=angle))
+        self.room.boxes.append(text_box(cx, cy + SIZE * 0.35, title, "middle", angle))

@@ -3,10 +3,11 @@
 Like the bar charts and heatmaps (:mod:`.marks`), the figure is drawn
 without matplotlib, sized in CSS pixels: at its natural width of 340 px it
 fits a phone's column, so its 12 px text is never scaled down.  Token labels
-sit at the arrow tips unless two would overlap: then the later one moves
-down, clear of every label placed before it, with a thin line back to its
-tip (:func:`spread`).  More than :data:`MANY` tokens: only the query is
-labelled, and in 2-D the points are drawn without arrows.
+sit beside their arrow's tip, beyond it where there is room; a label goes
+elsewhere around the tip (farther out, with a thin leader line) where an
+arrow, an axis, a tick or another text would cross it (:mod:`.place`).  The
+query's label is placed first.  More than :data:`MANY` tokens: only the
+query is labelled, and in 2-D the points are drawn without arrows.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import numpy as np
 
 from tracer.present.figures import marks
 from tracer.present.figures.marks import SIZE, cut, line, svg, text, tick_text, ticks, width
+from tracer.present.figures.place import Room, Seg, polygon, text_box
 from tracer.present.figures.space import Point, Space
 
 FOCUS = "#c2410c"  # the query, wherever it appears
@@ -33,20 +35,22 @@ def vectors(name: str, x: np.ndarray, tokens: Sequence[str], q: int, axis_titles
     t, d = x.shape
     if d == 3:
         space = Space(x, WIDE, TALL, axis_titles)
-        body, origin = space.body, space.at((0.0, 0.0, 0.0))
+        body, room, origin = space.body, space.room, space.at((0.0, 0.0, 0.0))
         tips = [space.at(tuple(float(v) for v in x[j])) for j in range(t)]
         arrows = True
     else:
-        body, origin, tips = _plane(x, axis_titles)
+        body, room, origin, tips = _plane(x, axis_titles)
         arrows = t <= MANY
     order = [j for j in range(t) if j != q - 1] + ([q - 1] if 0 < q <= t else [])
     for j in order:
         if arrows:
-            body.extend(arrow(origin, tips[j], _color(j, q), 2.2 if j == q - 1 else 1.2))
+            drawn, outline = arrow(origin, tips[j], _color(j, q), 2.2 if j == q - 1 else 1.2)
+            body.extend(drawn)
+            room.segs += outline
         if d != 3:
             cx, cy = marks.n(tips[j][0]), marks.n(tips[j][1])
             body.append(f'<circle cx="{cx}" cy="{cy}" r="2.4" fill="{_color(j, q)}"/>')
-    body.extend(_labels(tips, tokens, q))
+    body.extend(_labels(room, origin, tips, tokens, q))
     return svg(name, WIDE, TALL, body)
 
 
@@ -54,40 +58,45 @@ def _color(j: int, q: int) -> str:
     return FOCUS if j == q - 1 else OTHER
 
 
-def arrow(start: Point, end: Point, color: str, lw: float) -> list[str]:
-    """A line from ``start`` to ``end`` with a filled head at ``end`` (nothing for a zero-length vector)."""
+def arrow(start: Point, end: Point, color: str, lw: float) -> tuple[list[str], list[Seg]]:
+    """A line from ``start`` to ``end`` with a filled head at ``end``, and its outline: the shaft and the head's edges.
+
+    Labels must not cross the outline.  A zero-length vector draws nothing.
+    """
     dx, dy = end[0] - start[0], end[1] - start[1]
     length = math.hypot(dx, dy)
     if length < 1.0:
-        return []
+        return [], []
     ux, uy = dx / length, dy / length
     head = min(4.0 + 3.0 * lw, length * 0.35)
     half = head * 0.42
     bx, by = end[0] - ux * head, end[1] - uy * head
     pts = [end, (bx - uy * half, by + ux * half), (bx + uy * half, by - ux * half)]
-    shaft = line(start[0], start[1], bx + ux * head * 0.2, by + uy * head * 0.2, color, lw)
+    shaft = (start[0], start[1], bx + ux * head * 0.2, by + uy * head * 0.2)
     tip = " ".join(f"{marks.n(a)},{marks.n(b)}" for a, b in pts)
-    return [shaft, f'<polygon points="{tip}" fill="{color}"/>']
+    return [line(*shaft, color, lw), f'<polygon points="{tip}" fill="{color}"/>'], [shaft, *polygon(pts)]
 
 
-def _labels(tips: Sequence[Point], tokens: Sequence[str], q: int) -> list[str]:
-    """Token labels beside their tips, moved apart where they would overlap, kept inside the figure."""
+def _labels(room: Room, origin: Point, tips: Sequence[Point], tokens: Sequence[str], q: int) -> list[str]:
+    """Token labels near their tips, the query's first, each clear of every line and text (see :mod:`.place`)."""
     shown = [j for j in range(len(tips)) if len(tips) <= MANY or j == q - 1]
-    names = [cut(tokens[j], 18) for j in shown]
-    sizes = [(width(s) + 4.0, SIZE * 1.25) for s in names]
-    anchors = [(min(tips[j][0] + 5.0, WIDE - PAD - w), tips[j][1]) for j, (w, _) in zip(shown, sizes, strict=True)]
+    shown.sort(key=lambda j: j != q - 1)
     out = []
-    for j, s, (bx, by) in zip(shown, names, spread(anchors, sizes), strict=True):
-        c = _color(j, q)
-        tx, ty = tips[j]
-        if abs(by - ty) > SIZE * 0.6:
-            out.append(line(tx, ty, bx, by, c, 0.6))
-        out.append(text(bx, by + SIZE * 0.35, s, "start", c))
+    for j in shown:
+        s, c = cut(tokens[j], 18), _color(j, q)
+        (tx, ty), w = tips[j], width(s) + 4.0
+        box, leader = room.place((tx, ty), (tx - origin[0], ty - origin[1]), w, SIZE * 1.25)
+        if leader is not None:
+            out.append(line(*leader, c, 0.6))
+        out.append(text(box[0] + 2.0, (box[1] + box[3]) / 2 + SIZE * 0.35, s, "start", c))
     return out
 
 
-def _plane(x: np.ndarray, titles: Sequence[str]) -> tuple[list[str], Point, list[Point]]:
-    """Axes for components 1 and 2 (a line for d=1), zero lines, and where the origin and each tip sit."""
+def _plane(x: np.ndarray, titles: Sequence[str]) -> tuple[list[str], Room, Point, list[Point]]:
+    """Axes for components 1 and 2 (a line for d=1), zero lines, and where the origin and each tip sit.
+
+    The room holds the axes, ticks and their labels, and the titles (the zero lines lie behind, like a grid).
+    """
     t, d = x.shape
     xs = x[:, 0].astype(np.float64)
     ys = x[:, 1].astype(np.float64) if d > 1 else np.zeros(t)
@@ -101,21 +110,27 @@ def _plane(x: np.ndarray, titles: Sequence[str]) -> tuple[list[str], Point, list
     def at(u: float, v: float) -> Point:
         return (left + (u - xlo) / (xhi - xlo) * (right - left), bottom - (v - ylo) / (yhi - ylo) * (bottom - top))
 
-    body = [line(*at(0.0, ylo), *at(0.0, yhi), "#cbd5e1", 0.8), line(*at(xlo, 0.0), *at(xhi, 0.0), "#cbd5e1", 0.8)]
-    body.append(line(left, bottom, right, bottom, marks.RULE))
-    if d > 1:  # for d=1 every point sits on the zero line: no second axis
-        body.append(line(left, top, left, bottom, marks.RULE))
+    zero = (line(*at(0.0, ylo), *at(0.0, yhi), "#cbd5e1", 0.8), line(*at(xlo, 0.0), *at(xhi, 0.0), "#cbd5e1", 0.8))
+    body = [f'<g class="grid">{zero[0]}{zero[1]}</g>']
+    room = Room((PAD, PAD, WIDE - PAD, TALL - PAD))
+    segs: list[Seg] = [(left, bottom, right, bottom)] + ([(left, top, left, bottom)] if d > 1 else [])  # d=1: no y axis
+    texts: list[tuple[float, float, str, str, float]] = []
     for v in xt:
         px = at(v, ylo)[0]
-        s = tick_text(v, _step(xt))
-        body += [line(px, bottom, px, bottom + 4), text(px, bottom + 6 + SIZE, s, "middle", marks.MUTED)]
+        segs.append((px, bottom, px, bottom + 4))
+        texts.append((px, bottom + 6 + SIZE, tick_text(v, _step(xt)), "middle", 0.0))
     for v, s in zip(yt, ylabels, strict=True):
         py = at(xlo, v)[1]
-        body += [line(left - 4, py, left, py), text(left - 6, py + SIZE * 0.35, s, "end", marks.MUTED)]
-    body.append(text((left + right) / 2, bottom + 12 + 2 * SIZE, titles[0], "middle", marks.MUTED))
+        segs.append((left - 4, py, left, py))
+        texts.append((left - 6, py + SIZE * 0.35, s, "end", 0.0))
+    texts.append(((left + right) / 2, bottom + 12 + 2 * SIZE, titles[0], "middle", 0.0))
     if d > 1:
-        body.append(text(PAD + SIZE, (top + bottom) / 2, titles[1], "middle", marks.MUTED, rotate=-90))
-    return body, at(0.0, 0.0), [at(float(a), float(b)) for a, b in zip(xs, ys, strict=True)]
+        texts.append((PAD + SIZE, (top + bottom) / 2, titles[1], "middle", -90.0))
+    body += [line(*seg) for seg in segs]
+    body += [text(tx, ty, s, anchor, marks.MUTED, rotate=turn) for tx, ty, s, anchor, turn in texts]
+    room.segs += segs
+    room.boxes += [text_box(tx, ty, s, anchor, turn) for tx, ty, s, anchor, turn in texts]
+    return body, room, at(0.0, 0.0), [at(float(a), float(b)) for a, b in zip(xs, ys, strict=True)]
 
 
 def _limits(v: np.ndarray) -> tuple[float, float]:
@@ -134,23 +149,3 @@ def _inside(lo: float, hi: float) -> list[float]:
 
 def _step(at: Sequence[float]) -> float:
     return at[1] - at[0] if len(at) > 1 else 1.0
-
-
-def spread(anchors: Sequence[tuple[float, float]], sizes: Sequence[tuple[float, float]]) -> list[tuple[float, float]]:
-    """Label positions (left, middle) near ``anchors`` such that no two boxes of ``sizes`` overlap.
-
-    Labels are placed in order; one that would overlap a label already
-    placed moves down (then up) by whole label heights until it is clear.
-    Deterministic: the same anchors give the same positions.
-    """
-    placed: list[tuple[float, float, float, float]] = []  # x0, y0, x1, y1
-    out = []
-    for (x, y), (w, h) in zip(anchors, sizes, strict=True):
-        for k in range(0, 4 * len(anchors) + 1):
-            dy = (k + 1) // 2 * h * (-1 if k % 2 else 1) if k else 0.0
-            box = (x, y + dy - h / 2, x + w, y + dy + h / 2)
-            if not any(box[0] < p[2] and p[0] < box[2] and box[1] < p[3] and p[1] < box[3] for p in placed):
-                break
-        placed.append(box)
-        out.append((x, y + dy))
-    return out

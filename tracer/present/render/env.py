@@ -11,6 +11,7 @@ fails loudly on a missing key.
 from __future__ import annotations
 
 import re
+import unicodedata
 from functools import lru_cache
 from typing import Any
 
@@ -24,6 +25,8 @@ from tracer.present.strings import Strings, templates_dir
 _MD_SPECIAL = re.compile(r"([\\`*_\[\]{}#+!|$~])")
 _SPANS = re.compile(r"(\$[^$]*\$|`[^`]*`)")
 """Inline spans of prose we write: ``$maths$`` and ```code```."""
+_STICK = re.compile(r"[，。：；、！？）」』,.:;!?)\]]*")
+"""Punctuation that must not begin a line: kept with the maths before it."""
 
 
 @lru_cache(maxsize=1)
@@ -42,6 +45,7 @@ def environment() -> Environment:
     env.filters["chunk"] = chunk
     env.filters["pieces"] = pieces
     env.filters["prose"] = prose
+    env.filters["plain"] = plain
     env.filters["md"] = md
     env.filters["mdprose"] = mdprose
     env.filters["aligned"] = aligned
@@ -59,13 +63,45 @@ def render(template: str, strings: Strings, **context: Any) -> str:
     return env.get_template(template).render(**context)
 
 
+_BARS = re.compile(r"\\([lr])(vert|Vert)(?![A-Za-z])")
+"""``\\lvert``, ``\\rvert``, ``\\lVert``, ``\\rVert``: bars that open or close an absolute value or a norm."""
+_FENCE = {("l", "vert"): r"\left|", ("r", "vert"): r"\right|", ("l", "Vert"): r"\left\|", ("r", "Vert"): r"\right\|"}
+
+
+def fences(latex: str) -> str:
+    """``\\lvert x \\rvert`` as ``\\left| x \\right|`` (and the double bars alike), pair by pair.
+
+    latex2mathml writes ``\\lvert`` as a bare ``<mo>|</mo>``, which a browser
+    spaces like a relation (``| x |``, wide gaps); ``\\left``/``\\right`` give
+    a fenced row, drawn tight as in print.  Bars that do not pair up, or whose
+    pair holds unbalanced braces, are left as they are.
+    """
+    marks = list(_BARS.finditer(latex))
+    paired: set[int] = set()
+    opened: list[re.Match[str]] = []
+    for m in marks:
+        if m.group(1) == "l":
+            opened.append(m)
+        elif opened and opened[-1].group(2) == m.group(2):
+            o = opened.pop()
+            inner = latex[o.end() : m.start()]
+            if inner.count("{") == inner.count("}"):
+                paired |= {o.start(), m.start()}
+    out, last = [], 0
+    for m in marks:
+        if m.start() in paired:
+            out += [latex[last : m.start()], _FENCE[m.group(1), m.group(2)]]
+            last = m.end()
+    return "".join(out) + latex[last:]
+
+
 @lru_cache(maxsize=4096)
 def _convert(latex: str, display: bool) -> str:
     from latex2mathml.converter import convert
 
     mode = "block" if display else "inline"
     try:
-        out = str(convert(latex, display=mode))
+        out = str(convert(fences(latex), display=mode))
     except Exception:  # LaTeX from a file that latex2mathml cannot parse: show its source as text
         out = f'<math display="{mode}"><mtext>{escape(latex)}</mtext></math>'
     return clean_mathml(out)
@@ -133,14 +169,51 @@ def prose(para: Any) -> Markup:
     if not para.math:
         return escape(para.text)
     out = []
-    for n, part in enumerate(_SPANS.split(para.text)):
+    parts = _SPANS.split(para.text)
+    for n, part in enumerate(parts):
         if n % 2 and part.startswith("$"):
-            out.append(mathml(part[1:-1]))
+            glued = _STICK.match(parts[n + 1]) if n + 1 < len(parts) else None
+            stick = glued.group(0) if glued else ""
+            if stick:  # punctuation right after maths stays on its line: a line never starts with "：" or ","
+                parts[n + 1] = parts[n + 1][len(stick) :]
+                out.append(Markup('<span class="glue">%s%s</span>') % (mathml(part[1:-1]), stick))
+            else:
+                out.append(mathml(part[1:-1]))
         elif n % 2:
             out.append(Markup("<code>%s</code>") % part[1:-1])
         else:
             out.append(escape(part))
     return Markup("").join(out)
+
+
+_SYMBOLS = {"cdot": "·", "times": "×", "infty": "∞", "sqrt": "√", "sum": "Σ", "le": "≤", "ge": "≥"}
+
+
+def _plain_latex(latex: str) -> str:
+    """Simple LaTeX as plain text: ``x^{(2)}`` as ``x(2)``, ``\\alpha`` as ``α``, other commands left out."""
+
+    def word(m: re.Match[str]) -> str:
+        name = m.group(1)
+        if name in _SYMBOLS:
+            return _SYMBOLS[name]
+        try:
+            return unicodedata.lookup(f"GREEK {'CAPITAL' if name[0].isupper() else 'SMALL'} LETTER {name.upper()}")
+        except KeyError:
+            return ""
+
+    return re.sub(r"[\^_{}]", "", re.sub(r"\\([A-Za-z]+)", word, latex))
+
+
+def plain(para: Any) -> str:
+    """A paragraph or title as plain text, where HTML allows no markup (``<title>``): maths in simple text form."""
+    if isinstance(para, str):
+        return para
+    if not para.math:
+        return str(para.text)
+    return "".join(
+        (_plain_latex(part[1:-1]) if part.startswith("$") else part[1:-1]) if n % 2 else part
+        for n, part in enumerate(_SPANS.split(para.text))
+    )
 
 
 def md(text: str) -> str:
@@ -160,16 +233,21 @@ def mdcell(latex: str) -> str:
     return latex.replace("|", "\\|")
 
 
-def mdprose(para: Any) -> str:
-    """A paragraph (or a caption) for Markdown: escaped text; ``$...$`` and ```...``` spans kept when it allows math."""
+def mdprose(para: Any, cell: bool = False) -> str:
+    """A paragraph (or a caption) for Markdown: escaped text; ``$...$`` and ```...``` spans kept when it allows math.
+
+    In a table ``cell``, a ``|`` inside those spans is escaped too (:func:`mdcell`): a
+    table row ends at any bare ``|``, maths and code included.
+    """
     if isinstance(para, str):
         return md(para)
     if not para.math:
         return md(para.text)
     out = []
     for n, part in enumerate(_SPANS.split(para.text)):
-        if n % 2 and part.startswith("$"):
-            out.append(f"${markdown_math(part[1:-1])}$")
+        if n % 2:
+            span = f"${markdown_math(part[1:-1])}$" if part.startswith("$") else part
+            out.append(mdcell(span) if cell else span)
         else:
-            out.append(part if n % 2 else md(part))
+            out.append(md(part))
     return "".join(out)

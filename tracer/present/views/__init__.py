@@ -14,12 +14,13 @@ from tracer.present.overflow import Overflow
 from tracer.present.strings import Strings
 from tracer.present.views import code
 from tracer.present.views.code import with_code
-from tracer.present.views.common import Ctx, unfollowed
+from tracer.present.views.common import Ctx, focus, unfollowed
 from tracer.present.views.early import inputs, scores
 from tracer.present.views.late import context, pairs, recap
 from tracer.present.views.model import Page
 from tracer.present.views.normalize import normalize, overflow
 from tracer.present.views.order import TUTORIAL
+from tracer.present.views.stops import stops
 from tracer.version import __version__
 
 __all__ = ["Page", "build"]
@@ -35,7 +36,7 @@ def build(trace: Trace, lang: str = "en", decimals: int = 4, scaled: Overflow | 
     summary = (
         (s("page.summary_tokens"), str(ctx.t)),
         (s("page.summary_dim"), str(ctx.d)),
-        (s("page.summary_query"), f"x({q}) · {trace.tokens[q - 1]}"),
+        *focus(s, q, trace.tokens[q - 1]),
         (s("page.summary_dtype"), trace.dtype),
         (s("page.summary_decimals"), s("page.decimals", n=decimals)),
         *unfollowed(trace, s),
@@ -59,4 +60,5 @@ def build(trace: Trace, lang: str = "en", decimals: int = 4, scaled: Overflow | 
         sections=sections,
         footer=s("page.footer", version=__version__),
         strings=ui,
+        stops=stops(sections),
     )

@@ -89,6 +89,11 @@ def unfollowed(trace: Trace, s: Any) -> tuple[tuple[str, str], ...]:
     return () if check.ok else ((s("page.summary_unfollowed"), check.summary()),)
 
 
+def focus(s: Strings, q: int, tok: str) -> tuple[tuple[str, str | Para], ...]:
+    """The summary's focus query, its symbol as maths, and its token on a line of its own (a token is never maths)."""
+    return (s("page.summary_query"), Para(f"$x^{{({q})}}$", math=True)), (s("page.summary_token"), tok)
+
+
 def said(text: str, note: bool = False) -> Para:
     """A paragraph or caption we wrote: its ``$...$`` spans are maths, its ```...``` spans code (never a token)."""
     return Para(text, note=note, math=True)

@@ -10,6 +10,8 @@ import numpy as np
 from tracer.core import ids, portable
 from tracer.present.board import elide
 from tracer.present.figures import bars
+from tracer.present.figures.marks import sub, sup
+from tracer.present.views import alts
 from tracer.present.views.common import (
     FULL_T,
     HEAT_BLOCKS,
@@ -73,7 +75,7 @@ def context(ctx: Ctx) -> Section:
             ctx.cell(f"z[{q}].t[{j + 1},{k + 1}]", float(terms[j, k])) if k is not None else Num("⋯") for k in comps
         ]
         rows.append(Row(tuple(cells), focus=j == q - 1))
-    total = [Num(s("context.total", q=q), cls="label"), Num(""), Num("")]
+    total = [Num(f"z^{{({q})}}", cls="label", latex=True), Num(""), Num("")]
     total += [ctx.cell(f"z[{q},{k + 1}]", float(z[k])) if k is not None else Num("⋯") for k in comps]
     rows.append(Row(tuple(total), total=True))
     notes = []
@@ -82,7 +84,7 @@ def context(ctx: Ctx) -> Section:
         notes.append(said(s("context.rounding", cols=", ".join(bad), n=ctx.decimals), note=True))
     blocks.append(Table("context-table", said(s("context.table_caption", q=q)), tuple(head), tuple(rows), tuple(notes)))
     blocks.append(_context_figure(ctx, terms, z))
-    return Section("context", s("context.title", q=q), tuple(blocks))
+    return Section("context", said(s("context.title", q=q)), tuple(blocks))
 
 
 def _context_figure(ctx: Ctx, terms: np.ndarray, z: np.ndarray) -> Figure:
@@ -99,7 +101,8 @@ def _context_figure(ctx: Ctx, terms: np.ndarray, z: np.ndarray) -> Figure:
         rest = np.delete(t64, keep, axis=0).sum(axis=0)
         parts = np.vstack([t64[keep], rest])[:, :d]
         names, others = [ctx.trace.tokens[j] for j in keep] + [s("context.others")], True
-    svg = bars.stacked("fig-context", parts, z64[:d], names, [f"z{k + 1}" for k in range(d)], f"z({q})", others)
+    comps = [f"z{sub(str(k + 1))}" for k in range(d)]
+    svg = bars.stacked("fig-context", parts, z64[:d], names, comps, s("lesson.bars_total", q=sup(f"({q})")), others)
     caption = s("context.fig_caption", q=q)
     if d < ctx.d:
         caption += " " + s("context.dims_elided", n=d, d=ctx.d)
@@ -139,8 +142,9 @@ def pairs(ctx: Ctx) -> Section:
     elif t <= FULL_T:
         blocks.append(replace(said(s("pairs.click")), interactive=True))
     omega_cap, alpha_cap = said(s("pairs.omega_caption")), said(s("pairs.alpha_caption"))
-    blocks.append(Figure("fig-omega", "fig-omega", omega_svg, s("pairs.omega_alt", t=t), omega_cap))
-    blocks.append(Figure("fig-alpha", "fig-alpha", alpha_svg, s("pairs.alpha_alt", t=t), alpha_cap))
+    omega_alt, alpha_alt = (alts.heat(ctx, s(f"pairs.{n}_alt"), tr.tensor(n)) for n in ("omega", "alpha"))
+    blocks.append(Figure("fig-omega", "fig-omega", omega_svg, omega_alt, omega_cap))
+    blocks.append(Figure("fig-alpha", "fig-alpha", alpha_svg, alpha_alt, alpha_cap))
     if t <= FULL_T:
         blocks.append(_matrix_table(ctx, "alpha", said(s("pairs.alpha_table_caption"))))
     blocks.append(rows_table(ctx, "z-table", said(s("pairs.z_caption")), "z", r"z^{(i)}_{%(k)s}", row="i"))

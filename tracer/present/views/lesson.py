@@ -19,10 +19,11 @@ from tracer.errors import InputError
 from tracer.present.narrative import Narrative, Stage
 from tracer.present.strings import Strings
 from tracer.present.views.code import blocks
-from tracer.present.views.common import unfollowed
+from tracer.present.views.common import focus, unfollowed
 from tracer.present.views.model import Block, Formula, Page, Para, Section
 from tracer.present.views.nodes import LessonCtx, node_blocks, values_table
 from tracer.present.views.order import stage_order
+from tracer.present.views.stops import stops
 from tracer.present.views.worked import bars, heatmaps, written
 from tracer.version import __version__
 
@@ -51,14 +52,20 @@ def featured(trace: Trace, stage: str, prose_stage: Stage) -> list[Node]:
 
 
 def section(ctx: LessonCtx, n: int, stage: str, story: Stage, code: Sequence[Block] = ()) -> Section:
-    """One stage: its prose, its tables, its worked entries and figures, its scalars, then its code."""
+    """One stage: its prose, its tables, its worked entries and figures, its scalars, then its code.
+
+    A heatmap follows the table of its matrix (the same numbers, shaded), not the stage's last table.
+    """
     tr = ctx.trace
     blocks: list[Block] = prose(story.text, stage)
     nodes = featured(tr, stage, story)
     for node in nodes:
         blocks += node_blocks(ctx, node, stage)
+        if node.name in story.heatmap:
+            blocks += heatmaps(ctx, node)
     for name in story.heatmap:
-        blocks += heatmaps(ctx, tr.node(name))
+        if name not in {n.name for n in nodes}:
+            blocks += heatmaps(ctx, tr.node(name))
     for name in story.write:
         blocks += written(ctx, tr.node(name))
     for name in story.bars:
@@ -84,7 +91,7 @@ def build(trace: Trace, story: Narrative, decimals: int = 4) -> Page:
         (s("lesson.summary_lesson"), str(trace.meta.get("lesson", story.lesson))),
         (s("page.summary_tokens"), str(ctx.t)),
         (s("page.summary_dim"), str(trace.meta.get("dim", "?"))),
-        (s("page.summary_query"), f"x({q}) · {trace.tokens[q - 1]}"),
+        *focus(s, q, trace.tokens[q - 1]),
         (s("page.summary_dtype"), trace.dtype),
         (s("page.summary_decimals"), s("page.decimals", n=decimals)),
         *unfollowed(trace, s),
@@ -98,4 +105,5 @@ def build(trace: Trace, story: Narrative, decimals: int = 4) -> Page:
         sections=sections,
         footer=s("page.footer", version=__version__),
         strings=ui,
+        stops=stops(sections),
     )

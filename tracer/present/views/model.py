@@ -13,6 +13,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Literal
 
+from tracer.present.strings import html_lang
+
 _NUMBER = re.compile(r"^[-+]?(\d[\d.,]*(e[-+]?\d+)?|inf|nan)$|^[⋯…⋮]?$")
 """Cells that a number column holds: numbers, inf and nan, and the ellipsis of left-out entries."""
 
@@ -160,10 +162,10 @@ Block = Table | Equation | Formula | Para | Figure | Code | Group
 
 @dataclass(frozen=True)
 class Section:
-    """A numbered part of the walk-through."""
+    """A numbered part of the walk-through; its title may be a :class:`Para` with maths (``… vector $z^{(2)}$``)."""
 
     anchor: str
-    title: str
+    title: str | Para
     blocks: tuple[Block, ...]
 
 
@@ -173,16 +175,17 @@ class Page:
 
     lang: str
     title: str
-    subtitle: str
-    summary: tuple[tuple[str, str], ...]
+    subtitle: str | Para
+    summary: tuple[tuple[str, str | Para], ...]  # label, value (a symbol such as the focus query's as maths)
     sections: tuple[Section, ...]
     footer: str
     strings: dict[str, str] = field(default_factory=dict)  # the few UI labels the page script needs
+    stops: frozenset[str] = frozenset()  # anchors of the blocks the step navigator stops at (see views/stops.py)
 
     @property
     def html_lang(self) -> str:
         """The page's language as an HTML ``lang`` attribute (Chinese pages are in simplified script)."""
-        return {"zh": "zh-Hans"}.get(self.lang, self.lang)
+        return html_lang(self.lang)
 
     @property
     def italic_captions(self) -> bool:

@@ -234,7 +234,8 @@ def values_table(ctx: LessonCtx, nodes: list[Node], anchor_id: str, section: int
     """One table for a stage's scalars: constants, and the checks that compare two forms.
 
     Each row says what the number is in the narrative's words; the step id
-    rides on the value cell (a tooltip and a link for ``explain``).
+    rides on the value cell (a tooltip and a link for ``explain``).  The first
+    table that holds a bounded check (``≤ 5e-07``) says once what the bound means.
     """
     rows = []
     for node in nodes:
@@ -248,4 +249,8 @@ def values_table(ctx: LessonCtx, nodes: list[Node], anchor_id: str, section: int
     if not rows:
         return None
     head = (Num(ctx.s("lesson.col_what")), Num(ctx.s("lesson.col_value")))
-    return Table(anchor_id, Para(ctx.s("lesson.values_caption", n=section), math=True), head, tuple(rows))
+    key = "lesson.values_caption"
+    if "bound" not in ctx.said and any(r.cells[1].text.startswith("≤") for r in rows):  # said once, where it applies
+        key = "lesson.values_caption_bound"
+        ctx.said.add("bound")
+    return Table(anchor_id, Para(ctx.s(key, n=section), math=True), head, tuple(rows))

@@ -2,10 +2,10 @@
 
 :func:`written` writes each focus-query entry of a node the way a teacher
 writes it on the board: the formula, the numbers that go in (the factors of
-each product), the terms, the total, and the running sums, with a note when
-the rounded terms do not add up to the rounded total.  :func:`heatmaps` and
-:func:`bars` draw a node's (…, i, j) matrix and a weighted sum's
-contributions, one figure per head.
+each product), the terms, the total, and the running sums, with a note (once
+a page, at the first sum it concerns) when the rounded terms do not add up to
+the rounded total.  :func:`heatmaps` and :func:`bars` draw a node's (…, i, j)
+matrix and a weighted sum's contributions, one figure per head.
 """
 
 from __future__ import annotations
@@ -15,10 +15,13 @@ from itertools import product
 import numpy as np
 
 from tracer.core import ids
+from tracer.core.formula import steps as split_steps
 from tracer.core.trace import Node, Step, Trace
 from tracer.present.board import MAX_TERMS, elide
 from tracer.present.board import terms as shown_terms
 from tracer.present.figures.bars import stacked
+from tracer.present.figures.marks import sup
+from tracer.present.views import alts
 from tracer.present.views.common import FULL_T, TOP, heatmap_svg, tex
 from tracer.present.views.layout import board, chunked, sides
 from tracer.present.views.model import Block, Equation, Figure, Para
@@ -108,8 +111,8 @@ def equation(ctx: LessonCtx, step: Step) -> Equation:
         runs = _running_sums(tr, step, ins)
         if runs and len(runs) <= MAX_TERMS:
             extra = [rf"s_{{{n + 1}}} = {_val(ctx, r)}" for n, r in enumerate(runs)]
-        if len(ins) <= MAX_TERMS and ctx.rounds([t.value for t in ins], step.value):
-            note = ctx.s("lesson.rounding_again" if "rounding" in ctx.said else "lesson.rounding", n=ctx.decimals)
+        if "rounding" not in ctx.said and len(ins) <= MAX_TERMS and ctx.rounds([t.value for t in ins], step.value):
+            note = ctx.s("lesson.rounding", n=ctx.decimals)  # once a page, at the first sum it concerns
             ctx.said.add("rounding")
     elif op == "div" and len(vals) == 2:
         top = r" \times ".join(_factors(ctx, ins[0])) if ins[0].op == "mul" and ins[0].is_element else vals[0]
@@ -123,6 +126,9 @@ def equation(ctx: LessonCtx, step: Step) -> Equation:
     elif op == "max":
         chain.append(rf"\max({', '.join(_cut(vals))})")
     lhs, formula = sides(step, _formula(ctx, step))
+    if ctx.text(step.node).formula:  # the narrative names the entry itself (a head's z): its left side is the page's
+        lhs, *named = split_steps(_formula(ctx, step))
+        formula = tuple(named)
     label = ctx.s("lesson.partial") if extra else ""
     steps = [*formula, *chain, tex(ctx.num(float(step.value)))]
     return board(anchor(step.id), step.id, lhs, steps, label, extra, note, focus=True)
@@ -160,7 +166,8 @@ def heatmaps(ctx: LessonCtx, node: Node) -> list[Block]:
         cap = _figure_caption(ctx, node, part, "lesson.heat_caption")
         if small:
             cap = Para(cap.text + " " + ctx.s("lesson.heat_small"), math=True)
-        alt = _alt(ctx, ctx.s("lesson.heat_alt", t=ctx.t, q=ctx.q), part)
+        matrix = np.asarray(node.value[part.lead])
+        alt = _alt(ctx, alts.heat(ctx, ctx.text(node).alt or ctx.s("lesson.heat_alt"), matrix), part)
         out.append(Figure(name, name, svg, alt, cap))
     return out
 
@@ -181,8 +188,9 @@ def bars(ctx: LessonCtx, node: Node) -> list[Block]:
             names, others = [*names[:keep], ctx.s("lesson.others")], True
         name = f"fig-{anchor(node.name)}{part.anchor}"
         comps = [ctx.s("lesson.bars_comp", c=c + 1) for c in range(z.shape[0])]
-        zlabel = ctx.s("lesson.bars_total", q=ctx.q)
+        zlabel = ctx.s("lesson.bars_total", q=sup(f"({ctx.q})"))
         svg = stacked(name, terms, z, names, comps, zlabel, others)
-        alt = _alt(ctx, ctx.s("lesson.bars_alt", q=ctx.q), part)
+        what = ctx.text(node).alt or ctx.s("lesson.bars_what")
+        alt = _alt(ctx, ctx.s("lesson.bars_alt", q=ctx.q, token=ctx.trace.tokens[ctx.q - 1], what=what), part)
         out.append(Figure(name, name, svg, alt, _figure_caption(ctx, node, part, "lesson.bars_caption")))
     return out

@@ -33,6 +33,7 @@ from tracer.record.capture import axes as ax
 from tracer.record.capture.mode import Mode
 from tracer.record.capture.naming import final_names, rename
 from tracer.record.capture.session import Session
+from tracer.record.inputs import DEFAULT_QUERY
 
 __all__ = ["Capture", "capture", "trace_torch"]
 
@@ -124,7 +125,7 @@ class Capture:
         if self.tokens is not None and rows and len(self.tokens) != len(rows):
             raise InputError(f"{len(self.tokens)} token labels for inputs of {len(rows)} rows")
         tokens = self.tokens if self.tokens is not None else rows
-        query = self.query if self.query is not None else (2 if len(tokens) >= 2 else 1)
+        query = self.query if self.query is not None else max(1, min(DEFAULT_QUERY, len(tokens)))
         if tokens and not 1 <= query <= len(tokens):
             raise InputError(f"must be from 1 to {len(tokens)}, got {query}", arg="query")
         nodes = [_untokened(n, len(tokens)) for n in nodes]
