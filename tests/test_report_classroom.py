@@ -130,3 +130,27 @@ def test_punctuation_after_maths_is_kept_with_it(page: str) -> None:
         if not html[m.end() :].lstrip("，。：；、,.:;)").startswith("</span>")
     ]
     assert not loose, f"{page}: punctuation after maths may start a line: {loose[:2]}"
+
+
+STANDALONE_IN_PARENS = re.compile(r"=\s*\(\{-[\d.]+\}\)\s*(?:$|\\\\|\$)", re.MULTILINE)
+"""A whole right-hand side in parentheses: ``&= ({-0.5874})`` or ``s_{1} = ({-0.2184})$``."""
+
+
+@pytest.mark.parametrize("page", PAGES)
+def test_a_negative_result_stands_without_parentheses(page: str) -> None:
+    # parentheses keep a negative term apart from the + before it; a total or a running sum has no + before it
+    text = _md(page)
+    assert not STANDALONE_IN_PARENS.findall(text)
+    if page.startswith("multihead"):
+        assert r"&= {-0.5874}" in text  # z⁽²⁾ of head 1, component 1: a negative total, written as one
+        assert r"&= ({-0.2184}) + ({-0.3690})" in text  # its negative terms keep their parentheses
+
+
+def test_alone_drops_only_the_parentheses() -> None:
+    from tracer.present.views.common import alone, tex
+
+    assert tex("-0.5874") == "({-0.5874})"
+    assert alone("-0.5874") == "{-0.5874}"
+    assert alone("0.5874") == "0.5874"
+    assert alone("-inf") == r"{-\infty}"
+    assert alone("nan") == r"\mathrm{nan}"

@@ -112,6 +112,17 @@ def tex(text: str) -> str:
     return f"({{{text}}})" if text.startswith("-") else text
 
 
+def alone(text: str) -> str:
+    """A displayed number standing on its own after ``=`` (a total, a running sum): no parentheses.
+
+    Parentheses keep a negative term apart from the ``+`` before it; a number
+    that is the whole right-hand side needs none (``s_1 = -0.2184``, not
+    ``s_1 = (-0.2184)``).  Its sign is still grouped with its digits.
+    """
+    out = tex(text)
+    return out[1:-1] if out.startswith("(") else out
+
+
 def pick_rows(t: int, q: int) -> list[int | None]:
     """Rows to list out of ``t``: all when few, else the first ones, the focus query and the last ones."""
     if t <= FULL_T:

@@ -22,7 +22,7 @@ from tracer.present.board import terms as shown_terms
 from tracer.present.figures.bars import stacked
 from tracer.present.figures.marks import sup
 from tracer.present.views import alts
-from tracer.present.views.common import FULL_T, TOP, heatmap_svg, tex
+from tracer.present.views.common import FULL_T, TOP, alone, heatmap_svg, tex
 from tracer.present.views.layout import board, chunked, sides
 from tracer.present.views.model import Block, Equation, Figure, Para
 from tracer.present.views.nodes import LessonCtx, Part, anchor, caption, lead_axes, parts
@@ -110,7 +110,7 @@ def equation(ctx: LessonCtx, step: Step) -> Equation:
         chain.append(chunked(_cut(vals)))
         runs = _running_sums(tr, step, ins)
         if runs and len(runs) <= MAX_TERMS:
-            extra = [rf"s_{{{n + 1}}} = {_val(ctx, r)}" for n, r in enumerate(runs)]
+            extra = [rf"s_{{{n + 1}}} = {alone(ctx.num(float(r.value)))}" for n, r in enumerate(runs)]
         if "rounding" not in ctx.said and len(ins) <= MAX_TERMS and ctx.rounds([t.value for t in ins], step.value):
             note = ctx.s("lesson.rounding", n=ctx.decimals)  # once a page, at the first sum it concerns
             ctx.said.add("rounding")
@@ -130,7 +130,7 @@ def equation(ctx: LessonCtx, step: Step) -> Equation:
         lhs, *named = split_steps(_formula(ctx, step))
         formula = tuple(named)
     label = ctx.s("lesson.partial") if extra else ""
-    steps = [*formula, *chain, tex(ctx.num(float(step.value)))]
+    steps = [*formula, *chain, alone(ctx.num(float(step.value)))]
     return board(anchor(step.id), step.id, lhs, steps, label, extra, note, focus=True)
 
 
