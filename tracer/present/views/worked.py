@@ -125,10 +125,12 @@ def equation(ctx: LessonCtx, step: Step) -> Equation:
         chain.append(f"e^{{{vals[0]}}}")
     elif op == "max":
         chain.append(rf"\max({', '.join(_cut(vals))})")
-    lhs, formula = sides(step, _formula(ctx, step))
+    written = _formula(ctx, step)
     if ctx.text(step.node).formula:  # the narrative names the entry itself (a head's z): its left side is the page's
-        lhs, *named = split_steps(_formula(ctx, step))
+        lhs, *named = split_steps(written)
         formula = tuple(named)
+    else:
+        lhs, formula = sides(step, written)
     label = ctx.s("lesson.partial") if extra else ""
     steps = [*formula, *chain, alone(ctx.num(float(step.value)))]
     return board(anchor(step.id), step.id, lhs, steps, label, extra, note, focus=True)
