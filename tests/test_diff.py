@@ -6,6 +6,7 @@ import dataclasses
 import json
 import math
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -193,6 +194,22 @@ def test_a_nan_in_both_traces_does_not_carry_a_change() -> None:
     assert [r.id for r in tracer.diff(a, b).roots] == ["x[1]", "z[1]"]
 
 
+def test_compare_of_a_float32_and_a_float64_array_works_in_float64() -> None:
+    """A float32 trace against a float64 one: 1 - 1.1 is 0.10000000000000009 exactly, not its float32 rounding."""
+    got = compare(np.array([1.0], np.float32), np.array([1.1]), 1e-5, 1e-6)
+    assert got.bad is not None and got.big == 0.10000000000000009
+
+
+def test_compare_of_infinities_warns_nothing() -> None:
+    """inf - inf and inf * 0 are NaN inside the comparison; numpy must not print a RuntimeWarning for them."""
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        got = compare(np.array([np.inf, 1.0]), np.array([np.inf, 2.0]), 0.0, 0.0)
+    assert got.bad is not None and got.bad.tolist() == [False, True] and got.big == 1.0
+
+
 def test_compare_reads_arrays_longer_than_one_block() -> None:
     from tracer.compare.diffmask import CHUNK
 
@@ -201,6 +218,27 @@ def test_compare_reads_arrays_longer_than_one_block() -> None:
     b[-1] = 1.0
     got = compare(a, b, 1e-5, 1e-6)
     assert got.bad is not None and np.flatnonzero(got.bad).tolist() == [CHUNK + 2] and got.big == 1.0
+
+
+def test_compare_reads_each_entry_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The blocks tile the array: 10 entries in blocks of 4 are compared as 4, 4 and 2 (a pass, not a square)."""
+    from tracer.compare import diffmask
+
+    sizes: list[int] = []
+    block = diffmask._block
+
+    def spy(a: np.ndarray, b: np.ndarray, *rest: Any) -> float:
+        sizes.append(a.size)
+        return block(a, b, *rest)
+
+    monkeypatch.setattr(diffmask, "CHUNK", 4)
+    monkeypatch.setattr(diffmask, "_block", spy)
+    a = np.zeros(10)
+    b = a.copy()
+    b[9] = 1.0
+    got = compare(a, b, 1e-5, 1e-6)
+    assert sizes == [4, 4, 2]
+    assert got.bad is not None and np.flatnonzero(got.bad).tolist() == [9] and got.big == 1.0
 
 
 def test_nonfinite_in_a_trace(tutorial: tracer.Trace) -> None:
