@@ -78,14 +78,17 @@ bench: $(READY)  ## benchmarks: ratios measured side by side in one run
 gold: $(READY)  ## rewrite the golden reports (reports/) from today's code
 	UPDATE_GOLD=1 $(PY) -m pytest -q tests/test_report_gold.py tests/test_report_lessons.py
 
+# `make mutate MUTANTS='tracer.core.fmt*'` runs part of the core; MUTATE_JOBS sets how many mutants run at once
+MUTANTS ?=
+MUTATE_JOBS ?= $(shell nproc 2>/dev/null || echo 1)
 mutate: $(READY)  ## mutation testing of the core with mutmut (slow: not part of `make test`; docs/testing.md)
 	$(PIP) -e ".[test,mutate]"
 	# mutants/ must exist before Python starts: a PYTHONPATH entry that is missing then stays unusable
 	rm -rf mutants && mkdir mutants
 	# one thread each: mutmut forks after torch has started its thread pool, and forked children hang
 	OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 PYTHONPATH=$(CURDIR)/mutants \
-	  nice -n 19 $(PY) -m mutmut run; rc=$$?; \
-	$(PY) -m mutmut results; exit $$rc
+	  nice -n 19 $(PY) -m mutmut run --max-children $(MUTATE_JOBS) $(MUTANTS); rc=$$?; \
+	$(PY) -m tests.mutation_score --survivors && exit $$rc
 
 clean:  ## remove caches and test artifacts
 	rm -rf .pytest_cache .mypy_cache .ruff_cache artifacts build dist *.egg-info mutants
