@@ -276,3 +276,12 @@ def test_every_primitive_stores_the_symbol_of_its_entries() -> None:
     assert stored == {**symbols, "w.p": "P", "w.s": "S", "w": "w_{<i,j>}", "t": "", "u": ""}
     assert t["w[2,1]"].symbol == "w_{21}"
     assert (t.node("x").text, t.node("x").latex) == ("", "x_{<i><k>}")  # an input's formula is its symbol
+
+
+def test_a_constant_takes_the_trace_dtype() -> None:
+    """In a float64 trace sqrt(2) is stored to float64's precision, not rounded through torch's float32 default."""
+    rec = Recorder(torch.float64)
+    c = rec.constant("root", 2.0**0.5, symbol="r", text="sqrt(2)")
+    node = rec.trace({}).node("root")
+    assert c.data.dtype == torch.float64 and node.value.dtype == np.float64
+    assert float(node.value) == 1.4142135623730951
