@@ -227,6 +227,23 @@ def test_the_overflow_stage_is_left_out_when_no_power_of_ten_overflows() -> None
     assert "overflow" not in t.meta["stages"] and not [n for n in t.nodes if n.stage == "overflow"]
 
 
+def test_the_overflow_factor_comes_from_the_focus_query_row() -> None:
+    """x = (0.01, 1): query 2's largest score is 1, and 1 x 10^2 already passes ln(float32 max) = 88.7, so c = 10;
+    query 1's is 0.01, which needs 10^4 (c = 100)."""
+    x = np.array([[0.01], [1.0]])
+    assert tracer.trace_self_attention(x, query=2).meta["overflow"] == {"factor": 10, "max_power": 12}
+    assert tracer.trace_self_attention(x, query=1).meta["overflow"] == {"factor": 100, "max_power": 12}
+
+
+def test_the_overflow_stage_is_left_out_when_the_scaled_inputs_would_overflow() -> None:
+    """Query 1's largest score is 1e-14, which needs c = 10^8; another token's 1e31 times 10^8 is past float32's
+    3.4e38, so the stage is left out; at 1e29 the scaled inputs still fit and the stage is recorded."""
+    big = tracer.trace_self_attention(np.array([[1e-7, 0.0], [0.0, 1e31]]), query=1)
+    assert big.meta["overflow"] == {"factor": None, "max_power": 12} and "overflow" not in big.meta["stages"]
+    fits = tracer.trace_self_attention(np.array([[1e-7, 0.0], [0.0, 1e29]]), query=1)
+    assert fits.meta["overflow"] == {"factor": 10**8, "max_power": 12} and "overflow" in fits.meta["stages"]
+
+
 @pytest.mark.parametrize("lesson", ["trainable", "causal", "multihead"])
 def test_an_unknown_option_is_named_with_the_lesson(lesson: str) -> None:
     with pytest.raises(tracer.InputError, match=rf"^lesson '{lesson}' takes no option heads, zeta$"):
