@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+import warnings
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -61,6 +63,60 @@ def test_bad_inputs(kwargs: dict[str, object], message: str) -> None:
     with pytest.raises(InputError, match=message) as err:
         tracer.trace_self_attention(**kwargs)  # type: ignore[arg-type]
     assert "\n" not in str(err.value)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"inputs": 5}, "inputs must be a list of rows, got int"),
+        ({"inputs": []}, "inputs are empty (no rows)"),
+        ({"inputs": np.zeros((0, 3))}, "inputs are empty (shape 0 x 3)"),
+        ({"inputs": [[1, 2], 3]}, "row 2 is not a list of numbers: 3"),
+        ({"inputs": np.array([[True, False]])}, "inputs must be numbers, got an array of bool"),
+        ({"inputs": [[1, 2, 3], [4, 5, 1e39]]}, "value at row 2, column 3 (1e+39) does not fit in float32"),
+        ({"inputs": [[1.0]], "tokens": "a"}, "tokens must be a list of strings"),  # a string is not a list of them
+        ({"inputs": [[1.0]], "tokens": 5}, "tokens must be a list of strings"),
+        ({"inputs": [[1.0]], "tokens": {"a"}}, "tokens must be a list of strings"),  # a set has no order
+        (
+            {"inputs": np.zeros((600, 100))},
+            "inputs of 600 tokens x 100 dims are too large: the limits are 2048 tokens, 1024 dims "
+            "and T*T*d <= 33,554,432 (here 36,000,000)",
+        ),
+    ],
+)
+def test_refusals_say_the_whole_line(kwargs: dict[str, Any], message: str) -> None:
+    """Each refusal names the row, column, count or type at fault, exactly."""
+    with pytest.raises(InputError) as err:
+        inputs.validate(**kwargs)
+    assert str(err.value) == message
+
+
+@pytest.mark.parametrize("bad", [["x" * 500], [["x" * 500]]])
+def test_a_long_bad_value_is_cut_in_the_message(bad: list[object]) -> None:
+    with pytest.raises(InputError) as err:
+        inputs.validate(bad)
+    assert str(err.value).startswith("row 1") and str(err.value).endswith("xxx") and len(str(err.value)) == 200
+
+
+def test_validate_defaults() -> None:
+    """float32, the second token as the query, and a source that says the values came from Python."""
+    ex = inputs.validate([[1.0, 2.0], [3.0, 4.0]])
+    assert (ex.dtype, ex.query, ex.tokens, ex.source) == ("float32", 2, ["t1", "t2"], {"kind": "array"})
+    assert inputs.validate([[1.0]]).query == 1
+
+
+def test_the_size_limits_are_inclusive() -> None:
+    """2048 tokens of 8 dims: the most tokens, and exactly T*T*d = 2**25 cells."""
+    ex = inputs.validate(np.zeros((2048, 8)))
+    assert ex.values.shape == (2048, 8)
+
+
+def test_too_large_for_float32_is_one_error_and_no_numpy_warning() -> None:
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # numpy's "overflow encountered in cast" would escape as a RuntimeWarning
+        with pytest.raises(InputError) as err:
+            inputs.validate([[1e39]])
+    assert str(err.value) == "value at row 1, column 1 (1e+39) does not fit in float32"
 
 
 # -- files ---------------------------------------------------------------------

@@ -216,3 +216,32 @@ def test_a_huge_seed_is_cut_in_the_message() -> None:
     with pytest.raises(InputError) as err:
         inputs.from_text("a", seed=10**300)
     assert str(err.value).startswith("seed must be a whole number from ") and len(str(err.value)) == len("seed ") + 200
+
+
+def test_a_missing_file_is_missing_whatever_its_type(tmp_path: Path) -> None:
+    """A mistyped path is reported as missing, not as a file type we do not read."""
+    with pytest.raises(InputError) as err:
+        inputs.read_file(tmp_path / "inputs.jsno")
+    assert str(err.value) == f"no such file: {tmp_path / 'inputs.jsno'}"
+
+
+def test_a_pt_file_cut_short_names_what_went_wrong(tmp_path: Path) -> None:
+    """torch's error for a pickle that ends at once has no message: its type is named instead."""
+    assert refused(tmp_path, "cut.pt", b"\x80\x02") == "cut.pt is not a readable PyTorch file: EOFError"
+
+
+def test_a_pt_file_saved_on_a_gpu_is_read_on_the_cpu(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """torch.save records each tensor's device; a file from a CUDA machine still loads here."""
+    with monkeypatch.context() as m:
+        m.setattr(torch.serialization, "location_tag", lambda storage: "cuda:0")  # what a GPU tensor records
+        torch.save(torch.tensor([[0.5, 1.0]]), tmp_path / "gpu.pt")
+    got, labels = inputs.read_file(tmp_path / "gpu.pt")
+    assert np.array_equal(np.asarray(got), [[0.5, 1.0]]) and labels is None
+
+
+def test_pt_files_stay_weights_only_whatever_the_environment(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD turns off torch's default, never our explicit weights_only=True."""
+    torch.save(fractions.Fraction(1, 3), tmp_path / "f.pt")
+    monkeypatch.setenv("TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD", "1")
+    text = refused(tmp_path, "f.pt", (tmp_path / "f.pt").read_bytes())
+    assert text.startswith("f.pt is not a readable PyTorch file: Weights only load failed")

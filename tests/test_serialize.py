@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import hashlib
 import io
 import json
 import math
+import re
+from functools import cache
 from pathlib import Path
 
 import jsonschema
@@ -15,7 +18,7 @@ import pytest
 
 import tracer
 from tracer.core import serialize
-from tracer.core.trace import Trace
+from tracer.core.trace import Node, Ref, Trace
 from tracer.errors import TraceFormatError
 
 SCHEMA = json.loads((Path(__file__).parent.parent / "tracer" / "core" / "trace-format.schema.json").read_text())
@@ -82,24 +85,39 @@ def test_overflow_nan_and_inf_roundtrip(tmp_path: Path) -> None:
     jsonschema.validate(json.loads((tmp_path / "t.json").read_text()), SCHEMA)
 
 
-def _replace(trace: Trace, name: str, edit: tuple[tuple[int, ...], float]) -> Trace:
-    nodes = []
-    for n in trace.nodes:
-        if n.name == name:
-            v = n.value.copy()
-            v[edit[0]] = edit[1]
-            n = dataclasses.replace(n, value=v)
-        nodes.append(n)
-    return Trace(nodes, trace.meta)
+def _with_value(trace: Trace, name: str, value: np.ndarray) -> Trace:
+    """``trace`` with node ``name`` holding ``value`` instead of what it recorded."""
+    return Trace([dataclasses.replace(n, value=value) if n.name == name else n for n in trace.nodes], trace.meta)
 
 
-@pytest.mark.parametrize("name", ["omega.p", "omega.s", "z.t", "z.s", "div.alpha"])
-def test_derived_values_keep_edits(tmp_path: Path, name: str) -> None:
-    """A value that is not what its operands give (a bug, an edit) is kept exactly, not recomputed away."""
-    trace = tracer.trace_self_attention(random_inputs(40, 30, seed=2), query=1)
+@cache
+def big(lesson: str) -> Trace:
+    """A lesson's trace of 40 tokens of 30 dimensions: big enough that its products and sums are stored derived."""
+    return tracer.trace_lesson(lesson, inputs=random_inputs(40, 30, seed=2), query=1)
+
+
+@pytest.mark.parametrize(
+    ("lesson", "name"),
+    [
+        *(("simple", name) for name in ("omega.p", "omega.s", "z.t", "z.s", "div.alpha")),
+        ("simple", "omega"),  # a total: recomputed as its running sums' last entries
+        ("simple", "z"),
+        ("causal", "neg.omega"),  # a masked fill
+    ],
+)
+def test_derived_values_keep_edits(tmp_path: Path, lesson: str, name: str) -> None:
+    """A value that is not what its operands give (a bug, an edit) is kept exactly, not recomputed away.
+
+    An edited total or masked fill used to be saved and then refused on load
+    ("assignment destination is read-only"): its recomputation is a view of an
+    operand, and the patch was applied to that view.
+    """
+    trace = big(lesson)
     node = trace.node(name)
     where = tuple(s // 2 for s in node.value.shape)
-    edited = _replace(trace, name, (where, 123.25))
+    value = node.value.copy()
+    value[where] = 123.25
+    edited = _with_value(trace, name, value)
     doc = serialize.to_dict(edited)
     spec = next(n for n in doc["nodes"] if n["name"] == name)
     assert node.value.size > serialize.LIST_LIMIT  # so the node is stored derived, with the edit as a patch
@@ -107,6 +125,25 @@ def test_derived_values_keep_edits(tmp_path: Path, name: str) -> None:
     back = roundtrip(edited, tmp_path)
     assert_identical(edited, back)
     assert back.node(name).value[where] == 123.25
+
+
+def test_lists_hold_at_most_1024_values() -> None:
+    """Tensors of up to 1,024 finite values are stored as plain numbers (docs/trace-format.md), larger ones as bytes."""
+    for (t, d), encoding in (((32, 32), "list"), ((41, 25), "base64")):
+        doc = serialize.to_dict(tracer.trace_self_attention(random_inputs(t, d), query=1))
+        x = next(n for n in doc["nodes"] if n["name"] == "x")
+        assert (t * d, x["value"]["encoding"]) == (t * d, encoding)
+
+
+def test_a_value_unlike_its_recomputation_is_stored_as_bytes() -> None:
+    """A patch entry costs 12 bytes (its position and bits) against 4 for a float32: a value that differs from
+    what its operands give nearly everywhere is stored as plain bytes, not as a patch larger than itself."""
+    v = big("simple").node("div.alpha").value
+    moved = np.nextafter(v, np.float32(np.inf))  # every entry one unit in the last place up
+    edited = _with_value(big("simple"), "div.alpha", moved)
+    spec = next(n for n in serialize.to_dict(edited)["nodes"] if n["name"] == "div.alpha")
+    assert spec["value"]["encoding"] == "base64"
+    assert bits(serialize.loads(serialize.dumps(edited)).tensor("div.alpha")) == bits(moved)
 
 
 def test_large_trace_is_stored_compactly(tmp_path: Path) -> None:
@@ -123,6 +160,61 @@ def test_large_trace_is_stored_compactly(tmp_path: Path) -> None:
 
 def test_same_trace_same_bytes(tutorial: Trace) -> None:
     assert serialize.dumps(tutorial) == serialize.dumps(tracer.trace_self_attention())
+
+
+def test_a_running_sum_over_its_only_axis_and_an_empty_value_round_trip(tutorial: Trace, tmp_path: Path) -> None:
+    """Any trace that saves loads back: here a dot product's 2,000 running sums, two of them edited (so stored
+    derived with a patch, as in captured code), and a tensor with no entries."""
+    terms = np.linspace(-1, 1, 2000, dtype=np.float32)
+    sums = np.add.accumulate(terms, dtype=np.float32)
+    sums[[10, 1500]] = [5.0, -7.25]
+    extra = [
+        Node(name="v", op="input", stage="scores", axes=("k",), split=(1,), value=terms),
+        Node(
+            name="vs",
+            op="acc",
+            stage="scores",
+            axes=("k",),
+            split=(1,),
+            value=sums,
+            args=(Ref("vs", ("k-1",)), Ref("v", ("k",))),
+            attrs={"over": "k"},
+        ),
+        Node(name="none", op="input", stage="scores", axes=("k",), split=(1,), value=np.zeros(0, np.float32)),
+    ]
+    trace = Trace([*tutorial.nodes, *extra], tutorial.meta)
+    vs = next(n for n in serialize.to_dict(trace)["nodes"] if n["name"] == "vs")
+    assert vs["value"]["encoding"] == "derived" and vs["value"]["patch"] is not None
+    back = roundtrip(trace, tmp_path)
+    assert_identical(trace, back)
+    assert back.tensor("vs")[[10, 1500]].tolist() == [5.0, -7.25] and back.tensor("none").shape == (0,)
+
+
+@pytest.mark.parametrize("dtype", ["float16", ">f4"])
+def test_a_value_of_another_dtype_is_refused_when_saving(tutorial: Trace, tmp_path: Path, dtype: str) -> None:
+    """Only little-endian float32 and float64 are stored; anything else is one line naming the node, no file."""
+    trace = _with_value(tutorial, "x", tutorial.node("x").value.astype(dtype))
+    with pytest.raises(TraceFormatError, match=rf"^node x: cannot store dtype {re.escape(str(np.dtype(dtype)))}$"):
+        trace.save(tmp_path / "t.json")
+    assert not (tmp_path / "t.json").exists()
+
+
+def test_a_file_is_sorted_utf8_json_with_the_documented_digest() -> None:
+    """docs/trace-format.md: keys sorted, text written as itself (a file diffs line by line in any language), and
+    ``digest`` = "sha256:" + SHA-256 of the canonical JSON of the rest: sorted keys, no spaces, UTF-8."""
+    trace = tracer.trace_self_attention(np.array(tracer.record.inputs.TUTORIAL_INPUTS[:3]), ["你的", "旅程", "开始"])
+    text = serialize.dumps(trace)
+    assert '"你的",' in text and "\\u4f60" not in text
+    keys: list[list[str]] = []
+    doc = json.loads(text, object_pairs_hook=lambda pairs: keys.append([k for k, _ in pairs]) or dict(pairs))
+    assert keys[-1] == ["digest", "format", "meta", "nodes", "version"]
+    assert all(k == sorted(k) for k in keys)
+    body = {k: v for k, v in doc.items() if k != "digest"}
+    canonical = json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    assert doc["digest"] == "sha256:" + hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+    # the same recipe spelled out on a small document
+    small = '{"a":"é","b":[1,2.5]}'
+    assert serialize._digest({"b": [1, 2.5], "a": "é"}) == "sha256:" + hashlib.sha256(small.encode("utf-8")).hexdigest()
 
 
 # -- bad files -------------------------------------------------------------------
@@ -236,6 +328,11 @@ def _patch(index: list[int], xor: list[int]) -> dict[str, str]:
         (
             "omega.p",
             lambda v: v.update(patch=_patch([10**9], [1])),
+            r"\('omega.p'\): patch positions do not fit the value$",
+        ),
+        (
+            "omega.p",
+            lambda v: v.update(patch=_patch([math.prod(v["shape"])], [1])),  # one past the last entry
             r"\('omega.p'\): patch positions do not fit the value$",
         ),
         (

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
+import warnings
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 from click.testing import CliRunner
 
@@ -92,6 +95,84 @@ def test_huge_and_nonfinite_numbers_are_refused(doc: dict[str, Any]) -> None:
     for number in ("1e999", "-1e999", "1" * 5000):
         with pytest.raises(TraceFormatError, match="not a readable trace file"):
             serialize.loads(text[:cut] + number + ", " + text[cut:], "t.json")
+
+
+@pytest.mark.parametrize(("number", "shown"), [("1e999", "1e999"), ("-1e999", "-1e999"), ("9" * 400 + ".5", "9" * 20)])
+def test_a_number_past_any_double_is_named(doc: dict[str, Any], number: str, shown: str) -> None:
+    """The message quotes the number, cut to 20 characters so a hostile one cannot flood the terminal."""
+    text = seal(doc)
+    cut = text.index('"data": [') + len('"data": [')
+    with pytest.raises(TraceFormatError) as e:
+        serialize.loads(text[:cut] + number + ", " + text[cut:], "t.json")
+    assert str(e.value) == f"t.json is not a readable trace file (number {shown} is out of range)"
+
+
+@pytest.mark.parametrize(
+    "value", [10**400, 10**40, 1e39, -3.5e38], ids=["int-past-double", "int-past-float32", "past-float32", "below"]
+)
+def test_a_list_value_past_its_dtype_is_refused(doc: dict[str, Any], value: float) -> None:
+    """A list holds finite values of its dtype: 1e39 would read as inf in float32, and an integer past the
+    largest double (10**400) was a traceback out of numpy.  The one line is all: no numpy warning on the way."""
+    d = json.loads(json.dumps(doc))
+    _node(d, "x")["value"]["data"][0] = value
+    with warnings.catch_warnings(), pytest.raises(TraceFormatError) as e:
+        warnings.simplefilter("error")
+        serialize.loads(seal(d), "t.json")
+    assert str(e.value) == "t.json: malformed node 1 ('x'): a list value is too large for float32"
+
+
+def test_a_number_reads_the_same_however_it_is_spelled(doc: dict[str, Any]) -> None:
+    """JSON has one kind of number: 18014399583223809 and 18014399583223809.0 are one value (read as a double,
+    then rounded to the node's float32), whether the file spells it, or every number of the list, as an integer."""
+    read = []
+    for value in (18014399583223809, 18014399583223809.0):
+        d = json.loads(json.dumps(doc))
+        data = _node(d, "x")["value"]["data"]
+        data[:] = [value] * len(data)
+        read.append(serialize.loads(seal(d)).tensor("x"))
+    assert (read[0] == read[1]).all() and (read[0] == np.float32(2.0**54)).all()
+
+
+def test_a_document_json_cannot_write_is_refused(doc: dict[str, Any]) -> None:
+    """:func:`serialize.from_dict` may be handed a document from a laxer reader (NaN): its digest cannot be
+    recomputed, so it never matches, whatever digest came with it."""
+    d = json.loads(json.dumps(doc))
+    d["meta"]["source"]["note"] = float("nan")
+    lax = json.dumps(d, sort_keys=True, separators=(",", ":"), ensure_ascii=False)  # allow_nan, as a lax writer
+    for digest in ("sha256:" + hashlib.sha256(lax.encode("utf-8")).hexdigest(), "sha256:" + "0" * 64):
+        with pytest.raises(TraceFormatError) as e:
+            serialize.from_dict({**d, "digest": digest})
+        assert str(e.value) == "trace was modified after it was written (its digest does not match its content)"
+
+
+def test_messages_name_what_they_read_and_what_is_wrong(tmp_path: Path, doc: dict[str, Any]) -> None:
+    """Text and documents that come without a file name are called "trace"; a file is called by its name."""
+    no_version = {**doc, "version": 99}
+    cases: list[tuple[Callable[[], object], str]] = [
+        (
+            lambda: serialize.parse("{"),
+            "trace is not a readable trace file "
+            "(truncated: Expecting property name enclosed in double quotes at line 1)",
+        ),
+        (lambda: serialize.parse("[" * 100_000), "trace is not a readable trace file (nested too deeply)"),
+        (lambda: serialize.from_dict([1]), 'trace is not an attn-trace trace file (no "format": "attn-trace")'),
+        (
+            lambda: serialize.from_dict(no_version),
+            "trace has format version 99, which this attn-trace cannot read (it reads versions 1, 2, 3)",
+        ),
+        (lambda: serialize.from_dict(doc), "trace has no digest"),
+    ]
+    bad = tmp_path / "bad.json"
+    bad.write_text("hello")
+    cases.append(
+        (lambda: tracer.load(bad), "bad.json is not a readable trace file (not valid JSON: Expecting value at line 1)")
+    )
+    inside = bad / "t.json"  # a path through a file
+    cases.append((lambda: tracer.load(inside), f"cannot read {inside}: Not a directory"))
+    for call, message in cases:
+        with pytest.raises(TraceFormatError) as e:
+            call()
+        assert str(e.value) == message
 
 
 def test_deep_nesting_is_refused(tmp_path: Path, doc: dict[str, Any]) -> None:

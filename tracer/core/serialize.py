@@ -307,7 +307,14 @@ def _decode(spec: dict[str, Any], done: dict[str, np.ndarray]) -> np.ndarray:
             raise ValueError(f"list of {len(data) if isinstance(data, list) else '?'} values for shape {shape}")
         if not all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in data):
             raise ValueError("list values must be numbers")
-        listed: np.ndarray = np.array(data, dtype=np.float64).astype(_DTYPES[dt]).reshape(shape)
+        try:
+            wide = np.array(data, dtype=np.float64)  # each number read as a double, however it is spelled
+        except OverflowError:  # an integer past the largest double
+            raise ValueError(f"a list value is too large for {dt}") from None
+        with np.errstate(over="ignore"):
+            listed: np.ndarray = wide.astype(_DTYPES[dt]).reshape(shape)
+        if not np.isfinite(listed).all():  # a list holds finite values only
+            raise ValueError(f"a list value is too large for {dt}")
         return listed
     if enc == "base64":
         buf = _unb64(val["data"])
@@ -342,6 +349,7 @@ def _derive(
         raise ValueError(f"op {spec['op']!r} cannot be derived from its operands")
     out: np.ndarray = guess.astype(_DTYPES[dt], copy=False)
     if where is not None and xor is not None and fix is None:
+        out = out.copy()  # the guess may be a read-only view of an operand (a total is its partials' last entry)
         out.view(bits)[np.unravel_index(where, shape)] ^= xor
     return out
 
