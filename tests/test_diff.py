@@ -6,6 +6,7 @@ import dataclasses
 import json
 import math
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -181,6 +182,32 @@ def test_compare_tells_beyond_tolerance_from_not_equal() -> None:
     assert (got.bad.tolist(), got.ne.tolist(), got.big) == ([False, True, False], [True, True, False], 1.0)
     same = compare(np.array([1.0, np.nan]), np.array([1.0, np.nan]), 1e-5, 1e-6)
     assert (same.bad, same.ne, same.big) == (None, None, 0.0)
+    nan = compare(np.array([np.nan, 1.0]), np.array([np.nan, 2.0]), 1e-5, 1e-6)
+    assert nan.ne is not None and nan.ne.tolist() == [False, True]  # NaN equals NaN beside another change
+
+
+def test_a_nan_in_both_traces_does_not_carry_a_change() -> None:
+    """y[1] reads the changed x[1] but is NaN in both traces, so it came out the same (y[2] only drifted
+    by an ulp) and the edited z is a root."""
+    a = _xyz([1, 2], [math.nan, 2], 10)
+    b = _xyz([5, 2], [math.nan, float(np.nextafter(2.0, 3.0))], 99)
+    assert [r.id for r in tracer.diff(a, b).roots] == ["x[1]", "z[1]"]
+
+
+def test_compare_of_a_float32_and_a_float64_array_works_in_float64() -> None:
+    """A float32 trace against a float64 one: 1 - 1.1 is 0.10000000000000009 exactly, not its float32 rounding."""
+    got = compare(np.array([1.0], np.float32), np.array([1.1]), 1e-5, 1e-6)
+    assert got.bad is not None and got.big == 0.10000000000000009
+
+
+def test_compare_of_infinities_warns_nothing() -> None:
+    """inf - inf and inf * 0 are NaN inside the comparison; numpy must not print a RuntimeWarning for them."""
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        got = compare(np.array([np.inf, 1.0]), np.array([np.inf, 2.0]), 0.0, 0.0)
+    assert got.bad is not None and got.bad.tolist() == [False, True] and got.big == 1.0
 
 
 def test_compare_reads_arrays_longer_than_one_block() -> None:
@@ -191,6 +218,27 @@ def test_compare_reads_arrays_longer_than_one_block() -> None:
     b[-1] = 1.0
     got = compare(a, b, 1e-5, 1e-6)
     assert got.bad is not None and np.flatnonzero(got.bad).tolist() == [CHUNK + 2] and got.big == 1.0
+
+
+def test_compare_reads_each_entry_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The blocks tile the array: 10 entries in blocks of 4 are compared as 4, 4 and 2 (a pass, not a square)."""
+    from tracer.compare import diffmask
+
+    sizes: list[int] = []
+    block = diffmask._block
+
+    def spy(a: np.ndarray, b: np.ndarray, *rest: Any) -> float:
+        sizes.append(a.size)
+        return block(a, b, *rest)
+
+    monkeypatch.setattr(diffmask, "CHUNK", 4)
+    monkeypatch.setattr(diffmask, "_block", spy)
+    a = np.zeros(10)
+    b = a.copy()
+    b[9] = 1.0
+    got = compare(a, b, 1e-5, 1e-6)
+    assert sizes == [4, 4, 2]
+    assert got.bad is not None and np.flatnonzero(got.bad).tolist() == [9] and got.big == 1.0
 
 
 def test_nonfinite_in_a_trace(tutorial: tracer.Trace) -> None:
@@ -496,6 +544,18 @@ def test_stage_counts_of_unmatched_and_tensor_steps() -> None:
     assert back.stages == (differ.StageCount("s", 3, 1, 3, 0, 0, 0.0),)
     only_b = [(f"u[{i}]", "only_b", False) for i in (1, 2, 3)]
     assert [(s.id, s.kind, s.root) for s in d.steps] == [("t", "value", False), *only_b]
+
+
+def test_an_entry_only_one_trace_has_explains_its_readers_despite_drift() -> None:
+    """B has a third x, and x[1] drifted within tolerance: z, the sum over all x, changed because of x[3]
+    (not on its own), so nothing is a root cause; x[3] is listed as a step only B has."""
+    x_a = [1.0, 2.0]
+    x_b = [float(np.nextafter(1.0, 2.0)), 2.0, 5.0]
+    d = tracer.diff(
+        _trace(_node("x", x_a), _node("z", [3], ("x", ("*",)))), _trace(_node("x", x_b), _node("z", [8], ("x", ("*",))))
+    )
+    assert d.roots == ()
+    assert [(s.id, s.kind, s.root) for s in d.steps] == [("x[3]", "only_b", False), ("z[1]", "value", False)]
 
 
 def test_a_tensor_step_of_another_shape_with_equal_overlap() -> None:

@@ -59,6 +59,9 @@ def test_num_default_is_the_tutorials_four_decimals() -> None:
         ([], 0),
         ([1234567.5], 0),  # the tolerance is relative (1e-6 of the value, about a float32 ulp)
         ([0.4300015], 4),  # 1.5e-6 from 0.43: more than a float32 rounding, so not "0.43"
+        # float32 inputs are measured in float64: rounded in float32, 984.549 would pass for 984.55
+        (np.array([984.549], dtype=np.float32), 3),
+        (np.array([9993.91], dtype=np.float32), 2),
     ],
 )
 def test_places(values: object, want: int) -> None:

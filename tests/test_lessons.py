@@ -234,6 +234,22 @@ def test_an_unknown_option_is_named_with_the_lesson(lesson: str) -> None:
 
 
 @pytest.mark.parametrize("lesson", ["trainable", "causal", "multihead"])
+def test_the_size_check_counts_every_token(lesson: str) -> None:
+    """1,024 tokens of one dim with d_out 17: the scores' products are 2 x 1,024 x 1,024 x 17 entries, past 2^25,
+    so the lesson's weights are refused before anything is built (counted as one token they would pass)."""
+    import importlib
+
+    from tracer.errors import InputError
+
+    prepare = importlib.import_module(f"tracer.record.pipelines.{lesson}").prepare
+    with pytest.raises(InputError) as err:
+        prepare(torch.full((1024, 1), 0.01), d_out=17)
+    assert str(err.value) == (
+        "d_out 17 with 1024 tokens of 1 dims makes tensors of 35,651,584 entries, past the limit of 33,554,432"
+    )
+
+
+@pytest.mark.parametrize("lesson", ["trainable", "causal", "multihead"])
 def test_the_size_check_counts_tokens_not_dimensions(lesson: str) -> None:
     """One token of 1,024 dims with d_out 18 makes small tensors (18,432 products per projection), so it is traced;
     counted as 1,024 tokens it would pass the limit of 2^25 entries (2 x 1,024 x 1,024 x 18) and be refused."""

@@ -83,3 +83,15 @@ def test_values_are_floats_or_read_only_arrays(t: tracer.Trace) -> None:
     assert isinstance(row, np.ndarray) and row.dtype == np.float32 and not row.flags.writeable
     with pytest.raises(ValueError):
         row[0] = 1.0
+
+
+def test_a_slice_that_reads_before_the_start_has_no_inputs() -> None:
+    """y[i,j] reads x[j, i-1], the row before it transposed: row 1 reads nothing (there is no row 0), even though
+    the free axis j comes first in the read; row 2 reads column 1 of x, which no id can name, so all of x."""
+    from tracer.core.trace import Node, Ref
+
+    x = Node("x", "input", "s", ("i", "k"), (2,), np.arange(6.0).reshape(2, 3), ())
+    y = Node("y", "copy", "s", ("i", "j"), (2,), np.zeros((3, 2)), (Ref("x", ("j", "i-1")),))
+    t = tracer.Trace([x, y], {"dtype": "float64"})
+    assert t["y[1]"].inputs == () and t["y[1,2]"].inputs == ()
+    assert t["y[2]"].inputs == ("x",) and t["y[2,1]"].inputs == ("x[1,1]",)
