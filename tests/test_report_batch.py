@@ -6,6 +6,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from click.testing import CliRunner
 
 from tracer.cli import app
@@ -63,3 +64,17 @@ def test_an_existing_report_stops_the_batch_before_anything_is_written(tmp_path:
         assert result.exit_code == 2 and "already exists; use --force" in result.output
         assert not Path("out/tutorial/en").exists()  # the first report was not written either
         assert (zh / "index.md").read_text(encoding="utf-8") == "mine"
+
+
+def test_the_library_names_the_file_not_a_flag(tmp_path: Path) -> None:
+    """Called from Python, the refusal names the report file; only the CLI speaks of `--force`."""
+    from tracer import batch
+    from tracer.api import trace_lesson
+    from tracer.errors import InputError
+
+    (tmp_path / "index.html").write_text("mine", encoding="utf-8")
+    jobs = batch.jobs([trace_lesson("simple")], ["en"], tmp_path)
+    with pytest.raises(InputError) as refused:
+        batch.write_all(jobs, ("html",), 4, False, False, print)
+    assert str(refused.value) == f"{tmp_path / 'index.html'} already exists"
+    assert (tmp_path / "index.html").read_text(encoding="utf-8") == "mine"

@@ -272,6 +272,12 @@ def test_rename_to_a_dot() -> None:
     assert ids.rename(r"x_{<i,j>} + y_{<k-1>}", {"j": "*", "k": "m"}) == r"x_{\cdot} + y_{<m-1>}"
 
 
+def test_rename_keeps_offsets_and_the_other_axes() -> None:
+    assert ids.rename(r"\omega_{<i,j>}", {"j": "m"}) == r"\omega_{<i,m>}"
+    assert ids.rename(r"s_{<k-1>} + e_{<k>}", {"k": "j"}) == r"s_{<j-1>} + e_{<j>}"
+    assert ids.rename(r"e^{\omega_{<i,j'>}}", {"j": "m"}) == r"e^{\omega_{<i,j'>}}"  # j' is its own (summation) axis
+
+
 def test_index_expressions_with_axes_on_the_right() -> None:
     assert ids.index_expr("i//j")({"i": 7, "j": 2}) == 3
     assert ids.index_expr("i%j")({"i": 7, "j": 2}) == 1

@@ -74,6 +74,14 @@ def jobs(traces: Sequence[Trace], langs: Sequence[str], output: Path | None) -> 
     return out
 
 
+class ReportExists(InputError):
+    """A report file is already there and ``force`` is off; the CLI adds how to overwrite it (``--force``)."""
+
+    def __init__(self, path: Path) -> None:
+        super().__init__(f"{path} already exists")
+        self.path = path
+
+
 def write_all(
     todo: Sequence[Job],
     formats: tuple[str, ...],
@@ -94,13 +102,13 @@ def write_all(
         if not force:
             for name in MAIN_FILES:
                 if (job.folder / name).exists():
-                    raise InputError(f"{job.folder / name} already exists; use --force to overwrite the report")
+                    raise ReportExists(job.folder / name)
     for job in todo:
         files = report.build(job.trace, job.lang, formats, decimals, fragment)
         try:
             write_folder(job.folder, files, force, report.is_report_file)
         except FileExistsError as e:
-            raise InputError(f"{e.filename} already exists; use --force to overwrite the report") from None
+            raise ReportExists(Path(e.filename)) from None
         except OSError as e:
             raise InputError(f"cannot write into {job.folder}: {e.strerror or e}") from None
         size = sum(len(d) for d in files.values())

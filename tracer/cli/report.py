@@ -69,4 +69,7 @@ def report(
     else:
         traces = [build_trace(lesson=name, **options) for name in lessons]
     formats = ("html", "md") if fmt == "all" else (fmt,)
-    batch.write_all(batch.jobs(traces, langs, output), formats, decimals, fragment, force, status)
+    try:
+        batch.write_all(batch.jobs(traces, langs, output), formats, decimals, fragment, force, status)
+    except batch.ReportExists as e:
+        raise UserError(f"{e}; use --force to overwrite the report") from None
