@@ -30,7 +30,7 @@ _EXPR = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)([+-][0-9]+)?")
 
 
 class Comparison(NamedTuple):
-    """Entry masks of one node (None when no entry qualifies) and its largest finite ``|a - b|``."""
+    """Entry masks of one node (None when no entry qualifies) and its largest ``|a - b|`` (NaN skipped, inf kept)."""
 
     bad: np.ndarray | None  # not close: beyond tolerance
     ne: np.ndarray | None  # not equal at all (NaN equals NaN)
@@ -76,7 +76,7 @@ def _block(
     rtol: float,
     atol: float,
 ) -> float:
-    """Fill ``bad`` and ``ne`` for one block; return its largest finite ``|a - b|``."""
+    """Fill ``bad`` and ``ne`` for one block; return its largest ``|a - b|``, skipping NaN."""
     np.subtract(a, b, out=d)
     np.abs(d, out=d)
     np.abs(b, out=tol)

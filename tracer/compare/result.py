@@ -62,7 +62,7 @@ class StageCount:
     only_a: int = 0
     only_b: int = 0
     roots: int = 0
-    max_abs_diff: float = 0.0  # the largest finite |A-B| among compared values, close or not
+    max_abs_diff: float = 0.0  # the largest |A-B| among compared values, close or not (NaN skipped; inf stays)
 
 
 @dataclass(frozen=True)
