@@ -9,7 +9,8 @@ module below the target stands out.
 
 The exit codes are read as mutmut 3.7 reads them: 1 and 3 are a test failure
 or a pytest internal error (killed), 0 is a survivor, 36 and the CPU-limit
-signals are timeouts, 33 means no selected test reaches the mutant.
+signals are timeouts, -9 and -11 a run killed by the system (out of memory)
+or crashed, 33 means no selected test reaches the mutant.
 """
 
 from __future__ import annotations
@@ -25,10 +26,11 @@ KILLED = frozenset({1, 3})
 SURVIVED = frozenset({0})
 TIMEOUT = frozenset({36, 24, -24, 152, 255})
 NO_TESTS = frozenset({33, 5})
+CRASHED = frozenset({-9, -11})  # the test run was killed (out of memory) or crashed: it did not pass
 
 
 def kind(code: int | None) -> str:
-    """The verdict an exit code stands for: killed, survived, timeout, no tests, not run or other."""
+    """The verdict an exit code stands for: killed, survived, timeout, crashed, no tests, not run or other."""
     if code is None:
         return "not run"
     if code in KILLED:
@@ -39,6 +41,8 @@ def kind(code: int | None) -> str:
         return "timeout"
     if code in NO_TESTS:
         return "no tests"
+    if code in CRASHED:
+        return "crashed"
     return "other"
 
 
@@ -62,10 +66,10 @@ class Module:
 
     @property
     def score(self) -> float | None:
-        """Killed mutants as a fraction of those that ran; a timeout counts as killed, as in mutmut's summary."""
+        """Killed mutants over those that ran; a timeout or a crash counts as killed: no test run passed."""
         if not self.ran:
             return None
-        return (self.counts["killed"] + self.counts["timeout"]) / self.ran
+        return (self.counts["killed"] + self.counts["timeout"] + self.counts["crashed"]) / self.ran
 
 
 def read(root: Path) -> list[Module]:
@@ -92,8 +96,8 @@ def percent(score: float | None) -> str:
 
 def table(modules: Iterable[Module]) -> str:
     """A Markdown table: mutants, killed, timeouts, survivors, not run and the score of each module, then a total."""
-    header = "| module | mutants | killed | timeout | survived | no tests | not run | score |"
-    rows = [header, "|---|---|---|---|---|---|---|---|"]
+    header = "| module | mutants | killed | timeout | crashed | survived | no tests | other | not run | score |"
+    rows = [header, "|---|---|---|---|---|---|---|---|---|---|"]
     total = Module("all")
     for m in modules:
         total.counts.update(m.counts)
@@ -104,7 +108,7 @@ def table(modules: Iterable[Module]) -> str:
 
 def _row(label: str, m: Module) -> str:
     c = m.counts
-    cells = [m.total, c["killed"], c["timeout"], c["survived"], c["no tests"], c["not run"]]
+    cells = [m.total, c["killed"], c["timeout"], c["crashed"], c["survived"], c["no tests"], c["other"], c["not run"]]
     return f"| {label} | " + " | ".join(f"{n:,}" for n in cells) + f" | {percent(m.score)} |"
 
 
