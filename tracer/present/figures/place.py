@@ -93,17 +93,7 @@ class Room:
 
         ``strict``: nor may its leader cross a line (an arrow it could be mistaken for).
         """
-        f = self.frame
-        if box[0] < f[0] or box[1] < f[1] or box[2] > f[2] or box[3] > f[3]:
-            return False
-        room = grow(box, CLEAR)
-        if any(touches(room, b) for b in self.boxes) or any(crosses(s, room) for s in self.segs):
-            return False
-        if leader is None:
-            return True
-        if strict and any(_cut(leader, s) for s in self.segs):
-            return False
-        return not any(crosses(leader, grow(b, CLEAR)) for b in self.boxes)
+        return self._conflicts(box, leader) == 0 and not (strict and self._leader_cuts(leader))
 
     def place(self, point: Point, toward: Point, w: float, h: float) -> tuple[Box, Seg | None]:
         """A clear box ``w`` x ``h`` near ``point``, preferring direction ``toward``; its leader line, if it needs one.
@@ -126,13 +116,12 @@ class Room:
                 mx, my = px + cx * reach, py + cy * reach
                 box = (mx - w / 2, my - h / 2, mx + w / 2, my + h / 2)
                 leader = _leader(point, box) if gap > LEADER else None
-                if self.clear(box, leader, strict=True):
+                n = self._conflicts(box, leader)
+                if n == 0 and not self._leader_cuts(leader):
                     return self._keep(box, leader)
-                if loose is None and self.clear(box, leader):
+                if loose is None and n == 0:
                     loose = box, leader
-                if best is None:
-                    best = (self._conflicts(box, leader), box, leader)
-                elif (n := self._conflicts(box, leader)) < best[0]:
+                if best is None or n < best[0]:
                     best = (n, box, leader)
         if loose is not None:
             return self._keep(*loose)
@@ -140,10 +129,15 @@ class Room:
         return self._keep(best[1], best[2])
 
     def _conflicts(self, box: Box, leader: Seg | None) -> int:
+        """How much is in the way: 100 for leaving the frame, one per text touched or line crossed."""
         f, room = self.frame, grow(box, CLEAR)
         out = 100 * (box[0] < f[0] or box[1] < f[1] or box[2] > f[2] or box[3] > f[3])
         out += sum(touches(room, b) for b in self.boxes) + sum(crosses(s, room) for s in self.segs)
         return out + (0 if leader is None else sum(crosses(leader, grow(b, CLEAR)) for b in self.boxes))
+
+    def _leader_cuts(self, leader: Seg | None) -> bool:
+        """Whether the leader line crosses a line already drawn."""
+        return leader is not None and any(_cut(leader, s) for s in self.segs)
 
     def _keep(self, box: Box, leader: Seg | None) -> tuple[Box, Seg | None]:
         self.boxes.append(box)

@@ -63,8 +63,9 @@ def section(ctx: LessonCtx, n: int, stage: str, story: Stage, code: Sequence[Blo
         blocks += node_blocks(ctx, node, stage)
         if node.name in story.heatmap:
             blocks += heatmaps(ctx, node)
+    shown = {node.name for node in nodes}
     for name in story.heatmap:
-        if name not in {n.name for n in nodes}:
+        if name not in shown:
             blocks += heatmaps(ctx, tr.node(name))
     for name in story.write:
         blocks += written(ctx, tr.node(name))
