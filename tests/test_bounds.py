@@ -137,3 +137,39 @@ def test_shown_trace_prints_loop_forms(tutorial: tracer.Trace) -> None:
     assert np.array_equal(tutorial.tensor("mat.z"), tutorial.tensor("mat.z"))  # the original keeps the library's
     canon = portable.canonical(tutorial)
     assert float(canon.node("check.z").value) == np.float32(portable.bound(tutorial.node("check.z")))
+
+
+def test_softmax_bound_never_exceeds_one_and_is_never_nan() -> None:
+    # inputs so far apart that the estimate's exponentials overflow: two weights in [0, 1] differ by at most 1
+    x = np.array([[0.0, 3.0e7, -3.0e7, 1.0]])
+    c = np.array([[0.0, 1.0, 0.0, 0.0]])
+    for e in (0.0, 1.0, 1e6):
+        got = bounds.softmax(c, x, np.full(x.shape, e), -1, bounds.unit("float32"))
+        assert np.isfinite(got).all() and (got >= 0).all() and (got <= 1).all()
+    masked = np.array([[0.0, -np.inf]])
+    got = bounds.softmax(np.array([[1.0, 0.0]]), masked, np.zeros((1, 2)), -1, bounds.unit("float32"))
+    assert got[0, 1] == 0.0  # a masked entry is exactly 0 in both forms
+
+
+def _matmul_every_term(spec: str, a: np.ndarray, ea: np.ndarray, b: np.ndarray, eb: np.ndarray, u: float) -> np.ndarray:
+    """The bound's formula with all five sums computed, zero operands included (the slow, literal way)."""
+    n = a.shape[-1]  # the summed axis is the last of ``a`` in the specs used here
+    aa, bb = np.abs(a), np.abs(b)
+    ea, eb = np.broadcast_to(ea, aa.shape), np.broadcast_to(eb, bb.shape)
+    c = bounds.contract
+    moved = c(spec, aa, eb) + c(spec, ea, bb) + c(spec, ea, eb)
+    return moved + bounds.gamma(n, u) * (c(spec, aa + ea, bb + eb) + c(spec, aa, bb))
+
+
+@pytest.mark.parametrize("errors", [(0.0, 0.0), (1e-7, 0.0), (0.0, 3e-8), (2e-7, 5e-8)])
+def test_matmul_bound_skips_only_exact_zeros(errors: tuple[float, float]) -> None:
+    # given data (no error) skips the sums of |a|·0: the bits must be those of the formula in full
+    rng = np.random.default_rng(4)
+    a, b = rng.normal(size=(5, 7)), rng.normal(size=(6, 7))
+    ea, eb = np.full(a.shape, errors[0]), np.full(b.shape, errors[1])
+    u = bounds.unit("float32")
+    got = bounds.matmul("ik,jk->ij", a, ea, b, eb, u)
+    want = _matmul_every_term("ik,jk->ij", a, ea, b, eb, u)
+    assert got.shape == (5, 6) and got.view(np.uint64).tolist() == want.view(np.uint64).tolist()
+    zero = bounds.matmul("ik,jk->ij", np.zeros((2, 3)), np.zeros((2, 3)), b[:4, :3], np.zeros((4, 3)), u)
+    assert zero.shape == (2, 4) and not zero.any()

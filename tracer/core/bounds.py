@@ -70,8 +70,10 @@ def contract(spec: str, a: np.ndarray, b: np.ndarray) -> np.ndarray:
     n = max(xa.shape[-1], xb.shape[-1])
     shape = np.broadcast_shapes(xa.shape[:-1], xb.shape[:-1])
     acc = np.zeros(shape, dtype=np.float64)
-    for j in range(n):
-        acc = acc + xa[..., min(j, xa.shape[-1] - 1)] * xb[..., min(j, xb.shape[-1] - 1)]
+    term = np.empty(shape, dtype=np.float64)
+    for j in range(n):  # in place: the same roundings as acc = acc + a·b, without a new array per term
+        np.multiply(xa[..., min(j, xa.shape[-1] - 1)], xb[..., min(j, xb.shape[-1] - 1)], out=term)
+        np.add(acc, term, out=acc)
     return acc
 
 
@@ -89,8 +91,18 @@ def matmul(spec: str, a: np.ndarray, ea: np.ndarray, b: np.ndarray, eb: np.ndarr
     n = int(np.shape(a)[sa.index(k)])
     aa, bb = np.abs(np.asarray(a, dtype=np.float64)), np.abs(np.asarray(b, dtype=np.float64))
     ea, eb = np.broadcast_to(ea, aa.shape), np.broadcast_to(eb, bb.shape)
-    moved = contract(spec, aa, eb) + contract(spec, ea, bb) + contract(spec, ea, eb)
-    rounding = gamma(n, u) * (contract(spec, aa + ea, bb + eb) + contract(spec, aa, bb))
+    sizes = {**dict(zip(sb, bb.shape, strict=True)), **dict(zip(sa, aa.shape, strict=True))}
+    zero = np.zeros([sizes[ch] for ch in out])
+
+    def c(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+        # a sum of finite terms times an all-zero operand is exactly 0, and x + 0 is x: skipping it
+        # (given data has no error) leaves every bit of the result as it is
+        if not (np.any(x) and np.any(y)) and np.isfinite(x).all() and np.isfinite(y).all():
+            return zero
+        return contract(spec, x, y)
+
+    moved = c(aa, eb) + c(ea, bb) + c(ea, eb)
+    rounding = gamma(n, u) * (c(aa + ea, bb + eb) + c(aa, bb))
     return np.asarray(moved + rounding, dtype=np.float64)
 
 
@@ -141,8 +153,13 @@ def softmax(c: np.ndarray, x: np.ndarray, e: np.ndarray, axis: int, u: float) ->
         r_lib = softmax_rel(n, spread, LIBRARY_EXP_ULPS, u)
         r_loop = softmax_rel(n, spread, LOOP_EXP_ULPS, u)
         move = _exp_up(2 * delta)
-        p = np.abs(c[pos]) / (1 - r_loop)
-        out[pos] = np.where(live, p * (r_lib * (1 + move) + move + r_loop), 0.0)
+        # two weights both lie in [0, 1], so they are never more than 1 apart: where the inputs are too
+        # far apart for the estimate (r_loop >= 1, an inf, or 0·inf), 1 is the bound
+        b = np.ones(c[pos].shape)
+        if r_loop < 1:
+            with np.errstate(invalid="ignore", over="ignore"):
+                b = np.minimum(np.abs(c[pos]) / (1 - r_loop) * (r_lib * (1 + move) + move + r_loop), 1.0)
+        out[pos] = np.where(live, np.where(np.isnan(b), 1.0, b), 0.0)
     return np.moveaxis(out, -1, axis)
 
 
