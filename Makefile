@@ -70,10 +70,12 @@ pytest: $(READY)  ## the test suite (fails if no test ran)
 kernels: $(READY)  ## the same bytes under other MKL instruction sets and one thread (.ci/kernels)
 	@bash .ci/kernels $(PY)
 
-bench: $(READY)  ## benchmarks: ratios measured side by side in one run
+bench: $(READY)  ## benchmarks: ratios measured side by side in one run; a missed target prints MISSED
 	$(PY) bench/bench_trace.py
 	$(PY) bench/bench_diff.py
 	$(PY) bench/bench_report.py
+	$(PY) bench/bench_capture.py
+	$(PY) bench/bench_check.py
 
 gold: $(READY)  ## rewrite the golden reports (reports/) from today's code
 	UPDATE_GOLD=1 $(PY) -m pytest -q tests/test_report_gold.py tests/test_report_lessons.py
