@@ -126,6 +126,13 @@ class Recorder:
                 return torch.from_numpy(np.array(v))
         raise KeyError(name)
 
+    def data(self, name: str) -> np.ndarray:
+        """The values recorded under node ``name``, not copied (read them, do not change them)."""
+        for node in reversed(self._nodes):
+            if node.name == name:
+                return node.value
+        raise KeyError(name)
+
     def var(self, name: str) -> Var:
         """The var recorded as ``name`` (for a step a helper recorded without returning it)."""
         axes = next((n.axes for n in reversed(self._nodes) if n.name == name), None)

@@ -9,11 +9,12 @@ sums (a BLAS kernel adds in another order).
 
 from __future__ import annotations
 
+import numpy as np
 import torch
 
 from tracer.core.trace import Ref
 from tracer.record.capture import axes as ax
-from tracer.record.capture.ops.common import Call, Unsupported, check
+from tracer.record.capture.ops.common import Call, Unsupported, check, magnitude, sums_bound
 from tracer.record.capture.ops.reduce import flat
 from tracer.record.capture.session import Session
 from tracer.record.recorder import Arg
@@ -89,8 +90,17 @@ def linear(s: Session, c: Call) -> None:
         text=f"Σ_{over} {ax.ref_text(vx.name, ia)} × {ax.ref_text(vw.name, iw)}",
         part_text=_part_texts(vx.name, ia, vw.name, iw, over),
     )
-    ours = s.rec.value(mm)
     vb = s.read(bias, names, tuple(out.shape))
+    loop = s.rec.elementwise(
+        "add",
+        f"{name}.loop",
+        [s.rec.var(mm)(*names), vb],
+        names,
+        symbol="",
+        latex=r"x W^{\top} + b",
+        text=f"{ax.ref_text(mm, names)} + {ax.ref_text(vb.var.name, vb.index)}",
+    )
+    mag = magnitude(s.rec.data(f"{mm}.p"), -1) + np.abs(vb.aligned(names).double().numpy())
     tv = s.rec.apply(
         "add",
         name,
@@ -103,7 +113,8 @@ def linear(s: Session, c: Call) -> None:
         attrs={"library": "linear"},
     )
     s.bind(out, tv)
-    check(s, name, tv, ours + vb.aligned(names), mm, f"({mm} + bias) left to right")
+    bound = sums_bound(mag, int(x.shape[-1]) + 1, out.dtype)
+    check(s, name, tv, loop.data, loop.name, f"{loop.name} ({mm} + bias, left to right)", bound)
 
 
 def _part_texts(an: str, ia: list[str], bn: str, ib: list[str], over: str) -> tuple[str, str]:
@@ -162,7 +173,9 @@ def _contract(
     )
     s.bind(out, v)
     ours = s.rec.value(f"{name}.s", last=over)
-    check(s, name, v, ours, f"{name}.s", f"{name}.s left to right")
+    terms = s.rec.data(f"{name}.p") if b is not None else a.aligned(work)
+    bound = sums_bound(magnitude(terms, -1), int(terms.shape[-1]), out.dtype)
+    check(s, name, v, ours, f"{name}.s", f"{name}.s left to right", bound)
 
 
 def einsum(s: Session, c: Call) -> None:
