@@ -160,10 +160,11 @@ def _batch_note(ctx: LessonCtx, node: Node, lead: tuple[str, ...]) -> list[Block
 
 def _table(ctx: LessonCtx, node: Node, core: tuple[str, ...], part: Part, anchor_id: str) -> Table:
     q = ctx.q - 1
-    if core[0] == "i" and len(core) > 2:  # a sum's parts: the focus query's slice
+    tokens = core[0] == "i" and node.sizes["i"] == ctx.t  # one row per token (a cache's one new query is not)
+    if tokens and len(core) > 2:  # a sum's parts: the focus query's slice
         fixed = (*part.lead, q, *([0] * (len(core) - 3)))
         return _grid(ctx, node, fixed, core[-2:], part, anchor_id, sliced=True)
-    if core[0] == "i":
+    if tokens:
         return _token_rows(ctx, node, core, part, anchor_id)
     fixed = (*part.lead, *([0] * max(0, len(core) - 2)))
     return _grid(ctx, node, fixed, core[-2:], part, anchor_id)
@@ -174,7 +175,7 @@ def _columns(ctx: LessonCtx, node: Node, axis: str | None) -> tuple[list[int | N
     if axis is None:
         sym = symbol(node)
         return [None], [Num(ids.fill(sym, {}, node.sizes), latex=True) if sym else Num(ctx.s("lesson.col_value"))]
-    size = ctx.t if axis == "j" else node.sizes[axis]
+    size = node.sizes[axis]
     cols = elide(size, keep=FULL_T, head=6, tail=3)
     joined = head_labels(ctx, node, axis)
     return cols, [Num(joined[c]) if joined else header(node, axis, c) for c in range(size)]

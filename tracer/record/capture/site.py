@@ -18,7 +18,7 @@ import os
 import sys
 from dataclasses import dataclass
 from functools import lru_cache
-from types import FrameType
+from types import CodeType, FrameType
 
 import torch
 
@@ -49,10 +49,15 @@ def user_file(name: str) -> bool:
     return not name.startswith(_SKIP) and not name.endswith(_STDLIB_SKIP)
 
 
+OPENED: set[CodeType] = set()
+"""Code objects of torch functions being decomposed (``multi_head_attention_forward``): their frames count as
+the user's, so their steps are named after torch's own variables (``q``, ``attn_output_weights``)."""
+
+
 def _user_frame(depth: int) -> FrameType | None:
     f: FrameType | None = sys._getframe(depth + 1)
     while f is not None:
-        if user_file(f.f_code.co_filename):
+        if f.f_code in OPENED or user_file(f.f_code.co_filename):
             return f
         f = f.f_back
     return None

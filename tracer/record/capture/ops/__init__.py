@@ -21,6 +21,7 @@ from tracer.record.capture.session import Session
 HANDLERS: dict[str, Handler] = {
     **dict.fromkeys(("matmul", "__matmul__", "__rmatmul__", "mm", "bmm", "mv", "dot", "inner"), products.matmul),
     "linear": products.linear,
+    **dict.fromkeys(("baddbmm", "addmm"), products.addmm),
     "einsum": products.einsum,
     **dict.fromkeys(pointwise.BINARY, pointwise.binary),
     **dict.fromkeys(pointwise.UNARY, pointwise.unary),

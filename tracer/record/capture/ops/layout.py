@@ -77,6 +77,26 @@ def reshape(s: Session, c: Call) -> None:
     _emit(s, c, out, op, [Ref(vx.name, tuple(exprs))], names, ax.ref_text(vx.name, exprs))
 
 
+def _meaning(src: list[str], sizes: list[int]) -> list[str]:
+    """What the new axes of one regrouped block index, by the way attention code splits and joins them.
+
+    A feature axis split in two is (heads, features of a head), ``(h, d)``,
+    unless the first part has 3 entries: the q/k/v selector of a fused
+    projection, ``(p, c)``; split in three it is ``(p, h, d)``.  Batch-times-heads
+    split in two is ``(b, h)``.  Joined: heads with their features are
+    features ``c``, a batch with its heads ``h``.  Anything else gets fresh letters.
+    """
+    if len(sizes) == 1:
+        return ["c"] if "d" in src or "c" in src else ["h"] if "h" in src else ["e"]
+    if len(src) == 1 and src[0] == "h" and len(sizes) == 2:
+        return ["b", "h"]
+    if len(sizes) == 2:
+        return ["p", "c"] if sizes[0] == 3 else ["h", "d"]
+    if len(sizes) == 3:
+        return ["p", "h", "d"]
+    return ["e"] * len(sizes)
+
+
 def _regroup(src_names: Sequence[str], src: list[int], dst: list[int]) -> tuple[list[str], list[str]]:
     """Names for the new axes and, per source axis, its index as arithmetic over them (C order)."""
     groups: list[tuple[list[int], list[int]]] = []
@@ -106,9 +126,13 @@ def _regroup(src_names: Sequence[str], src: list[int], dst: list[int]) -> tuple[
     for d, name in kept.items():
         names[d] = name
     used = list(src_names) + list(kept.values())
-    for d in range(len(dst)):
-        if not names[d]:
-            names[d] = ax.fresh(used, ("h", "d", "c", "e"))
+    for gi, gj in groups:
+        if len(gi) == 1 and len(gj) == 1:
+            continue
+        wanted = _meaning([src_names[e] for e in gi], [dst[d] for d in gj])
+        for d, want in zip(gj, wanted, strict=True):
+            mine = [n for n in used if n not in [src_names[e] for e in gi]]  # the block's own names go away
+            names[d] = ax.fresh([*mine, *(names[x] for x in gj if names[x])], (want, "h", "d", "c", "e"))
             used.append(names[d])
     exprs: list[str] = [""] * len(src)
     for gi, gj in groups:

@@ -65,7 +65,6 @@ def linear(s: Session, c: Call) -> None:
     x, w, bias = c.arg(0, "input"), c.arg(1, "weight"), c.arg(2, "bias")
     if not isinstance(x, torch.Tensor) or not isinstance(w, torch.Tensor) or w.dim() not in (1, 2) or x.dim() == 0:
         raise Unsupported("linear of these shapes")
-    out: torch.Tensor = c.out
     vx, vw = s.var(x), s.var(w)
     lead = vx.axes[:-2] if x.dim() >= 2 else ()
     rows = [vx.axes[-2]] if x.dim() >= 2 else []
@@ -77,18 +76,48 @@ def linear(s: Session, c: Call) -> None:
     if bias is None:
         _contract(s, c, vx(*ia), vw(*iw), names, over, "linear", f"{vx.name} @ {vw.name}ᵀ")
         return
-    name, _ = s.begin("linear", None)
+    _biased(s, c, vx(*ia), vw(*iw), names, over, bias, "linear", r"x W^{\top} + b")
+
+
+def addmm(s: Session, c: Call) -> None:
+    """``baddbmm(M, A, B)``/``addmm(M, A, B)`` = ``M + A @ B`` (how ``nn.MultiheadAttention`` adds a mask)."""
+    m, a, b = c.arg(0, "input"), c.arg(1, "batch1", c.kwargs.get("mat1")), c.arg(2, "batch2", c.kwargs.get("mat2"))
+    if c.kwargs.get("beta", 1) != 1 or c.kwargs.get("alpha", 1) != 1 or len(c.args) > 3:
+        raise Unsupported(f"{c.key} with beta or alpha")
+    dims = 3 if c.key == "baddbmm" else 2
+    if not all(isinstance(t, torch.Tensor) and t.dim() == dims for t in (a, b)) or not isinstance(m, torch.Tensor):
+        raise Unsupported(f"{c.key} of these shapes")
+    va, vb = s.var(a), s.var(b)
+    lead = [va.axes[0]] if dims == 3 else []
+    row = ax.fresh(lead, (va.axes[-2], "i"))
+    col = ax.fresh([*lead, row], ("j", "c") if vb.axes[-1] == "i" else ("c", "j"))
+    over = ax.fresh([*lead, row, col], (va.axes[-1], "k"))
+    x, w = va(*lead, row, over), vb(*lead, over, col)
+    _biased(s, c, x, w, (*lead, row, col), over, m, c.key, r"M + A B")
+
+
+def _biased(
+    s: Session, c: Call, x: Arg, w: Arg, names: tuple[str, ...], over: str, bias: torch.Tensor, lib: str, latex: str
+) -> None:
+    """``N.xw`` = Σ x·w left to right, ``N.loop`` = ``N.xw`` + bias, ``N`` = torch's value, and their check.
+
+    Torch adds the bias inside its kernel (``addmm``), so ``N`` is held to
+    ``N.loop`` within the bound of a sum of the products and the bias.
+    """
+    out: torch.Tensor = c.out
+    name, _ = s.begin(lib, None)
     mm = f"{name}.xw"
+    xn, wn = x.var.name, w.var.name
     s.rec.contract(
         mm,
-        vx(*ia),
-        vw(*iw),
+        x,
+        w,
         (*names, over),
         over,
         symbol=rf"\mathrm{{{mm}}}",
-        latex=rf"\sum_{{{over}}} \mathrm{{{vx.name}}}\, \mathrm{{{vw.name}}}",
-        text=f"Σ_{over} {ax.ref_text(vx.name, ia)} × {ax.ref_text(vw.name, iw)}",
-        part_text=_part_texts(vx.name, ia, vw.name, iw, over),
+        latex=rf"\sum_{{{over}}} \mathrm{{{xn}}}\, \mathrm{{{wn}}}",
+        text=f"Σ_{over} {ax.ref_text(xn, x.index)} × {ax.ref_text(wn, w.index)}",
+        part_text=_part_texts(xn, list(x.index), wn, list(w.index), over),
     )
     vb = s.read(bias, names, tuple(out.shape))
     loop = s.rec.elementwise(
@@ -97,10 +126,11 @@ def linear(s: Session, c: Call) -> None:
         [s.rec.var(mm)(*names), vb],
         names,
         symbol="",
-        latex=r"x W^{\top} + b",
+        latex=latex,
         text=f"{ax.ref_text(mm, names)} + {ax.ref_text(vb.var.name, vb.index)}",
     )
-    mag = magnitude(s.rec.data(f"{mm}.p"), -1) + np.abs(vb.aligned(names).double().numpy())
+    extra = np.abs(vb.aligned(names).double().numpy())
+    mag = magnitude(s.rec.data(f"{mm}.p"), -1) + np.where(np.isfinite(extra), extra, 0.0)  # -inf: masked, exact
     tv = s.rec.apply(
         "add",
         name,
@@ -108,12 +138,12 @@ def linear(s: Session, c: Call) -> None:
         [Ref(mm, names), vb.ref],
         names,
         symbol=rf"\mathrm{{{name}}}",
-        latex=rf"\mathrm{{{name}}} = x W^{{\top}} + b",
+        latex=rf"\mathrm{{{name}}} = {latex}",
         text=f"{ax.ref_text(mm, names)} + {ax.ref_text(vb.var.name, vb.index)}",
-        attrs={"library": "linear"},
+        attrs={"library": lib},
     )
     s.bind(out, tv)
-    bound = sums_bound(mag, int(x.shape[-1]) + 1, out.dtype)
+    bound = sums_bound(mag, int(x.var.data.shape[x.index.index(over)]) + 1, out.dtype)
     check(s, name, tv, loop.data, loop.name, f"{loop.name} ({mm} + bias, left to right)", bound)
 
 
