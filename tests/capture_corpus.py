@@ -9,6 +9,7 @@ them and returns the output tensor (what ``--torch FILE.py:FN`` wants).
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import torch
@@ -234,44 +235,54 @@ class TinyLM(nn.Module):
 # -- runners -------------------------------------------------------------------------------------------------
 
 
+def _apply(seed: int, make: Callable[[], nn.Module]) -> torch.Tensor:
+    """Seed, build the module, run it on a fresh (1, T, D) input."""
+    torch.manual_seed(seed)
+    return make()(_x())
+
+
 def fused() -> torch.Tensor:
-    torch.manual_seed(1)
-    return FusedCausal(Config())(_x())
+    return _apply(1, lambda: FusedCausal(Config()))
 
 
 def flash() -> torch.Tensor:
-    torch.manual_seed(1)
-    return FusedFlash(Config())(_x())
+    return _apply(1, lambda: FusedFlash(Config()))
 
 
 def packed() -> torch.Tensor:
-    torch.manual_seed(2)
-    return PackedHeads()(_x())
+    return _apply(2, PackedHeads)
 
 
 def packed_index() -> torch.Tensor:
-    torch.manual_seed(2)
-    return PackedHeads(how="index")(_x())
+    return _apply(2, lambda: PackedHeads(how="index"))
 
 
 def einsum() -> torch.Tensor:
-    torch.manual_seed(3)
-    return Chunked()(_x())
+    return _apply(3, Chunked)
 
 
 def sdpa_bool() -> torch.Tensor:
-    torch.manual_seed(4)
-    return MaskedSDPA(kind="bool").eval()(_x())
+    return _apply(4, lambda: MaskedSDPA(kind="bool").eval())
 
 
 def sdpa_float() -> torch.Tensor:
-    torch.manual_seed(4)
-    return MaskedSDPA(kind="float").eval()(_x())
+    return _apply(4, lambda: MaskedSDPA(kind="float").eval())
 
 
 def sdpa_dropout() -> torch.Tensor:
-    torch.manual_seed(4)
-    return MaskedSDPA(kind="bool", p=0.25).train()(_x())
+    return _apply(4, lambda: MaskedSDPA(kind="bool", p=0.25).train())
+
+
+def window() -> torch.Tensor:
+    return _apply(6, SlidingWindow)
+
+
+def gqa() -> torch.Tensor:
+    return _apply(7, GroupedQuery)
+
+
+def block() -> torch.Tensor:
+    return _apply(9, PreNormBlock)
 
 
 def mha_plain() -> torch.Tensor:
@@ -301,14 +312,6 @@ def mha_float_mask() -> torch.Tensor:
     return out
 
 
-def window() -> torch.Tensor:
-    torch.manual_seed(6)
-    return SlidingWindow()(_x())
-
-
-def gqa() -> torch.Tensor:
-    torch.manual_seed(7)
-    return GroupedQuery()(_x())
 
 
 def generate() -> torch.Tensor:
@@ -318,10 +321,6 @@ def generate() -> torch.Tensor:
     outs = [attn(x[:, i : i + 1]) for i in range(x.shape[1])]
     return torch.cat(outs, dim=1)
 
-
-def block() -> torch.Tensor:
-    torch.manual_seed(9)
-    return PreNormBlock()(_x())
 
 
 def lm() -> torch.Tensor:
