@@ -312,15 +312,12 @@ def mha_float_mask() -> torch.Tensor:
     return out
 
 
-
-
 def generate() -> torch.Tensor:
     torch.manual_seed(8)
     attn = CachedAttention()
     x = _x()
     outs = [attn(x[:, i : i + 1]) for i in range(x.shape[1])]
     return torch.cat(outs, dim=1)
-
 
 
 def lm() -> torch.Tensor:

@@ -24,7 +24,7 @@ from tracer.present.narrative import Narrative, NodeText
 from tracer.present.views.common import FULL_T, Ctx, gaps, index, pick_rows, token
 from tracer.present.views.model import Block, Num, Para, Row, Table
 
-LEAD = ("h", "b")
+LEAD = ("h", "b", "g")  # g: batch and heads in one axis (nn.MultiheadAttention), its first slice shown
 """Axes that split a node into sub-blocks (a head each) or are shown at their first entry (the batch)."""
 JOINS = ("concat", "join_heads")
 """Ops whose last axis lays the heads side by side."""
@@ -115,7 +115,10 @@ def cell(ctx: LessonCtx, node: Node, full: tuple[int, ...]) -> Num:
     """The cell of entry ``full`` (0-based) of ``node``: its step id when entries are steps."""
     v = float(node.value[full])
     sid = ids.render(node.name, node.split, [i + 1 for i in full]) if node.granularity == ELEMENT else ""
-    text = ctx.given(v, node.name) if node.op == "input" else ctx.num(v)
+    if node.attrs.get("integer") and np.isfinite(v):  # token ids and indices of captured code
+        text = str(int(v))
+    else:
+        text = ctx.given(v, node.name) if node.op == "input" else ctx.num(v)
     masked = node.op == "masked_fill" and np.isneginf(v)
     return Num(text, sid, "masked" if masked else ("" if np.isfinite(v) else "bad"))
 

@@ -201,10 +201,9 @@ def _width(s: Session) -> int:
         return 0
     if t.is_floating_point():
         return int(t.shape[-1])
-    for b, info in s.info.items():  # token ids: the vectors an embedding looks up for them
-        v = s.tensors.get(b)
-        if info.kind == "op" and info.op == "embedding" and v is not None and v.dim() >= 1:
-            return int(v.shape[-1])
+    for node in s.rec._nodes:  # token ids: the vectors an embedding looks up for them
+        if node.attrs.get("func") in ("embedding", "torch.nn.functional.embedding") and node.value.ndim:
+            return int(node.value.shape[-1])
     return 0
 
 

@@ -161,7 +161,9 @@ class Session:
         names = ax.default(t.dim())
         if isinstance(t, torch.nn.Parameter) and t.dim() in (1, 2):
             names = ("c", "k")[2 - t.dim() :]
-        attrs = {"made_by": how} if how else {}
+        attrs: dict[str, object] = {"made_by": how} if how else {}
+        if not value.is_floating_point():  # token ids, indices: whole numbers, printed as such
+            attrs["integer"] = True
         old = self.rec._stage
         self.rec._stage = "inputs"
         dtype = value.dtype if value.is_floating_point() else self.rec.dtype

@@ -82,14 +82,17 @@ def _meaning(src: list[str], sizes: list[int]) -> list[str]:
 
     A feature axis split in two is (heads, features of a head), ``(h, d)``,
     unless the first part has 3 entries: the q/k/v selector of a fused
-    projection, ``(p, c)``; split in three it is ``(p, h, d)``.  Batch-times-heads
-    split in two is ``(b, h)``.  Joined: heads with their features are
+    projection, ``(p, c)``; split in three it is ``(p, h, d)``.  Split with the
+    batch, it is batch-times-heads ``g`` and ``d``, and ``g`` (or ``h``) split
+    in two is ``(b, h)``.  Joined: heads with their features are
     features ``c``, a batch with its heads ``h``.  Anything else gets fresh letters.
     """
     if len(sizes) == 1:
         return ["c"] if "d" in src or "c" in src else ["h"] if "h" in src else ["e"]
-    if len(src) == 1 and src[0] == "h" and len(sizes) == 2:
+    if len(src) == 1 and src[0] in ("h", "g") and len(sizes) == 2:
         return ["b", "h"]
+    if len(sizes) == 2 and "b" in src:  # ``nn.MultiheadAttention``: the batch and the heads in one axis
+        return ["g", "d"]
     if len(sizes) == 2:
         return ["p", "c"] if sizes[0] == 3 else ["h", "d"]
     if len(sizes) == 3:
@@ -233,7 +236,7 @@ MAX_LOOKUPS = 512
 """Entries an index tensor may pick before the look-up is an opaque step (each is a reference of its own)."""
 
 
-def lookup(s: Session, c: Call, vx: Var, items: tuple[object, ...]) -> None:
+def lookup(s: Session, c: Call, vx: Var, items: tuple[object, ...], prefer: tuple[str, ...] = ()) -> None:
     """``x[idx]``, ``x[:, idx]``, ``x[mask]``: one index tensor (whole numbers or a bool mask), the rest ``:``.
 
     Which entry each result entry is depends on the index's values, so each
@@ -261,8 +264,8 @@ def lookup(s: Session, c: Call, vx: Var, items: tuple[object, ...]) -> None:
         raise Unsupported(f"a look-up of more than {MAX_LOOKUPS} entries")
     before, after = list(vx.axes[:p]), list(vx.axes[p + k :])
     new: list[str] = []
-    for _ in shape_i:
-        new.append(ax.fresh([*before, *after, *new], ("n", "m", "r", "q")))
+    for n in range(len(shape_i)):  # ``prefer``: what the index's own axes index (token ids: batch, tokens)
+        new.append(ax.fresh([*before, *after, *new], (*prefer[n : n + 1], "n", "m", "r", "q")))
     names = [*before, *new, *after]
     refs = []
     for flat_i, pos in enumerate(picks.tolist()):

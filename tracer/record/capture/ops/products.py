@@ -234,13 +234,11 @@ def einsum(s: Session, c: Call) -> None:
         raise Unsupported("einsum with a letter repeated within one operand (a diagonal)")
     if any(not ch.isalpha() for ch in lhs.replace(",", "") + rhs):
         raise Unsupported("einsum letters")
-    letters: dict[str, str] = {}
-    for ch in dict.fromkeys(lhs.replace(",", "") + rhs):
-        letters[ch] = ax.fresh(letters.values(), (ch.lower(),))
-    summed = [ch for ch in dict.fromkeys(lhs.replace(",", "")) if ch not in rhs]
-    names = tuple(letters[ch] for ch in rhs)
     out: torch.Tensor = c.out
     vs = [s.var(t) for t in ops]
+    letters = _letters(specs, [v.axes for v in vs], rhs)
+    summed = [ch for ch in dict.fromkeys(lhs.replace(",", "")) if ch not in rhs]
+    names = tuple(letters[ch] for ch in rhs)
     if not summed:
         name, info = s.begin("einsum", vs[0].name if len(vs) == 1 else None)
         refs = [Ref(v.name, tuple(letters[ch] for ch in sp)) for v, sp in zip(vs, specs, strict=True)]
@@ -271,3 +269,24 @@ def einsum(s: Session, c: Call) -> None:
             else v(*[over if ch in summed else letters[ch] for ch in sp])
         )
     _contract(s, c, reads[0], reads[1] if len(reads) > 1 else None, names, over, "einsum", eq, name=name)
+
+
+def _letters(specs: list[str], axes: list[tuple[str, ...]], rhs: str) -> dict[str, str]:
+    """Axis names for an einsum's letters: what the operand's axis under each letter already indexes.
+
+    ``'bnhd,bmhd->bhnm'`` on queries and keys whose token axes are both
+    ``i``: ``n`` is ``i`` (queries), and ``m``, a second token axis, is
+    ``j`` (keys), so the scores read as every other scores do.  A letter
+    whose operand axis names no batch, head, token or q/k/v part keeps its own letter.
+    """
+    out: dict[str, str] = {}
+    order = list(dict.fromkeys(rhs + "".join(specs)))
+    for ch in order:
+        k = next(n for n, sp in enumerate(specs) if ch in sp)
+        have = axes[k][specs[k].index(ch)] if len(axes[k]) == len(specs[k]) else ch.lower()
+        if have == "i" and "i" in out.values():
+            prefer: tuple[str, ...] = ("j",)  # a second token axis: the keys
+        else:
+            prefer = (have, ch.lower()) if have in ("b", "h", "i", "p") else (ch.lower(),)
+        out[ch] = ax.fresh(out.values(), prefer)
+    return out
