@@ -136,3 +136,24 @@ def test_flex_attention_and_its_block_mask_run_under_capture() -> None:
         t = tracer.trace_torch(run)
     assert np.array_equal(t.tensor(t.meta["output"]), run().numpy())
     assert "flex_attention" in t.meta["opaque"]  # listed, not hidden: no step-by-step form for it
+
+
+def test_expand_then_reshape_repeat_and_gather_keep_provenance() -> None:
+    torch.manual_seed(0)
+    proj = torch.nn.Linear(4, 4, bias=False)
+    x = torch.rand(1, 2, 3, 4)  # batch, kv heads, tokens, features
+
+    def run() -> torch.Tensor:
+        k = proj(x)
+        wide = k[:, :, None].expand(1, 2, 2, 3, 4).reshape(1, 4, 3, 4)
+        tiled = k.repeat(1, 2, 1, 1)
+        picked = torch.gather(k, 2, torch.tensor([[[[2, 0, 1, 1]]]]).expand(1, 2, 1, 4))
+        return wide.sum() + tiled.sum() + picked.sum()
+
+    t = tracer.trace_torch(run)
+    assert t.meta["opaque"] == [] and t.verify().ok
+    assert np.array_equal(t.tensor(t.meta["output"]), run().detach().numpy())
+    for name, entry in (("wide", "wide[1,4,3,4]"), ("tiled", "tiled[1,3,2,1]"), ("picked", "picked[1,2,1,1]")):
+        assert t.node(name).op in ("reshape", "repeat", "gather"), name
+        assert _reaches_products(t, entry), entry
+    assert t["picked[1,2,1,1]"].value == t["k[1,2,3,1]"].value  # index 2 (0-based) of the tokens: token 3
