@@ -105,3 +105,37 @@ def test_code_compiled_without_a_source_is_named_from_its_bytecode() -> None:
         exec(code, {"x": torch.rand(3, 2), "torch": torch})
     names = [n.name for n in cap.trace.nodes]
     assert {"scores", "weights", "weights.div", "out"} <= set(names), names
+
+
+def test_prototype_weights_copied_with_deepcopy_are_not_inputs_and_the_header_names_the_input() -> None:
+    import copy
+
+    class Head(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.q = nn.Linear(4, 4, bias=False)
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return torch.softmax(self.q(x) @ x.T, dim=-1)
+
+    class Multi(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            proto = Head()
+            self.heads = nn.ModuleList([copy.deepcopy(proto) for _ in range(2)])
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return torch.cat([h(x) for h in self.heads], dim=-1)
+
+    def run() -> torch.Tensor:
+        torch.manual_seed(0)
+        return Multi()(torch.rand(3, 4))
+
+    t = tracer.trace_torch(run)
+    leaves = [n.name for n in t.nodes if n.op == "input"]
+    assert leaves == ["x", "heads_0.q.weight", "heads_1.q.weight"], leaves
+    from tracer.present.captured import stage_story
+    from tracer.present.strings import Strings
+
+    text = str(stage_story(t, "inputs", Strings("en"))["text"])
+    assert "its inputs (x)" in text and "heads_0.q.weight" in text

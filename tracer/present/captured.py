@@ -163,7 +163,7 @@ def stage_story(trace: Trace, stage: str, s: Strings) -> dict[str, object]:
     own = [n for n in trace.nodes if n.stage == stage]
     if stage == "inputs":
         leaves = [n.name for n in own if n.op == "input"]
-        given = [n for n in leaves if "." not in n and not trace.node(n).attrs.get("made_by")]
+        given = [n for n in leaves if _given(trace.node(n))]
         params = [n for n in leaves if n not in given]
         text = s("capture.inputs", inputs=", ".join(given) or "—", params=", ".join(params) or "—")
         return {"title": s("capture.inputs_title"), "text": text, "show": leaves[:MAX_TABLES]}
@@ -197,6 +197,14 @@ def stage_story(trace: Trace, stage: str, s: Strings) -> dict[str, object]:
         "heatmap": [n.name for n in shown if _square(n)][: max(2, len(attn))],
     }
     return table
+
+
+def _given(node: Node) -> bool:
+    """An input of the code: not a module's weight or buffer, not a mask a dropout drew."""
+    made = str(node.attrs.get("made_by", ""))
+    if "param" in node.attrs:  # captured by this version: it says so
+        return not node.attrs["param"] and "draw" not in made
+    return "." not in node.name and not made  # an older file: a path or an initialiser says weight
 
 
 def _products(trace: Trace, node: Node) -> bool:

@@ -112,6 +112,7 @@ class Capture:
         raw = s.rec.trace({}).nodes
         if not raw:
             raise InputError("the captured code computed nothing in torch")
+        raw = tuple(_read_leaves(raw, s.known(self.output) if isinstance(self.output, torch.Tensor) else None))
         full = [n.name for n in raw]
         bases = {b for f in full for b in re.findall(r"§[0-9]+", f)}
         order = [b for b in s.info if b in bases]
@@ -147,6 +148,17 @@ class Capture:
         if out_name is not None:
             meta["output"] = out_name
         return Trace(nodes, meta)
+
+
+def _read_leaves(nodes: Sequence[Node], output: Any) -> list[Node]:
+    """The nodes without the leaves nothing reads (a prototype's weights ``copy.deepcopy`` read to copy them).
+
+    Such a leaf is no input of any step; listing it would name an
+    initialiser (``kaiming_uniform_``) as an input of the code.
+    """
+    read = {a.node for n in nodes for a in n.args}
+    keep = getattr(output, "name", None)
+    return [n for n in nodes if n.op != "input" or n.name in read or n.name == keep]
 
 
 def _quiet(fn: Callable[..., None], *args: Any) -> None:

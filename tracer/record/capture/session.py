@@ -164,6 +164,8 @@ class Session:
         attrs: dict[str, object] = {"made_by": how} if how else {}
         if not value.is_floating_point():  # token ids, indices: whole numbers, printed as such
             attrs["integer"] = True
+        # a weight or buffer of a module, or an input of the code (the report's header tells them apart)
+        attrs["param"] = isinstance(t, torch.nn.Parameter) or any(t is b for r in self.roots for b in r.buffers())
         old = self.rec._stage
         self.rec._stage = "inputs"
         dtype = value.dtype if value.is_floating_point() else self.rec.dtype
