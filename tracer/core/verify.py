@@ -11,7 +11,10 @@ trace itself records, with the op it records:
   *recorded* previous sum), totals (``sum``), ``max`` and ``masked_fill`` are
   single IEEE operations or copies: they must match bit for bit;
 - ``exp`` and ``softmax`` come from library kernels: they must match a
-  float64 recomputation to a few units in the last place;
+  float64 recomputation, ``exp`` to a few units in the last place, a softmax
+  within the bound the maths gives for its longest row and widest spread
+  (:func:`tracer.core.bounds.softmax_rel`: a long row's sum, added in any
+  order, may move more than a few units);
 - ``maxabsdiff`` is recomputed exactly from its two operands; a bounded one
   (a library result against its loop form) follows when both its recorded
   and its recomputed residual are within the bound it carries;
