@@ -118,12 +118,27 @@ def attentions(trace: Trace) -> list[list[Node]]:
             node = by.get(c)
             if node is not None:
                 chain.append(node)
-                later = [n for n in trace.nodes[order[c] + 1 :] if n.attrs.get("library") == "linear"]
-                chain += later[:1]
+                chain += _projection(node, readers, by)[:1]
         keep = ("sum", "softmax", "add", "div", "view", "reshape", "triu", *_BACK)
         picked = {n.name: n for n in chain if n.op in keep}
         out.append(sorted(picked.values(), key=lambda n: order[n.name]))
     return out
+
+
+def _projection(context: Node, readers: dict[str, list[Node]], by: dict[str, Node]) -> list[Node]:
+    """The linear layer whose products read the context vectors, through the views that join the heads."""
+    todo, seen = [context], {context.name}
+    while todo:
+        n = todo.pop(0)
+        for r in readers.get(n.name, []):
+            owner = r.name.removesuffix(".p").removesuffix(".xw")  # ``out_proj.p``, ``out_proj.xw.p``
+            got = by.get(owner)
+            if r.name.endswith(".p") and got is not None and got.attrs.get("library") == "linear":
+                return [got]
+            if r.op in LAYOUT and r.name not in seen and len(seen) < 16:
+                seen.add(r.name)
+                todo.append(r)
+    return []
 
 
 def role(trace: Trace, attention: list[Node], node: Node) -> str:
