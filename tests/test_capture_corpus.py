@@ -89,6 +89,7 @@ def test_the_report_draws_each_attentions_weights_per_head_with_the_tokens(
         scores = next(n for n in a if role(t, a, n) == "scores")
         assert any(f.startswith(f"fig-{anchor(scores.name)}") for f in files), scores.name
     assert "Head 1: </" not in page and "**" not in page and "<figcaption></figcaption>" not in page
+    assert (f"attention, heads: {heads}" if lang == "en" else f"注意力，头数：{heads}") in page  # the section says so
 
 
 def _reaches_products(t: Trace, start: str, limit: int = 20000) -> bool:

@@ -197,6 +197,13 @@ def stage_story(trace: Trace, stage: str, s: Strings) -> dict[str, object]:
         title = s("capture.main_title")
     else:
         title = s("capture.stage_title", name=stage)
+        heads = [
+            _heads(trace, a)
+            for a in attentions(trace)
+            if any(n.stage == stage and role(trace, a, n) == "weights" for n in a)
+        ]
+        if heads:  # the section computes attention: say so, and over how many heads
+            title = s("capture.attention_title", name=stage, heads=max(heads))
     checks = [n.name for n in own if n.name.startswith("check.")]
     attn = [n for a in attentions(trace) for n in a if n.stage == stage]
     rest = sorted((n for n in main if n.op != "opaque" and n not in attn), key=lambda n: n.op != "write")
@@ -212,6 +219,13 @@ def stage_story(trace: Trace, stage: str, s: Strings) -> dict[str, object]:
         "heatmap": [n.name for n in shown if _square(n)][: max(2, len(attn))],
     }
     return table
+
+
+def _heads(trace: Trace, attention: list[Node]) -> int:
+    """How many heads an attention has: the ``h`` axis of its weights per batch and head (else one)."""
+    ws = [n for n in attention if role(trace, attention, n) == "weights"]
+    best = next((n for n in ws if n.axes[:2] == ("b", "h")), ws[0])
+    return int(best.value.shape[best.axes.index("h")]) if "h" in best.axes else 1
 
 
 def _given(node: Node) -> bool:
