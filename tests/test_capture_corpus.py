@@ -10,6 +10,7 @@ of the inputs.
 
 from __future__ import annotations
 
+import re
 from collections import deque
 
 import numpy as np
@@ -90,6 +91,8 @@ def test_the_report_draws_each_attentions_weights_per_head_with_the_tokens(
         assert any(f.startswith(f"fig-{anchor(scores.name)}") for f in files), scores.name
     assert "Head 1: </" not in page and "**" not in page and "<figcaption></figcaption>" not in page
     assert (f"attention, heads: {heads}" if lang == "en" else f"注意力，头数：{heads}") in page  # the section says so
+    md = files["index.md"].decode()
+    assert re.search(r"_\{[0-9,]+\} &= ", md), "a written-out entry says which entry it is"
 
 
 def _reaches_products(t: Trace, start: str, limit: int = 20000) -> bool:

@@ -164,12 +164,13 @@ def captions(trace: Trace, s: Strings) -> dict[str, dict[str, str]]:
     for n in trace.nodes:
         if not is_part(trace, n):
             text = s(f"capture.cap_{kind(n)}", name=n.name)
-            out[n.name] = {"caption": text}
+            out[n.name] = {"caption": text, **_formula(n)}
     for attention in attentions(trace):
         for n in attention:
             what = role(trace, attention, n)
             text = s(f"capture.cap_{what}", name=n.name)
-            out[n.name] = {"caption": text, "figure": s("capture.fig", what=text), "alt": s(f"capture.alt_{what}")}
+            out[n.name] = {**_formula(n), "caption": text, "figure": s("capture.fig", what=text)}
+            out[n.name]["alt"] = s(f"capture.alt_{what}")
     return out
 
 
@@ -219,6 +220,14 @@ def stage_story(trace: Trace, stage: str, s: Strings) -> dict[str, object]:
         "heatmap": [n.name for n in shown if _square(n)][: max(2, len(attn))],
     }
     return table
+
+
+def _formula(node: Node) -> dict[str, str]:
+    """A sum's recorded formula with its left side indexed, so a written-out entry says which one it is."""
+    lhs, eq, rhs = node.latex.partition(" = ")
+    if node.op != "sum" or not eq or not node.axes or "<" in lhs:
+        return {}
+    return {"formula": f"{lhs}_{{<{','.join(node.axes)}>}} = {rhs}"}
 
 
 def _heads(trace: Trace, attention: list[Node]) -> int:
