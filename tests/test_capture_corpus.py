@@ -163,3 +163,16 @@ def test_expand_then_reshape_repeat_and_gather_keep_provenance() -> None:
         assert t.node(name).op in ("reshape", "repeat", "gather"), name
         assert _reaches_products(t, entry), entry
     assert t["picked[1,2,1,1]"].value == t["k[1,2,3,1]"].value  # index 2 (0-based) of the tokens: token 3
+
+
+def test_an_error_in_the_captured_code_is_the_codes_own_and_leaves_nothing_open() -> None:
+    from tracer.record.capture import site
+
+    attn = torch.nn.MultiheadAttention(4, 2)
+    x = torch.rand(3, 1, 5)  # 5 features for a module of 4: torch refuses, with or without capture
+    with pytest.raises(AssertionError) as plain:
+        attn(x, x, x)
+    with pytest.raises(AssertionError) as captured, tracer.capture():
+        attn(x, x, x)
+    assert str(captured.value) == str(plain.value)
+    assert not site.OPENED

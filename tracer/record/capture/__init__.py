@@ -31,6 +31,7 @@ import torch
 from tracer.core.trace import Node, Trace
 from tracer.errors import InputError
 from tracer.record.capture import axes as ax
+from tracer.record.capture import site
 from tracer.record.capture.mode import Mode
 from tracer.record.capture.naming import final_names, rename
 from tracer.record.capture.session import Session
@@ -69,6 +70,8 @@ class Capture:
         for h in self._handles:
             h.remove()
         self._handles = []
+        site.OPENED.discard(torch.nn.MultiheadAttention.forward.__code__)  # left open if its forward raised
+        self.session.opened.clear()
         if kind is None:
             self._trace = self._finish()
             if self.session.opaque:
