@@ -176,3 +176,14 @@ def test_an_error_in_the_captured_code_is_the_codes_own_and_leaves_nothing_open(
         attn(x, x, x)
     assert str(captured.value) == str(plain.value)
     assert not site.OPENED
+
+
+def test_multihead_attention_in_evaluation_without_grad_is_opened_up_too() -> None:
+    torch.manual_seed(0)
+    attn = torch.nn.MultiheadAttention(corpus.D, corpus.H, batch_first=True).eval()
+    x = torch.rand(1, corpus.T, corpus.D)
+    with torch.no_grad():
+        fast = attn(x, x, x)[0]  # torch's fast path, without capture
+        t = tracer.trace_torch(lambda: attn(x, x, x)[0])
+    assert t.meta["opaque"] == [] and t.verify().ok
+    assert np.array_equal(t.tensor(t.meta["output"]), fast.numpy())

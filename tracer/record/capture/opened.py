@@ -21,9 +21,12 @@ False: the same code object, the same torch calls, in the same order, so the
 result is the result without capture, bit for bit.  Its frames (and those of
 the in-projection helpers) count as user frames while it runs, so the steps
 are named after torch's own variables (``attn.q``, ``attn.attn_output_weights``),
-under the path of the module that ran it.  Torch's fast path (evaluation
-under ``torch.no_grad()``, ``torch._native_multi_head_attention``) is one
-compiled kernel: an opaque step.
+under the path of the module that ran it.  Torch's fast path for evaluation
+under ``torch.no_grad()`` (``torch._native_multi_head_attention``) is not
+taken while a capture is active: ``nn.MultiheadAttention`` skips it whenever
+a ``TorchFunctionMode`` is active, and runs this function instead.  That
+path computes the same attention with other kernels, so its last bits may
+differ from the fast path's (they agreed in the tests).
 """
 
 from __future__ import annotations
