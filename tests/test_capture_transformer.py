@@ -47,14 +47,20 @@ def test_torch_layer_norm_and_gelu_are_decomposed_too() -> None:
     assert t.node(f"check.{g.name}").value < 1e-5
 
 
-def test_unsupported_ops_are_opaque_and_listed_once(capsys: pytest.CaptureFixture[str]) -> None:
+def test_embeddings_are_look_ups_and_unsupported_ops_are_opaque_and_listed_once(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
     with tracer.capture() as cap:
         out = book.tiny_gpt()
-    err = capsys.readouterr().err
-    assert err.count("recorded as opaque steps") == 1 and "embedding" in err
-    assert cap.warnings == ["embedding"]
-    t = cap.trace
-    emb = [n for n in t.nodes if n.op == "opaque"]
-    assert {n.attrs["func"] for n in emb} == {"torch.nn.functional.embedding"}
-    assert all(n.granularity == "tensor" and n.args for n in emb)
+    assert cap.warnings == [] and "recorded as opaque steps" not in capsys.readouterr().err
+    looked = [n for n in cap.trace.nodes if n.attrs.get("func") == "embedding"]
+    assert looked and all(n.op == "lookup" for n in looked)
     assert torch.equal(out, book.tiny_gpt())
+    x = torch.rand(4, 3)
+    with tracer.capture() as cap:
+        torch.cumsum(x, 0) + torch.cumsum(x, 1)
+    err = capsys.readouterr().err
+    assert err.count("recorded as opaque steps") == 1 and "cumsum" in err
+    assert cap.warnings == ["cumsum"]
+    opaque = [n for n in cap.trace.nodes if n.op == "opaque"]
+    assert len(opaque) == 2 and all(n.granularity == "tensor" and n.args for n in opaque)

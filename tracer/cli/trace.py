@@ -45,8 +45,10 @@ def verify(file: Path) -> None:
     The digest of a trace file only catches accidents: anyone can edit a value
     and recompute it. This checks that each value follows from its inputs
     with its recorded op (exactly for products, sums, quotients, maxima and
-    masks; to a few units in the last place for exp and softmax) and lists
-    those that do not.
+    masks; to a few units in the last place for exp; within the bound the
+    maths gives for a softmax and for a library's sums, such as a BLAS
+    product or a linear layer with its bias, beside their left-to-right
+    form) and lists those that do not.
 
     Exit status: 0 every value follows, 1 some do not, 2 an unreadable file.
     """

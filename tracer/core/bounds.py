@@ -49,6 +49,19 @@ def gamma(n: int, u: float) -> float:
     return n * u / (1 - n * u)
 
 
+def sums(mag: np.ndarray, n: int, u: float) -> np.ndarray:
+    """Bound of ``|library Σ − left-to-right Σ|`` for ``n`` terms whose magnitudes add up to ``mag``.
+
+    ``mag`` is ``Σ_k |t_k|`` of the recorded terms (products ``fl(a_k b_k)``,
+    a bias counted as one more term).  A library sum of the same exact terms
+    in any order, fused multiply-adds or not, is within ``γ(n)·Σ|a_k b_k|``
+    of the exact sum, and so is the loop form; ``Σ|a_k b_k| ≤ mag / (1 − u)``.
+    So the bound is ``2·γ(n)·mag / (1 − u)``, plus ``n`` times the smallest
+    float32 subnormal for products that underflowed.
+    """
+    return 2 * gamma(n, u) * np.asarray(mag, dtype=np.float64) / (1 - u) + n * 2.0**-149
+
+
 def _exp_up(y: float) -> float:
     """An upper bound of ``e**y − 1`` for ``0 ≤ y ≤ 1`` with plain arithmetic (``y + y²``); inf beyond."""
     return y + y * y if 0 <= y <= 1 else float("inf")

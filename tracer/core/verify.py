@@ -11,10 +11,17 @@ trace itself records, with the op it records:
   *recorded* previous sum), totals (``sum``), ``max`` and ``masked_fill`` are
   single IEEE operations or copies: they must match bit for bit;
 - ``exp`` and ``softmax`` come from library kernels: they must match a
-  float64 recomputation to a few units in the last place;
+  float64 recomputation, ``exp`` to a few units in the last place, a softmax
+  within the bound the maths gives for its longest row and widest spread
+  (:func:`tracer.core.bounds.softmax_rel`: a long row's sum, added in any
+  order, may move more than a few units);
 - ``maxabsdiff`` is recomputed exactly from its two operands; a bounded one
   (a library result against its loop form) follows when both its recorded
   and its recomputed residual are within the bound it carries;
+- a library's result kept in place of one of those ops (a captured ``@``,
+  ``nn.Linear`` with its bias, a fused attention kernel: ``attrs["library"]``)
+  added in the kernel's own order, so it follows when it is within the bound
+  of its check (the ``maxabsdiff`` that reads it) of the recomputed sums;
 - ``input`` and ``const`` have no operands, and tensor-level ops whose
   meaning a trace does not spell out (``matmul``, ``module``, head splits)
   are listed as not checked.
@@ -29,7 +36,7 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from tracer.core import ids
+from tracer.core import bounds, ids
 from tracer.core.predict import PREDICTABLE, aligned, predict
 from tracer.core.trace import Node, Trace
 from tracer.core.verdict import SHOWN, Verification, Wrong
@@ -46,8 +53,9 @@ def verify(trace: Trace) -> Verification:
     unchecked: list[str] = []
     flagged: set[str] = set()
     checked = 0
+    bounded = _bounded(trace)
     for node in trace.nodes:
-        bad = _mismatch(node, done)
+        bad = _mismatch(node, done, bounded.get(node.name) if "library" in node.attrs else None)
         done[node.name] = node.value
         if bad is None:
             if node.op not in ("input", "const"):
@@ -70,8 +78,21 @@ def verify(trace: Trace) -> Verification:
     return Verification(tuple(wrong), tuple(unchecked), checked, frozenset(flagged))
 
 
-def _mismatch(node: Node, done: Mapping[str, np.ndarray]) -> np.ndarray | None:
-    """A boolean array, True where the node's value does not follow (None: not recomputable)."""
+def _bounded(trace: Trace) -> dict[str, float]:
+    """Library node -> the bound of the check that compares it with its loop form."""
+    out: dict[str, float] = {}
+    for n in trace.nodes:
+        b = n.attrs.get("bound") if n.op == "maxabsdiff" and n.args else None
+        if isinstance(b, int | float) and not isinstance(b, bool):
+            out[n.args[0].node] = float(b)
+    return out
+
+
+def _mismatch(node: Node, done: Mapping[str, np.ndarray], bound: float | None = None) -> np.ndarray | None:
+    """A boolean array, True where the node's value does not follow (None: not recomputable).
+
+    ``bound``: the node is a library's result, to follow within it.
+    """
     v = node.value
     args = [r.to_json() for r in node.args]
     if any(a["node"] not in done and a["node"] != node.name for a in args):
@@ -81,6 +102,10 @@ def _mismatch(node: Node, done: Mapping[str, np.ndarray]) -> np.ndarray | None:
         guess = predict(node.op, node.axes, v.shape, args, node.attrs, done, v.dtype, like=like)
         if guess is None or guess.shape != v.shape:
             return None
+        if bound is not None:
+            with np.errstate(all="ignore"):
+                near = np.abs(v.astype(np.float64) - guess.astype(np.float64)) <= bound
+            return ~(_same_bits(v, guess) | near)
         return ~_same_bits(v, guess)
     if node.op in ("exp", "softmax") and len(args) == 1 and "index" in args[0]:
         src = done[args[0]["node"]]
@@ -96,6 +121,7 @@ def _mismatch(node: Node, done: Mapping[str, np.ndarray]) -> np.ndarray | None:
                 ax = node.axes.index(str(over))
                 e = np.exp(x - np.max(x, axis=ax, keepdims=True))
                 ref = np.broadcast_to(e / np.sum(e, axis=ax, keepdims=True), v.shape)
+                return ~_close(v, ref, _softmax_rel(x, ax, v.dtype))
             else:
                 return None
         return ~_close(v, ref)
@@ -104,7 +130,7 @@ def _mismatch(node: Node, done: Mapping[str, np.ndarray]) -> np.ndarray | None:
         if a.shape != b.shape or a.dtype != v.dtype or b.dtype != v.dtype:
             return None
         with np.errstate(all="ignore"):
-            ref = np.max(np.abs(a - b)) if a.size else np.zeros((), v.dtype)
+            ref = np.max(np.where(a == b, 0, np.abs(a - b))) if a.size else np.zeros((), v.dtype)
         bound = node.attrs.get("bound")
         if isinstance(bound, int | float) and not isinstance(bound, bool) and v <= bound and ref <= bound:
             # A bounded check states "within the bound"; its residual is the kernel's and pages print
@@ -124,12 +150,29 @@ def _same_bits(a: np.ndarray, b: np.ndarray) -> np.ndarray:
         return np.asarray(same | (np.isnan(a) & np.isnan(b)))
 
 
-def _close(v: np.ndarray, ref: np.ndarray) -> np.ndarray:
-    """Within a few units in the last place of ``v``'s dtype (infinities and NaNs must match)."""
+def _softmax_rel(x: np.ndarray, axis: int, dtype: np.dtype) -> float:
+    """How far (relatively) a library softmax over rows of ``x`` may be from the exact one, by the maths.
+
+    :func:`tracer.core.bounds.softmax_rel` for the longest row and the widest
+    spread of finite inputs: a long row's sum of exponentials, added in any
+    order, may be off by more than a few units in the last place.
+    """
+    with np.errstate(all="ignore"):
+        live = np.isfinite(x)
+        hi = np.max(np.where(live, x, -np.inf), axis=axis)
+        lo = np.min(np.where(live, x, np.inf), axis=axis)
+        spread = float(np.max(np.where(np.isfinite(hi - lo), hi - lo, 0.0), initial=0.0))
+    n = int(np.max(np.sum(live, axis=axis), initial=1))
+    rel = bounds.softmax_rel(n, spread, bounds.LIBRARY_EXP_ULPS, bounds.unit(dtype))
+    return max(rel, _ULPS * float(np.finfo(dtype).eps))
+
+
+def _close(v: np.ndarray, ref: np.ndarray, rel: float | None = None) -> np.ndarray:
+    """Within ``rel`` of ``ref`` (default a few units in the last place; infinities and NaNs must match)."""
     fin = np.finfo(v.dtype)
     with np.errstate(all="ignore"):
         w = v.astype(np.float64)
-        tol = _ULPS * float(fin.eps) * np.abs(ref) + float(fin.tiny)
+        tol = (_ULPS * float(fin.eps) if rel is None else rel) * np.abs(ref) + float(fin.tiny)
         near = np.abs(w - ref) <= tol
         rounded = ref.astype(v.dtype)  # a float64 value past the dtype's range is inf there too
         same_special = (np.isinf(w) & (w == rounded)) | (np.isnan(w) & np.isnan(ref))

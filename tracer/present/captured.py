@@ -49,7 +49,10 @@ def is_part(trace: Trace, node: Node) -> bool:
     head, _, last = node.name.rpartition(".")
     if node.name.startswith("check.") or node.op == "const":
         return True
-    return bool(head) and last in PARTS and trace.get(head) is not None
+    if not head or last not in PARTS:
+        return False
+    whole = head.rpartition(".")[0]  # SDPA's ``N.weights.max``: a part of ``N``, which has no ``N.weights``
+    return trace.get(head) is not None or (head.endswith(".weights") and bool(whole) and trace.get(whole) is not None)
 
 
 def kind(node: Node) -> str:
@@ -65,12 +68,118 @@ def kind(node: Node) -> str:
     return "arith" if node.op in ARITH else "other"
 
 
+_BACK = {"masked_fill", "add", "sub", "mul", "div", "where"}
+"""Ops between the scores and the softmax (mask, scale, additive mask) followed back from the weights."""
+
+
+def attentions(trace: Trace) -> list[list[Node]]:
+    """Each attention the code computed, whatever op did it: its scores, mask, scaled scores, weights, context.
+
+    The weights are a softmax's result (``torch.softmax``, ``F.softmax``,
+    ``Tensor.softmax``) or the weights inside SDPA (``N.weights.quot``).
+    From the weights, the steps that led to them are followed back to the
+    sum of products that made the scores; the context is the sum whose
+    products read the weights (or their dropout); the out-projection is the
+    next linear layer.  Each list is in trace order.
+    """
+    out: list[list[Node]] = []
+    by = {n.name: n for n in trace.nodes}
+    readers: dict[str, list[Node]] = {}
+    for n in trace.nodes:
+        for a in n.args:
+            readers.setdefault(a.node, []).append(n)
+    order = {n.name: k for k, n in enumerate(trace.nodes)}
+    for w in trace.nodes:
+        sdpa = w.name.endswith(".weights.quot") and by.get(w.name.removesuffix(".weights.quot") + ".scores")
+        if not (w.op == "softmax" or sdpa) or len(w.axes) < 2:
+            continue
+        chain: list[Node] = [w]
+        if sdpa:
+            head = w.name.removesuffix(".weights.quot")
+            parts = ("scores", "scaled", "causal", "masked", "hide", "masked_by", "biased")
+            chain += [got for p in parts if (got := by.get(f"{head}.{p}")) is not None]
+        else:
+            x = by.get(w.args[0].node) if w.args else None
+            while x is not None and len(chain) < 6:
+                chain.append(x)
+                if x.op == "sum" or x.op not in _BACK or not x.args:
+                    break
+                x = by.get(x.args[0].node)
+        kept = [r.name for r in readers.get(w.name, []) if r.name.endswith(".kept")]  # dropout's x · mask
+        used = [w.name] + [d.name for k in kept for d in readers.get(k, []) if d.attrs.get("library") == "dropout"]
+        views = [
+            r for u in used for r in readers.get(u, []) if r.op in ("view", "reshape") and {"b", "h"} <= set(r.axes)
+        ]
+        chain += views[:1]  # ``nn.MultiheadAttention``'s weights per batch and head
+        ctx = [r.name.rsplit(".", 1)[0] for u in used for r in readers.get(u, []) if r.name.endswith((".p", ".t"))]
+        if sdpa:
+            ctx.append(w.name.removesuffix(".weights.quot"))
+        for c in dict.fromkeys(ctx):
+            node = by.get(c)
+            if node is not None:
+                chain.append(node)
+                chain += _projection(node, readers, by)[:1]
+        keep = ("sum", "softmax", "add", "div", "view", "reshape", "triu", *_BACK)
+        picked = {n.name: n for n in chain if n.op in keep}
+        out.append(sorted(picked.values(), key=lambda n: order[n.name]))
+    return out
+
+
+def _projection(context: Node, readers: dict[str, list[Node]], by: dict[str, Node]) -> list[Node]:
+    """The linear layer whose products read the context vectors, through the views that join the heads."""
+    todo, seen = [context], {context.name}
+    while todo:
+        n = todo.pop(0)
+        for r in readers.get(n.name, []):
+            owner = r.name.removesuffix(".p").removesuffix(".xw")  # ``out_proj.p``, ``out_proj.xw.p``
+            got = by.get(owner)
+            if r.name.endswith(".p") and got is not None and got.attrs.get("library") == "linear":
+                return [got]
+            if r.op in LAYOUT and r.name not in seen and len(seen) < 16:
+                seen.add(r.name)
+                todo.append(r)
+    return []
+
+
+def role(trace: Trace, attention: list[Node], node: Node) -> str:
+    """What ``node`` is in its attention: scores, scaled, mask, weights, context or out (the out-projection)."""
+    weights = next(n for n in attention if n.op == "softmax" or n.name.endswith(".weights.quot"))
+    if node is weights or (node.op in ("view", "reshape") and {"b", "h"} <= set(node.axes)):
+        return "weights"  # or the weights (after their dropout) viewed per batch and head
+    if node.attrs.get("library") == "linear" and attention.index(node) > attention.index(weights):
+        return "out"
+    if attention.index(node) > attention.index(weights):
+        return "context"
+    if node.op == "sum":
+        return "scores"
+    consts = [a for a in node.args if trace.node(a.node).op == "const"]
+    if node.op in ("mul", "div") and consts:
+        return "scaled"
+    return "mask"
+
+
+def captions(trace: Trace, s: Strings) -> dict[str, dict[str, str]]:
+    """A caption for every table and heatmap of the page: each attention's parts by their role, else by kind."""
+    out: dict[str, dict[str, str]] = {}
+    for n in trace.nodes:
+        if not is_part(trace, n):
+            text = s(f"capture.cap_{kind(n)}", name=n.name)
+            out[n.name] = {"caption": text, **_formula(n)}
+    for attention in attentions(trace):
+        for n in attention:
+            what = role(trace, attention, n)
+            text = s(f"capture.cap_{what}", name=n.name)
+            out[n.name] = {**_formula(n), "caption": text, "figure": s("capture.fig", what=text)}
+            out[n.name]["alt"] = s(f"capture.alt_{what}")
+    return out
+
+
 def stage_story(trace: Trace, stage: str, s: Strings) -> dict[str, object]:
     """The narrative table of one stage."""
     own = [n for n in trace.nodes if n.stage == stage]
     if stage == "inputs":
         leaves = [n.name for n in own if n.op == "input"]
-        given = [n for n in leaves if "." not in n and not trace.node(n).attrs.get("made_by")]
+        given = [n for n in leaves if _given(trace.node(n))]
         params = [n for n in leaves if n not in given]
         text = s("capture.inputs", inputs=", ".join(given) or "—", params=", ".join(params) or "—")
         return {"title": s("capture.inputs_title"), "text": text, "show": leaves[:MAX_TABLES]}
@@ -89,23 +198,62 @@ def stage_story(trace: Trace, stage: str, s: Strings) -> dict[str, object]:
         title = s("capture.main_title")
     else:
         title = s("capture.stage_title", name=stage)
+        heads = [
+            _heads(trace, a)
+            for a in attentions(trace)
+            if any(n.stage == stage and role(trace, a, n) == "weights" for n in a)
+        ]
+        if heads:  # the section computes attention: say so, and over how many heads
+            title = s("capture.attention_title", name=stage, heads=max(heads))
     checks = [n.name for n in own if n.name.startswith("check.")]
-    shown = sorted((n for n in main if n.op != "opaque"), key=lambda n: n.op != "write")[:MAX_TABLES]  # filled first
+    attn = [n for a in attentions(trace) for n in a if n.stage == stage]
+    rest = sorted((n for n in main if n.op != "opaque" and n not in attn), key=lambda n: n.op != "write")
+    shown = list({n.name: n for n in [*attn, *rest[: max(0, MAX_TABLES - len(attn))]]}.values())
+    order = {n.name: k for k, n in enumerate(trace.nodes)}
+    shown.sort(key=lambda n: order[n.name])
+    summed = [n.name for n in shown if n.op == "sum" and _products(trace, n) and "i" in n.axes]
     table: dict[str, object] = {
         "title": title,
         "text": "\n\n".join(paras) or title,
         "show": [n.name for n in shown] + checks,
-        "write": [n.name for n in shown if n.op == "sum" and trace.get(f"{n.name}.p") is not None and "i" in n.axes][
-            :2
-        ],
-        "heatmap": [n.name for n in shown if _square(n)][:2],
+        "write": summed[: max(2, len([n for n in attn if n.op == "sum"]))],
+        "heatmap": [n.name for n in shown if _square(n)][: max(2, len(attn))],
     }
     return table
 
 
+def _formula(node: Node) -> dict[str, str]:
+    """A sum's recorded formula with its left side indexed, so a written-out entry says which one it is."""
+    lhs, eq, rhs = node.latex.partition(" = ")
+    if node.op != "sum" or not eq or not node.axes or "<" in lhs:
+        return {}
+    return {"formula": f"{lhs}_{{<{','.join(node.axes)}>}} = {rhs}"}
+
+
+def _heads(trace: Trace, attention: list[Node]) -> int:
+    """How many heads an attention has: the ``h`` axis of its weights per batch and head (else one)."""
+    ws = [n for n in attention if role(trace, attention, n) == "weights"]
+    best = next((n for n in ws if n.axes[:2] == ("b", "h")), ws[0])
+    return int(best.value.shape[best.axes.index("h")]) if "h" in best.axes else 1
+
+
+def _given(node: Node) -> bool:
+    """An input of the code: not a module's weight or buffer, not a mask a dropout drew."""
+    made = str(node.attrs.get("made_by", ""))
+    if "param" in node.attrs:  # captured by this version: it says so
+        return not node.attrs["param"] and "draw" not in made
+    return "." not in node.name and not made  # an older file: a path or an initialiser says weight
+
+
+def _products(trace: Trace, node: Node) -> bool:
+    """Whether a sum has its products recorded (``N.p``, or ``N.t`` for SDPA's weights times values)."""
+    return trace.get(f"{node.name}.p") is not None or trace.get(f"{node.name}.t") is not None
+
+
 def _square(node: Node) -> bool:
     """A (…, i, j) matrix whose leading axes are batches and heads: drawn as heatmaps."""
-    return node.axes[-2:] == ("i", "j") and set(node.axes[:-2]) <= {"b", "h"} and len(set(node.axes)) == len(node.axes)
+    lead = set(node.axes[:-2])
+    return node.axes[-2:] == ("i", "j") and lead <= {"b", "h", "g"} and len(set(node.axes)) == len(node.axes)
 
 
 def narrative(trace: Trace, lang: str) -> Narrative:
@@ -120,5 +268,6 @@ def narrative(trace: Trace, lang: str) -> Narrative:
         "title": s("capture.title"),
         "summary": s("capture.summary", modules=names or str(trace.meta.get("lesson", "torch"))),
         "stages": {st: stage_story(trace, st, s) for st in stage_order(trace)},
+        "nodes": captions(trace, s),
     }
     return from_dict(data, str(trace.meta.get("lesson", "capture")), lang)

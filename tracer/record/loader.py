@@ -34,7 +34,12 @@ def module(where: str, what: str) -> ModuleType:
             loader = importlib.util.spec_from_file_location(f"attn_trace_{what}_{path.stem}", path)
             assert loader is not None and loader.loader is not None
             mod = importlib.util.module_from_spec(loader)
-            loader.loader.exec_module(mod)
+            sys.modules[loader.name] = mod  # as an import does: dataclasses and pickling look the module up there
+            try:
+                loader.loader.exec_module(mod)
+            except BaseException:
+                sys.modules.pop(loader.name, None)
+                raise
             return mod
         if "" not in sys.path:
             sys.path.insert(0, "")

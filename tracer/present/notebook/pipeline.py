@@ -32,7 +32,8 @@ def inputs_node(trace: Trace) -> Node:
 
 def step(trace: Trace, node: Node) -> str:
     """The id a stage shows: the focus query's row of a node whose first axis is ``i``, else the whole node."""
-    return f"{node.name}[{trace.query}]" if node.axes[:1] == ("i",) else node.name
+    rows = node.value.shape[0] if node.value.ndim else 0
+    return f"{node.name}[{trace.query}]" if node.axes[:1] == ("i",) and trace.query <= rows else node.name
 
 
 def cells(trace: Trace, story: Narrative, spec: str) -> dict[str, list[Cell]]:

@@ -24,7 +24,7 @@ from tracer.present.narrative import Narrative, NodeText
 from tracer.present.views.common import FULL_T, Ctx, gaps, index, pick_rows, token
 from tracer.present.views.model import Block, Num, Para, Row, Table
 
-LEAD = ("h", "b")
+LEAD = ("h", "b", "g")  # g: batch and heads in one axis (nn.MultiheadAttention), its first slice shown
 """Axes that split a node into sub-blocks (a head each) or are shown at their first entry (the batch)."""
 JOINS = ("concat", "join_heads")
 """Ops whose last axis lays the heads side by side."""
@@ -115,7 +115,10 @@ def cell(ctx: LessonCtx, node: Node, full: tuple[int, ...]) -> Num:
     """The cell of entry ``full`` (0-based) of ``node``: its step id when entries are steps."""
     v = float(node.value[full])
     sid = ids.render(node.name, node.split, [i + 1 for i in full]) if node.granularity == ELEMENT else ""
-    text = ctx.given(v, node.name) if node.op == "input" else ctx.num(v)
+    if node.attrs.get("integer") and np.isfinite(v):  # token ids and indices of captured code
+        text = str(int(v))
+    else:
+        text = ctx.given(v, node.name) if node.op == "input" else ctx.num(v)
     masked = node.op == "masked_fill" and np.isneginf(v)
     return Num(text, sid, "masked" if masked else ("" if np.isfinite(v) else "bad"))
 
@@ -160,10 +163,11 @@ def _batch_note(ctx: LessonCtx, node: Node, lead: tuple[str, ...]) -> list[Block
 
 def _table(ctx: LessonCtx, node: Node, core: tuple[str, ...], part: Part, anchor_id: str) -> Table:
     q = ctx.q - 1
-    if core[0] == "i" and len(core) > 2:  # a sum's parts: the focus query's slice
+    tokens = core[0] == "i" and node.sizes["i"] == ctx.t  # one row per token (a cache's one new query is not)
+    if tokens and len(core) > 2:  # a sum's parts: the focus query's slice
         fixed = (*part.lead, q, *([0] * (len(core) - 3)))
         return _grid(ctx, node, fixed, core[-2:], part, anchor_id, sliced=True)
-    if core[0] == "i":
+    if tokens:
         return _token_rows(ctx, node, core, part, anchor_id)
     fixed = (*part.lead, *([0] * max(0, len(core) - 2)))
     return _grid(ctx, node, fixed, core[-2:], part, anchor_id)
@@ -174,7 +178,7 @@ def _columns(ctx: LessonCtx, node: Node, axis: str | None) -> tuple[list[int | N
     if axis is None:
         sym = symbol(node)
         return [None], [Num(ids.fill(sym, {}, node.sizes), latex=True) if sym else Num(ctx.s("lesson.col_value"))]
-    size = ctx.t if axis == "j" else node.sizes[axis]
+    size = node.sizes[axis]
     cols = elide(size, keep=FULL_T, head=6, tail=3)
     joined = head_labels(ctx, node, axis)
     return cols, [Num(joined[c]) if joined else header(node, axis, c) for c in range(size)]

@@ -44,7 +44,7 @@ def focus_steps(ctx: LessonCtx, node: Node) -> list[Step]:
     choices = []
     for a, size in zip(node.axes, node.value.shape, strict=True):
         if a == "i":
-            choices.append([row(ctx, node) - 1])
+            choices.append([min(row(ctx, node), size) - 1])  # a cache's one new query: its only row
         elif a == "b":
             choices.append([0])
         elif a == "j" and size > FULL_T:

@@ -18,6 +18,7 @@ reports as a lesson's.  Ids follow the code (:mod:`.naming`, ``docs/capture.md``
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import re
 import sys
@@ -30,6 +31,7 @@ import torch
 from tracer.core.trace import Node, Trace
 from tracer.errors import InputError
 from tracer.record.capture import axes as ax
+from tracer.record.capture import site
 from tracer.record.capture.mode import Mode
 from tracer.record.capture.naming import final_names, rename
 from tracer.record.capture.session import Session
@@ -55,8 +57,8 @@ class Capture:
     def __enter__(self) -> Capture:
         hooks = torch.nn.modules.module
         self._handles = [
-            hooks.register_module_forward_pre_hook(lambda m, a: self.session.enter(m, a)),
-            hooks.register_module_forward_hook(lambda m, a, o: self.session.leave(m, o)),
+            hooks.register_module_forward_pre_hook(lambda m, a: _quiet(self.session.enter, m, a)),
+            hooks.register_module_forward_hook(lambda m, a, o: _quiet(self.session.leave, m, o)),
         ]
         self._mode = Mode(self.session)
         self._mode.__enter__()  # type: ignore[no-untyped-call]
@@ -68,6 +70,8 @@ class Capture:
         for h in self._handles:
             h.remove()
         self._handles = []
+        site.OPENED.discard(torch.nn.MultiheadAttention.forward.__code__)  # left open if its forward raised
+        self.session.opened.clear()
         if kind is None:
             self._trace = self._finish()
             if self.session.opaque:
@@ -111,6 +115,7 @@ class Capture:
         raw = s.rec.trace({}).nodes
         if not raw:
             raise InputError("the captured code computed nothing in torch")
+        raw = tuple(_read_leaves(raw, s.known(self.output) if isinstance(self.output, torch.Tensor) else None))
         full = [n.name for n in raw]
         bases = {b for f in full for b in re.findall(r"§[0-9]+", f)}
         order = [b for b in s.info if b in bases]
@@ -148,6 +153,23 @@ class Capture:
         return Trace(nodes, meta)
 
 
+def _read_leaves(nodes: Sequence[Node], output: Any) -> list[Node]:
+    """The nodes without the leaves nothing reads (a prototype's weights ``copy.deepcopy`` read to copy them).
+
+    Such a leaf is no input of any step; listing it would name an
+    initialiser (``kaiming_uniform_``) as an input of the code.
+    """
+    read = {a.node for n in nodes for a in n.args}
+    keep = getattr(output, "name", None)
+    return [n for n in nodes if n.op != "input" or n.name in read or n.name == keep]
+
+
+def _quiet(fn: Callable[..., None], *args: Any) -> None:
+    """Run a module hook's bookkeeping; a failure there must not break the code being captured."""
+    with torch.no_grad(), contextlib.suppress(Exception):
+        fn(*args)
+
+
 def _untokened(node: Node, tokens: int) -> Node:
     """An input whose rows are not the tokens does not call its first axis ``i`` (``i`` is one row per token)."""
     if node.op != "input" or node.axes[:1] != ("i",) or node.value.shape[0] == tokens:
@@ -164,24 +186,47 @@ def _modules(s: Session) -> list[tuple[torch.nn.Module, str]]:
 
 
 def _first_input(s: Session) -> torch.Tensor | None:
-    """The first tensor the code was given or made that is not a parameter: its rows are the tokens."""
-    for b, info in s.info.items():
-        t = s.tensors.get(b)
-        if info.kind == "leaf" and t is not None and t.dim() >= 1 and not isinstance(t, torch.nn.Parameter):
-            return t
+    """The tensor whose rows are the tokens: the input the code was given, not a weight, buffer or mask.
+
+    In order of preference: a tensor passed to the captured function or to
+    the root module's ``forward`` (named after its parameter); a leaf from
+    outside the call; one made inside the call (``torch.rand``) that is not a
+    parameter or buffer of the module (a causal-mask buffer of the context
+    length would give the wrong token count and width).
+    """
+    owned = {id(t) for root in s.roots for t in (*root.parameters(), *root.buffers())}
+    leaves = [
+        t
+        for b, info in s.info.items()
+        if info.kind == "leaf" and (t := s.tensors.get(b)) is not None and t.dim() >= 1
+        if not isinstance(t, torch.nn.Parameter) and id(t) not in owned
+    ]
+    given = [t for t in leaves if id(t) in s.arg_names]
+    outside = [t for t in leaves if s.made.get(id(t)) is None and s._storage_origin(t) is None]
+    for pool in (given, outside, leaves):
+        if pool:
+            return pool[0]
     return None
 
 
 def _width(s: Session) -> int:
+    """The embedding size: the input's last axis, or for token ids the width of the vectors they look up."""
     t = _first_input(s)
-    return int(t.shape[-1]) if t is not None else 0
+    if t is None:
+        return 0
+    if t.is_floating_point():
+        return int(t.shape[-1])
+    for node in s.rec._nodes:  # token ids: the vectors an embedding looks up for them
+        if node.attrs.get("func") in ("embedding", "torch.nn.functional.embedding") and node.value.ndim:
+            return int(node.value.shape[-1])
+    return 0
 
 
 def _default_tokens(s: Session) -> list[str]:
     t = _first_input(s)
     if t is None:
         return []
-    rows = int(t.shape[-2] if t.dim() >= 2 else t.shape[0])
+    rows = int(t.shape[-2] if t.dim() >= 2 and t.is_floating_point() else t.shape[-1])  # token ids: (…, T)
     return [f"t{n}" for n in range(1, rows + 1)]
 
 

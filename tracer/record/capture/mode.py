@@ -27,7 +27,7 @@ from typing import Any
 import torch
 from torch.overrides import TorchFunctionMode
 
-from tracer.record.capture import ops, writes
+from tracer.record.capture import opened, ops, writes
 from tracer.record.capture.ops.common import Call, Handler, Unsupported
 from tracer.record.capture.session import Session
 
@@ -54,7 +54,11 @@ class Mode(TorchFunctionMode):
         self, func: Any, types: Any, args: tuple[Any, ...] = (), kwargs: dict[str, Any] | None = None
     ) -> Any:
         kwargs = kwargs or {}
+        if torch.compiler.is_compiling():  # torch compiling a graph (FlexAttention does, even when called eagerly)
+            return func(*args, **kwargs)
         key = key_of(func)
+        if key in opened.OPEN and opened.can_open(func):
+            return opened.run(self, self.s, func, args, kwargs)
         rng = torch.get_rng_state() if key in ops.DRAWS else None
         if self._writes(key, args):
             if key == "__setitem__":
@@ -76,7 +80,7 @@ class Mode(TorchFunctionMode):
                 where = "nn.init." if "init" in str(getattr(func, "__module__", "")) else ""
                 self.s.note_made(first, f"{where}{key}")
                 return out
-        if not _has_tensor(out) or key in SILENT:
+        if not _has_tensor(out) or key in SILENT or not _plain(args, kwargs, out):
             return out
         self._record(Call(key, func, args, kwargs, out, rng))
         if _inplace(key) and args and isinstance(args[0], torch.Tensor):
@@ -102,12 +106,33 @@ class Mode(TorchFunctionMode):
                 handler(self.s, call)
             except Exception as e:
                 why = str(e) if isinstance(e, Unsupported) else f"{type(e).__name__}: {e}"
-                ops.opaque(self.s, call, why)
+                try:
+                    ops.opaque(self.s, call, why)
+                except Exception:  # recording must never break the code it watches: listed, and left out
+                    if call.key not in self.s.opaque:
+                        self.s.opaque.append(call.key)
 
     def _safe(self, fn: Any) -> None:
         # a snapshot that fails leaves the op to be recorded opaquely
         with torch.no_grad(), contextlib.suppress(Exception):
             fn()
+
+
+def _plain(args: tuple[Any, ...], kwargs: dict[str, Any], out: Any) -> bool:
+    """Only ordinary tensors with data are recorded: not the wrapped tensors of a ``vmap``/``grad`` transform
+    (FlexAttention's ``create_block_mask`` runs the mask function under ``vmap``), not meta or fake tensors.
+
+    Torch's own transforms call back into the mode with these; they are its internals, not the user's steps.
+    """
+    for a in (*args, *kwargs.values(), *(out if isinstance(out, tuple | list) else (out,))):
+        for t in a if isinstance(a, tuple | list) else (a,):
+            if not isinstance(t, torch.Tensor):
+                continue
+            if t.device.type != "cpu" or torch._C._functorch.is_functorch_wrapped_tensor(t) or t.is_sparse:
+                return False
+            if type(t) not in (torch.Tensor, torch.nn.Parameter, torch.nn.parameter.Buffer):
+                return False
+    return True
 
 
 def _has_tensor(out: Any) -> bool:

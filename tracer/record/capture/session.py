@@ -19,6 +19,7 @@ from typing import Any
 import torch
 
 from tracer.record.capture import axes as ax
+from tracer.record.capture import site as sites
 from tracer.record.capture.site import Site, user_site, variable
 from tracer.record.recorder import Arg, Recorder, Var
 
@@ -65,6 +66,7 @@ class Session:
         self._group = 0
         self._last: Site | None = None
         self.dtype_seen: torch.dtype | None = None
+        self.opened: list[str] = []  # module paths of the torch functions being run opened up (:mod:`.opened`)
 
     # -- names ---------------------------------------------------------------
     def fresh(self) -> str:
@@ -74,7 +76,12 @@ class Session:
 
     @property
     def scope(self) -> str:
-        """Module path of the innermost running user module (torch's own modules do not count)."""
+        """Module path of the innermost running user module (torch's own modules do not count).
+
+        Inside a torch function run opened up (``nn.MultiheadAttention``), the path of the module running it.
+        """
+        if self.opened:
+            return self.opened[-1]
         for module, path in reversed(self.stack):
             if not type(module).__module__.startswith("torch.") and path:
                 return path
@@ -88,7 +95,12 @@ class Session:
         return None
 
     def stage_name(self, site: Site | None, op: str) -> str:
-        """The report section an op belongs to: the first user module under the root, else its statement."""
+        """The report section an op belongs to: the first user module under the root, else its statement.
+
+        The steps of a torch function run opened up (``nn.MultiheadAttention``) are one section, its module's.
+        """
+        if self.opened:
+            return self.opened[-1].replace(".", "_")
         for module, path in self.stack[1:]:
             if not type(module).__module__.startswith("torch."):
                 return path.replace(".", "_")
@@ -149,7 +161,11 @@ class Session:
         names = ax.default(t.dim())
         if isinstance(t, torch.nn.Parameter) and t.dim() in (1, 2):
             names = ("c", "k")[2 - t.dim() :]
-        attrs = {"made_by": how} if how else {}
+        attrs: dict[str, object] = {"made_by": how} if how else {}
+        if not value.is_floating_point():  # token ids, indices: whole numbers, printed as such
+            attrs["integer"] = True
+        # a weight or buffer of a module, or an input of the code (the report's header tells them apart)
+        attrs["param"] = isinstance(t, torch.nn.Parameter) or any(t is b for r in self.roots for b in r.buffers())
         old = self.rec._stage
         self.rec._stage = "inputs"
         dtype = value.dtype if value.is_floating_point() else self.rec.dtype
@@ -210,6 +226,9 @@ class Session:
             self.name_args(module.forward, args)
         self.stack.append((module, self.paths.get(id(module), "")))
         self._entered.append(self._count)
+        if isinstance(module, torch.nn.MultiheadAttention):  # its forward's own steps are shown (:mod:`.opened`)
+            self.opened.append(self.paths.get(id(module), "") or "mha")
+            sites.OPENED.add(type(module).forward.__code__)
 
     def leave(self, module: torch.nn.Module, output: Any) -> None:
         """A module's forward ends (torch's global forward hook)."""
@@ -217,6 +236,10 @@ class Session:
         if self.stack and self.stack[-1][0] is module:
             self.stack.pop()
             start = self._entered.pop()
+            if isinstance(module, torch.nn.MultiheadAttention) and self.opened:
+                self.opened.pop()
+                if not any(isinstance(m, torch.nn.MultiheadAttention) for m, _ in self.stack):
+                    sites.OPENED.discard(type(module).forward.__code__)
         path = self.paths.get(id(module), "")
         if isinstance(output, torch.Tensor) and path and type(module).__module__.startswith("torch."):
             v = self.known(output)

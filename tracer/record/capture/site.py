@@ -2,10 +2,12 @@
 
 Captured ids follow the code (``attn_scores = queries @ keys.T`` names the
 product ``attn_scores``), so each op is traced back to the innermost frame
-outside torch and attn-trace, and that frame's current statement is looked up
-in the file's syntax tree (parsed once per file).  Nothing here runs or
-changes the user's code; when a source is not available (code typed into a
-bare interpreter), there is simply no name to take.
+outside torch and attn-trace.  Where the op's value goes is read from that
+frame's bytecode (:mod:`.bytecode`: the store that follows the call), which
+works in a file, ``exec``, ``python -``, a REPL and a notebook alike; the
+statement looked up in the file's syntax tree (parsed once per file) is the
+fallback, and gives the call a library module was entered from.  Nothing
+here runs or changes the user's code.
 """
 
 from __future__ import annotations
@@ -16,9 +18,11 @@ import os
 import sys
 from dataclasses import dataclass
 from functools import lru_cache
-from types import FrameType
+from types import CodeType, FrameType
 
 import torch
+
+from tracer.record.capture import bytecode
 
 _TRACER = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 _SKIP = (os.path.dirname(torch.__file__) + os.sep, _TRACER + os.sep)
@@ -30,7 +34,7 @@ class Site:
     """One execution point of a user statement."""
 
     frame: int  # id of the frame object (only compared while the frame is alive)
-    start: int  # first line of the statement
+    start: int  # the statement: its first line, or (read from the bytecode) -1 - the offset of its store
     lasti: int  # bytecode offset inside the frame, to tell loop iterations apart
     targets: tuple[str, ...]  # names the statement assigns (``a = …``, ``self.a = …``, ``a, b = …``)
     kind: str  # "assign", "return", "expr" or "other"
@@ -45,10 +49,15 @@ def user_file(name: str) -> bool:
     return not name.startswith(_SKIP) and not name.endswith(_STDLIB_SKIP)
 
 
+OPENED: set[CodeType] = set()
+"""Code objects of torch functions being decomposed (``multi_head_attention_forward``): their frames count as
+the user's, so their steps are named after torch's own variables (``q``, ``attn_output_weights``)."""
+
+
 def _user_frame(depth: int) -> FrameType | None:
     f: FrameType | None = sys._getframe(depth + 1)
     while f is not None:
-        if user_file(f.f_code.co_filename):
+        if f.f_code in OPENED or user_file(f.f_code.co_filename):
             return f
         f = f.f_back
     return None
@@ -73,6 +82,11 @@ def user_site(depth: int = 2) -> Site | None:
         return None
     line = f.f_lineno or 0
     start, targets, kind, call, store = statement(f.f_code.co_filename, line, f.f_code.co_firstlineno)
+    got = bytecode.flow(f.f_code, f.f_lasti)
+    if got is not None:  # the bytecode says where the value goes, with or without a source
+        start, targets, kind = -1 - got.end, got.targets, got.kind
+        store = got.store or (store if kind == "assign" and not targets else "")
+        call = bytecode.call(f.f_code, f.f_lasti) or call
     where = f"{os.path.basename(f.f_code.co_filename)}:{line}"
     return Site(id(f), start, f.f_lasti, targets, kind, call, where, f.f_code.co_name, store)
 

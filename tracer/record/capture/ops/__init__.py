@@ -14,13 +14,14 @@ import torch
 
 from tracer.core.trace import TENSOR, Ref
 from tracer.record.capture import axes as ax
-from tracer.record.capture.ops import attention, layout, norms, pointwise, products, reduce
+from tracer.record.capture.ops import attention, layout, norms, pointwise, products, reduce, repeat
 from tracer.record.capture.ops.common import Call, Handler, as_stored
 from tracer.record.capture.session import Session
 
 HANDLERS: dict[str, Handler] = {
     **dict.fromkeys(("matmul", "__matmul__", "__rmatmul__", "mm", "bmm", "mv", "dot", "inner"), products.matmul),
     "linear": products.linear,
+    **dict.fromkeys(("baddbmm", "addmm"), products.addmm),
     "einsum": products.einsum,
     **dict.fromkeys(pointwise.BINARY, pointwise.binary),
     **dict.fromkeys(pointwise.UNARY, pointwise.unary),
@@ -47,6 +48,10 @@ HANDLERS: dict[str, Handler] = {
     **dict.fromkeys(("cat", "concat", "concatenate"), layout.cat),
     "stack": layout.stack,
     **dict.fromkeys(("split", "chunk", "unbind"), layout.split),
+    "repeat_interleave": repeat.repeat_interleave,
+    "repeat": repeat.repeat,
+    "embedding": repeat.embedding,
+    "gather": repeat.gather,
 }
 
 FACTORIES = {

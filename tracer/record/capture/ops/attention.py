@@ -21,11 +21,13 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import torch
 
+from tracer.core import bounds
 from tracer.core.trace import Ref
 from tracer.record.capture import axes as ax
-from tracer.record.capture.ops.common import Call, Unsupported, check
+from tracer.record.capture.ops.common import Call, Unsupported, check, magnitude, sums_bound, unit
 from tracer.record.capture.ops.reduce import stable
 from tracer.record.capture.session import Session
 from tracer.record.recorder import Var
@@ -185,9 +187,13 @@ def sdpa(s: Session, c: Call) -> None:
             )
         else:
             cur = s.rec.elementwise("add", f"{name}.biased", [cur(*names), vm], names, symbol="", latex="", text="")
+    err = _score_bound(s, f"{name}.scores.p", factor, cur, mask)
     weights = stable(s, f"{name}.weights", cur, j)
+    err = _weights_bound(weights, cur, err, unit(out.dtype))
     if p != 0.0 and c.rng is not None:
         weights = _drop(s, name, weights, p, c.rng, out, vv.data)
+        dropped = err * s.rec.data(f"{name}.drop")
+        err = bounds.scaled(weights.data.double().numpy(), dropped, 1.0 - p, unit(out.dtype))
     ctx = s.rec.contract(
         name,
         weights(*lead, i, j),
@@ -202,4 +208,37 @@ def sdpa(s: Session, c: Call) -> None:
         attrs={"library": "scaled_dot_product_attention", "causal": causal, "scale": factor, "dropout_p": p},
     )
     s.bind(out, ctx)
-    check(s, name, ctx, s.rec.value(f"{name}.s", last=j), f"{name}.s", f"{name}.s left to right")
+    lead_letters = "ABCDEFGH"[: len(lead)]
+    spec = f"{lead_letters}ij,{lead_letters}jf->{lead_letters}if"
+    w64, v64 = weights.data.double().numpy(), vv.data.detach().double().numpy()
+    bound = bounds.matmul(spec, w64, err, v64, np.zeros(()), unit(out.dtype))
+    check(s, name, ctx, s.rec.value(f"{name}.s", last=j), f"{name}.s", f"{name}.s left to right", bound)
+
+
+def _score_bound(s: Session, products: str, factor: float, cur: Var, mask: object) -> np.ndarray:
+    """How far the kernel's scaled (and masked) scores may be from ours: its own order of ``q · k``, then the scale."""
+    dtype = cur.data.dtype
+    terms = s.rec.data(products)
+    raw = sums_bound(magnitude(terms, -1), int(terms.shape[-1]), dtype)
+    e = bounds.scaled(cur.data.double().numpy(), raw, 1.0 / factor, unit(dtype))
+    if isinstance(mask, torch.Tensor) and mask.dtype != torch.bool:  # a float mask is added after the scale
+        x = np.abs(cur.data.double().numpy())
+        e = e * (1 + unit(dtype)) + 2 * unit(dtype) * np.where(np.isfinite(x), x, 0.0)
+    return e
+
+
+def _weights_bound(w: Var, x: Var, e: np.ndarray, u: float) -> np.ndarray:
+    """How far the kernel's attention weights may be from our stable softmax ``w`` of ``x``.
+
+    :func:`tracer.core.bounds.softmax` for inputs within ``e``, and one more
+    rounding of each weight for every block of keys a fused kernel's online
+    softmax rescales its running sums by (``exp`` of the change of the row
+    maximum, 20 units in the last place, and a product), counting blocks of
+    at least 32 keys.
+    """
+    c, xs = w.data.double().numpy(), x.data.double().numpy()
+    base = bounds.softmax(c, xs, e, -1, u)
+    blocks = -(-int(c.shape[-1]) // 32)
+    extra = bounds.gamma(blocks * int(2 * bounds.LIBRARY_EXP_ULPS + 3), u)
+    with np.errstate(all="ignore"):
+        return base + np.where(np.isfinite(c), extra * np.abs(c) * (1 + extra), 0.0)

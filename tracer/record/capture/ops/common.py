@@ -6,8 +6,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
 import torch
 
+from tracer.core import bounds
 from tracer.core.trace import Ref
 from tracer.record.capture import axes as ax
 from tracer.record.capture.session import Session
@@ -87,8 +89,22 @@ def text_of(ref: Ref) -> str:
     return ax.ref_text(ref.node, ref.index or ())
 
 
-def check(s: Session, name: str, torch_value: Var, ours: torch.Tensor, ours_name: str, what: str) -> None:
-    """Record how far torch's own result is from the left-to-right form, as the lessons' checks do."""
+def check(
+    s: Session,
+    name: str,
+    torch_value: Var,
+    ours: torch.Tensor,
+    ours_name: str,
+    what: str,
+    bound: np.ndarray | None = None,
+) -> None:
+    """Record how far torch's own result is from the left-to-right form, as the lessons' checks do.
+
+    ``ours_name`` is the node holding ``ours`` (the recomputation reads it);
+    ``bound`` is the elementwise bound the maths puts on the difference
+    (:mod:`tracer.core.bounds`): a check that carries one is printed as
+    ``≤ bound`` and lets ``verify`` accept the library's own rounding.
+    """
     mine = Var(ours_name, torch_value.axes, ours, ours_name)
     s.rec.maxabsdiff(
         f"check.{name}",
@@ -96,4 +112,22 @@ def check(s: Session, name: str, torch_value: Var, ours: torch.Tensor, ours_name
         mine,
         latex=rf"\max \lvert \mathrm{{{name}}} - \mathrm{{{ours_name}}} \rvert",
         text=f"max |{name} − {what}|",
+        bound=bound,
     )
+
+
+def magnitude(terms: np.ndarray | torch.Tensor, dim: int) -> np.ndarray:
+    """``Σ |t|`` along ``dim`` in float64: what the bound of a sum of these terms scales with."""
+    if isinstance(terms, torch.Tensor):
+        return np.asarray(terms.abs().sum(dim=dim, dtype=torch.float64).numpy())
+    return np.asarray(np.add.reduce(np.abs(terms), axis=dim, dtype=np.float64))
+
+
+def sums_bound(mag: np.ndarray, n: int, dtype: torch.dtype) -> np.ndarray:
+    """:func:`tracer.core.bounds.sums` for terms of ``dtype``."""
+    return bounds.sums(mag, n, unit(dtype))
+
+
+def unit(dtype: torch.dtype) -> float:
+    """The unit roundoff of a torch dtype (``2**-24`` for float32)."""
+    return bounds.unit(str(dtype).removeprefix("torch."))

@@ -12,7 +12,6 @@ nothing a reader can see and add no node.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 
 import numpy as np
@@ -21,6 +20,7 @@ import torch
 from tracer.core.trace import Ref
 from tracer.record.capture import axes as ax
 from tracer.record.capture.ops.common import Call, Unsupported
+from tracer.record.capture.ops.regroup import regroup
 from tracer.record.capture.session import Session
 from tracer.record.recorder import Var
 
@@ -72,64 +72,9 @@ def reshape(s: Session, c: Call) -> None:
     x, out = c.args[0], c.out
     vx = s.var(x)
     src, dst = list(x.shape), list(out.shape)
-    names, exprs = _regroup(vx.axes, src, dst)
+    names, exprs = regroup(vx.axes, src, dst)
     op = "view" if c.key in ("view", "view_as") else "reshape" if c.key in ("reshape", "reshape_as") else c.key
     _emit(s, c, out, op, [Ref(vx.name, tuple(exprs))], names, ax.ref_text(vx.name, exprs))
-
-
-def _regroup(src_names: Sequence[str], src: list[int], dst: list[int]) -> tuple[list[str], list[str]]:
-    """Names for the new axes and, per source axis, its index as arithmetic over them (C order)."""
-    groups: list[tuple[list[int], list[int]]] = []
-    i = j = 0
-    while i < len(src) or j < len(dst):
-        gi, gj = [i] if i < len(src) else [], [j] if j < len(dst) else []
-        ps = src[i] if i < len(src) else 1
-        pd = dst[j] if j < len(dst) else 1
-        i, j = i + bool(gi), j + bool(gj)
-        while ps != pd:
-            if ps < pd and i < len(src):
-                gi.append(i)
-                ps *= src[i]
-                i += 1
-            elif j < len(dst):
-                gj.append(j)
-                pd *= dst[j]
-                j += 1
-            else:
-                raise Unsupported("reshape groups")
-        if not gi and groups:  # trailing axes of size one belong to the axis they were split from
-            groups[-1][1].extend(gj)
-        else:
-            groups.append((gi, gj))
-    names: list[str] = [""] * len(dst)
-    kept = {gj[0]: src_names[gi[0]] for gi, gj in groups if len(gi) == 1 and len(gj) == 1}
-    for d, name in kept.items():
-        names[d] = name
-    used = list(src_names) + list(kept.values())
-    for d in range(len(dst)):
-        if not names[d]:
-            names[d] = ax.fresh(used, ("h", "d", "c", "e"))
-            used.append(names[d])
-    exprs: list[str] = [""] * len(src)
-    for gi, gj in groups:
-        if len(gi) == 1 and len(gj) == 1:
-            exprs[gi[0]] = names[gj[0]]
-            continue
-        flat = [_times(f"({names[d]}-1)", math.prod(dst[d + 1 : gj[-1] + 1])) for d in gj if dst[d] != 1]
-        f = "+".join(flat) or "0"
-        for e in gi:
-            stride = math.prod(src[e + 1 : gi[-1] + 1])
-            if src[e] == 1:
-                exprs[e] = "1"
-            elif e == gi[0]:
-                exprs[e] = f"({f})//{stride}+1" if stride != 1 else f"{f}+1"
-            else:
-                exprs[e] = f"({f})//{stride}%{src[e]}+1" if stride != 1 else f"({f})%{src[e]}+1"
-    return names, exprs
-
-
-def _times(expr: str, n: int) -> str:
-    return expr if n == 1 else f"{expr}*{n}"
 
 
 def unsqueeze(s: Session, c: Call) -> None:
@@ -209,7 +154,7 @@ MAX_LOOKUPS = 512
 """Entries an index tensor may pick before the look-up is an opaque step (each is a reference of its own)."""
 
 
-def lookup(s: Session, c: Call, vx: Var, items: tuple[object, ...]) -> None:
+def lookup(s: Session, c: Call, vx: Var, items: tuple[object, ...], prefer: tuple[str, ...] = ()) -> None:
     """``x[idx]``, ``x[:, idx]``, ``x[mask]``: one index tensor (whole numbers or a bool mask), the rest ``:``.
 
     Which entry each result entry is depends on the index's values, so each
@@ -237,8 +182,8 @@ def lookup(s: Session, c: Call, vx: Var, items: tuple[object, ...]) -> None:
         raise Unsupported(f"a look-up of more than {MAX_LOOKUPS} entries")
     before, after = list(vx.axes[:p]), list(vx.axes[p + k :])
     new: list[str] = []
-    for _ in shape_i:
-        new.append(ax.fresh([*before, *after, *new], ("n", "m", "r", "q")))
+    for n in range(len(shape_i)):  # ``prefer``: what the index's own axes index (token ids: batch, tokens)
+        new.append(ax.fresh([*before, *after, *new], (*prefer[n : n + 1], "n", "m", "r", "q")))
     names = [*before, *new, *after]
     refs = []
     for flat_i, pos in enumerate(picks.tolist()):

@@ -1,4 +1,4 @@
-"""Elementwise ops: arithmetic, ``exp``/``sqrt``/``rsqrt``/``pow``/``neg``, comparisons, masks.
+"""Elementwise ops: arithmetic, ``exp``/``sqrt``/``rsqrt``/``pow``/``neg``, comparisons, masks (``|``, ``&``, ``^``).
 
 Each result entry is one IEEE operation of torch's, so the node holds
 torch's values and refers, entry by entry, to the operand entries it was
@@ -43,6 +43,9 @@ BINARY = {
     "__pow__": ("pow", "^"),
     "__rpow__": ("pow", "^"),
     "maximum": ("maximum", "max"),
+    **dict.fromkeys(("__or__", "__ror__", "__ior__", "logical_or", "bitwise_or", "bitwise_or_"), ("or", "or")),
+    **dict.fromkeys(("__and__", "__rand__", "__iand__", "logical_and", "bitwise_and", "bitwise_and_"), ("and", "and")),
+    **dict.fromkeys(("__xor__", "__rxor__", "logical_xor", "bitwise_xor"), ("xor", "xor")),
     "minimum": ("minimum", "min"),
 }
 COMPARE = {

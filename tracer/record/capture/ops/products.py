@@ -9,11 +9,12 @@ sums (a BLAS kernel adds in another order).
 
 from __future__ import annotations
 
+import numpy as np
 import torch
 
 from tracer.core.trace import Ref
 from tracer.record.capture import axes as ax
-from tracer.record.capture.ops.common import Call, Unsupported, check
+from tracer.record.capture.ops.common import Call, Unsupported, check, magnitude, sums_bound
 from tracer.record.capture.ops.reduce import flat
 from tracer.record.capture.session import Session
 from tracer.record.recorder import Arg
@@ -64,7 +65,6 @@ def linear(s: Session, c: Call) -> None:
     x, w, bias = c.arg(0, "input"), c.arg(1, "weight"), c.arg(2, "bias")
     if not isinstance(x, torch.Tensor) or not isinstance(w, torch.Tensor) or w.dim() not in (1, 2) or x.dim() == 0:
         raise Unsupported("linear of these shapes")
-    out: torch.Tensor = c.out
     vx, vw = s.var(x), s.var(w)
     lead = vx.axes[:-2] if x.dim() >= 2 else ()
     rows = [vx.axes[-2]] if x.dim() >= 2 else []
@@ -76,21 +76,61 @@ def linear(s: Session, c: Call) -> None:
     if bias is None:
         _contract(s, c, vx(*ia), vw(*iw), names, over, "linear", f"{vx.name} @ {vw.name}ᵀ")
         return
-    name, _ = s.begin("linear", None)
+    _biased(s, c, vx(*ia), vw(*iw), names, over, bias, "linear", r"x W^{\top} + b")
+
+
+def addmm(s: Session, c: Call) -> None:
+    """``baddbmm(M, A, B)``/``addmm(M, A, B)`` = ``M + A @ B`` (how ``nn.MultiheadAttention`` adds a mask)."""
+    m, a, b = c.arg(0, "input"), c.arg(1, "batch1", c.kwargs.get("mat1")), c.arg(2, "batch2", c.kwargs.get("mat2"))
+    if c.kwargs.get("beta", 1) != 1 or c.kwargs.get("alpha", 1) != 1 or len(c.args) > 3:
+        raise Unsupported(f"{c.key} with beta or alpha")
+    dims = 3 if c.key == "baddbmm" else 2
+    if not all(isinstance(t, torch.Tensor) and t.dim() == dims for t in (a, b)) or not isinstance(m, torch.Tensor):
+        raise Unsupported(f"{c.key} of these shapes")
+    va, vb = s.var(a), s.var(b)
+    lead = [va.axes[0]] if dims == 3 else []
+    row = ax.fresh(lead, (va.axes[-2], "i"))
+    col = ax.fresh([*lead, row], ("j", "c") if vb.axes[-1] == "i" else ("c", "j"))
+    over = ax.fresh([*lead, row, col], (va.axes[-1], "k"))
+    x, w = va(*lead, row, over), vb(*lead, over, col)
+    _biased(s, c, x, w, (*lead, row, col), over, m, c.key, r"M + A B")
+
+
+def _biased(
+    s: Session, c: Call, x: Arg, w: Arg, names: tuple[str, ...], over: str, bias: torch.Tensor, lib: str, latex: str
+) -> None:
+    """``N.xw`` = Σ x·w left to right, ``N.loop`` = ``N.xw`` + bias, ``N`` = torch's value, and their check.
+
+    Torch adds the bias inside its kernel (``addmm``), so ``N`` is held to
+    ``N.loop`` within the bound of a sum of the products and the bias.
+    """
+    out: torch.Tensor = c.out
+    name, _ = s.begin(lib, None)
     mm = f"{name}.xw"
+    xn, wn = x.var.name, w.var.name
     s.rec.contract(
         mm,
-        vx(*ia),
-        vw(*iw),
+        x,
+        w,
         (*names, over),
         over,
         symbol=rf"\mathrm{{{mm}}}",
-        latex=rf"\sum_{{{over}}} \mathrm{{{vx.name}}}\, \mathrm{{{vw.name}}}",
-        text=f"Σ_{over} {ax.ref_text(vx.name, ia)} × {ax.ref_text(vw.name, iw)}",
-        part_text=_part_texts(vx.name, ia, vw.name, iw, over),
+        latex=rf"\sum_{{{over}}} \mathrm{{{xn}}}\, \mathrm{{{wn}}}",
+        text=f"Σ_{over} {ax.ref_text(xn, x.index)} × {ax.ref_text(wn, w.index)}",
+        part_text=_part_texts(xn, list(x.index), wn, list(w.index), over),
     )
-    ours = s.rec.value(mm)
     vb = s.read(bias, names, tuple(out.shape))
+    loop = s.rec.elementwise(
+        "add",
+        f"{name}.loop",
+        [s.rec.var(mm)(*names), vb],
+        names,
+        symbol="",
+        latex=latex,
+        text=f"{ax.ref_text(mm, names)} + {ax.ref_text(vb.var.name, vb.index)}",
+    )
+    extra = np.abs(vb.aligned(names).double().numpy())
+    mag = magnitude(s.rec.data(f"{mm}.p"), -1) + np.where(np.isfinite(extra), extra, 0.0)  # -inf: masked, exact
     tv = s.rec.apply(
         "add",
         name,
@@ -98,12 +138,13 @@ def linear(s: Session, c: Call) -> None:
         [Ref(mm, names), vb.ref],
         names,
         symbol=rf"\mathrm{{{name}}}",
-        latex=rf"\mathrm{{{name}}} = x W^{{\top}} + b",
+        latex=rf"\mathrm{{{name}}} = {latex}",
         text=f"{ax.ref_text(mm, names)} + {ax.ref_text(vb.var.name, vb.index)}",
-        attrs={"library": "linear"},
+        attrs={"library": lib},
     )
     s.bind(out, tv)
-    check(s, name, tv, ours + vb.aligned(names), mm, f"({mm} + bias) left to right")
+    bound = sums_bound(mag, int(x.var.data.shape[x.index.index(over)]) + 1, out.dtype)
+    check(s, name, tv, loop.data, loop.name, f"{loop.name} ({mm} + bias, left to right)", bound)
 
 
 def _part_texts(an: str, ia: list[str], bn: str, ib: list[str], over: str) -> tuple[str, str]:
@@ -162,7 +203,9 @@ def _contract(
     )
     s.bind(out, v)
     ours = s.rec.value(f"{name}.s", last=over)
-    check(s, name, v, ours, f"{name}.s", f"{name}.s left to right")
+    terms = s.rec.data(f"{name}.p") if b is not None else a.aligned(work)
+    bound = sums_bound(magnitude(terms, -1), int(terms.shape[-1]), out.dtype)
+    check(s, name, v, ours, f"{name}.s", f"{name}.s left to right", bound)
 
 
 def einsum(s: Session, c: Call) -> None:
@@ -191,13 +234,11 @@ def einsum(s: Session, c: Call) -> None:
         raise Unsupported("einsum with a letter repeated within one operand (a diagonal)")
     if any(not ch.isalpha() for ch in lhs.replace(",", "") + rhs):
         raise Unsupported("einsum letters")
-    letters: dict[str, str] = {}
-    for ch in dict.fromkeys(lhs.replace(",", "") + rhs):
-        letters[ch] = ax.fresh(letters.values(), (ch.lower(),))
-    summed = [ch for ch in dict.fromkeys(lhs.replace(",", "")) if ch not in rhs]
-    names = tuple(letters[ch] for ch in rhs)
     out: torch.Tensor = c.out
     vs = [s.var(t) for t in ops]
+    letters = _letters(specs, [v.axes for v in vs], rhs)
+    summed = [ch for ch in dict.fromkeys(lhs.replace(",", "")) if ch not in rhs]
+    names = tuple(letters[ch] for ch in rhs)
     if not summed:
         name, info = s.begin("einsum", vs[0].name if len(vs) == 1 else None)
         refs = [Ref(v.name, tuple(letters[ch] for ch in sp)) for v, sp in zip(vs, specs, strict=True)]
@@ -228,3 +269,24 @@ def einsum(s: Session, c: Call) -> None:
             else v(*[over if ch in summed else letters[ch] for ch in sp])
         )
     _contract(s, c, reads[0], reads[1] if len(reads) > 1 else None, names, over, "einsum", eq, name=name)
+
+
+def _letters(specs: list[str], axes: list[tuple[str, ...]], rhs: str) -> dict[str, str]:
+    """Axis names for an einsum's letters: what the operand's axis under each letter already indexes.
+
+    ``'bnhd,bmhd->bhnm'`` on queries and keys whose token axes are both
+    ``i``: ``n`` is ``i`` (queries), and ``m``, a second token axis, is
+    ``j`` (keys), so the scores read as every other scores do.  A letter
+    whose operand axis names no batch, head, token or q/k/v part keeps its own letter.
+    """
+    out: dict[str, str] = {}
+    order = list(dict.fromkeys(rhs + "".join(specs)))
+    for ch in order:
+        k = next(n for n, sp in enumerate(specs) if ch in sp)
+        have = axes[k][specs[k].index(ch)] if len(axes[k]) == len(specs[k]) else ch.lower()
+        if have == "i" and "i" in out.values():
+            prefer: tuple[str, ...] = ("j",)  # a second token axis: the keys
+        else:
+            prefer = (have, ch.lower()) if have in ("b", "h", "i", "p") else (ch.lower(),)
+        out[ch] = ax.fresh(out.values(), prefer)
+    return out

@@ -13,9 +13,10 @@ import math
 
 import torch
 
+from tracer.core import bounds
 from tracer.core.trace import Ref
 from tracer.record.capture import axes as ax
-from tracer.record.capture.ops.common import Call, Unsupported, check
+from tracer.record.capture.ops.common import Call, Unsupported, check, magnitude, sums_bound, unit
 from tracer.record.capture.session import Session
 from tracer.record.recorder import Var
 
@@ -182,7 +183,8 @@ def total(s: Session, c: Call) -> None:
             total=value.detach().clone(),
             attrs={"library": "sum"},
         )
-        check(s, name, v, s.rec.value(f"{name}.s", last=over), f"{name}.s", f"{name}.s left to right")
+        bound = sums_bound(magnitude(src.data, src.axes.index(over)), n, value.dtype)
+        check(s, name, v, s.rec.value(f"{name}.s", last=over), f"{name}.s", f"{name}.s left to right", bound)
     else:
         part = s.rec.contract(
             f"{name}.sum",
@@ -204,6 +206,12 @@ def total(s: Session, c: Call) -> None:
             text=f"{ax.ref_text(part.name, rest)} / {n}",
             attrs={"library": "mean"},
         )
+        loop = s.rec.elementwise(
+            "div", f"{name}.loop", [part(*rest), count()], rest, symbol="", latex="", text=f"{part.name} / {n}"
+        )
+        e = sums_bound(magnitude(src.data, src.axes.index(over)), n, value.dtype)
+        bound = bounds.scaled(loop.data.double().numpy(), e, float(n), unit(value.dtype))
+        check(s, name, v, loop.data, loop.name, f"{loop.name} (left to right, then / {n})", bound)
     if keep:
         _keepdim(s, c, v, out, vx)
     else:

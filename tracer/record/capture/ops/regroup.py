@@ -1,0 +1,99 @@
+"""``view``/``reshape`` index arithmetic: which source entry each entry of the new shape is, and what its axes mean.
+
+A reshape keeps the entries in C order and groups axes: a block of source
+axes becomes a block of new axes of the same total size.  Each source axis's
+index is written as arithmetic over the new axes (``((h-1)*4+(d-1))//8+1``),
+so explaining an entry of a head-split tensor leads back to the entry it
+came from; and the new axes are named by what attention code means by such
+a split or join (:func:`_meaning`).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+from tracer.record.capture import axes as ax
+from tracer.record.capture.ops.common import Unsupported
+
+
+def _meaning(src: list[str], sizes: list[int]) -> list[str]:
+    """What the new axes of one regrouped block index, by the way attention code splits and joins them.
+
+    A feature axis split in two is (heads, features of a head), ``(h, d)``,
+    unless the first part has 3 entries: the q/k/v selector of a fused
+    projection, ``(p, c)``; split in three it is ``(p, h, d)``.  Split with the
+    batch, it is batch-times-heads ``g`` and ``d``, and ``g`` (or ``h``) split
+    in two is ``(b, h)``.  Joined: heads with their features are
+    features ``c``, a batch with its heads ``h``.  Anything else gets fresh letters.
+    """
+    if len(sizes) == 1:
+        return ["c"] if "d" in src or "c" in src else ["h"] if "h" in src else ["e"]
+    if len(src) == 1 and src[0] in ("h", "g") and len(sizes) == 2:
+        return ["b", "h"]
+    if len(sizes) == 2 and "b" in src:  # ``nn.MultiheadAttention``: the batch and the heads in one axis
+        return ["g", "d"]
+    if len(sizes) == 2:
+        return ["p", "c"] if sizes[0] == 3 else ["h", "d"]
+    if len(sizes) == 3:
+        return ["p", "h", "d"]
+    return ["e"] * len(sizes)
+
+
+def regroup(src_names: Sequence[str], src: list[int], dst: list[int]) -> tuple[list[str], list[str]]:
+    """Names for the new axes and, per source axis, its index as arithmetic over them (C order)."""
+    groups: list[tuple[list[int], list[int]]] = []
+    i = j = 0
+    while i < len(src) or j < len(dst):
+        gi, gj = [i] if i < len(src) else [], [j] if j < len(dst) else []
+        ps = src[i] if i < len(src) else 1
+        pd = dst[j] if j < len(dst) else 1
+        i, j = i + bool(gi), j + bool(gj)
+        while ps != pd:
+            if ps < pd and i < len(src):
+                gi.append(i)
+                ps *= src[i]
+                i += 1
+            elif j < len(dst):
+                gj.append(j)
+                pd *= dst[j]
+                j += 1
+            else:
+                raise Unsupported("reshape groups")
+        if not gi and groups:  # trailing axes of size one belong to the axis they were split from
+            groups[-1][1].extend(gj)
+        else:
+            groups.append((gi, gj))
+    names: list[str] = [""] * len(dst)
+    kept = {gj[0]: src_names[gi[0]] for gi, gj in groups if len(gi) == 1 and len(gj) == 1}
+    for d, name in kept.items():
+        names[d] = name
+    used = list(src_names) + list(kept.values())
+    for gi, gj in groups:
+        if len(gi) == 1 and len(gj) == 1:
+            continue
+        wanted = _meaning([src_names[e] for e in gi], [dst[d] for d in gj])
+        for d, want in zip(gj, wanted, strict=True):
+            mine = [n for n in used if n not in [src_names[e] for e in gi]]  # the block's own names go away
+            names[d] = ax.fresh([*mine, *(names[x] for x in gj if names[x])], (want, "h", "d", "c", "e"))
+            used.append(names[d])
+    exprs: list[str] = [""] * len(src)
+    for gi, gj in groups:
+        if len(gi) == 1 and len(gj) == 1:
+            exprs[gi[0]] = names[gj[0]]
+            continue
+        flat = [_times(f"({names[d]}-1)", math.prod(dst[d + 1 : gj[-1] + 1])) for d in gj if dst[d] != 1]
+        f = "+".join(flat) or "0"
+        for e in gi:
+            stride = math.prod(src[e + 1 : gi[-1] + 1])
+            if src[e] == 1:
+                exprs[e] = "1"
+            elif e == gi[0]:
+                exprs[e] = f"({f})//{stride}+1" if stride != 1 else f"{f}+1"
+            else:
+                exprs[e] = f"({f})//{stride}%{src[e]}+1" if stride != 1 else f"({f})%{src[e]}+1"
+    return names, exprs
+
+
+def _times(expr: str, n: int) -> str:
+    return expr if n == 1 else f"{expr}*{n}"
