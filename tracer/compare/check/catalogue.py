@@ -15,6 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from tracer.compare.check import hypotheses as H
+from tracer.compare.check import windows as W
 from tracer.compare.check.context import Context, Hit
 
 
@@ -217,6 +218,32 @@ CATALOGUE: tuple[Entry, ...] = (
         "(the softmax's output).",
         "上下文向量用原始注意力分数而不是注意力权重（softmax 的输出）去加权值向量。",
         H.values_scores,
+    ),
+    Entry(
+        "window_width_off",
+        ("mask", "scaling", "weights"),
+        "The window is off by one: each query sees {seen} keys instead of w = {width}; a key j is in the "
+        "window of query i when i − w < j ≤ i, so hide j ≤ i − w (torch.tril(ones, diagonal=-w)).",
+        "窗口差了一位：每个查询看到 {seen} 个键，而不是 w = {width} 个；键 j 在查询 i 的窗口内，当且仅当 "
+        "i − w < j ≤ i，所以应当遮住 j ≤ i − w（torch.tril(ones, diagonal=-w)）。",
+        W.width_off,
+    ),
+    Entry(
+        "window_not_causal",
+        ("mask", "scaling", "weights"),
+        "The window is applied without the causal part: it hides only the keys too far away, |i − j| ≥ w, "
+        "so each query also sees the w − 1 tokens after it; hide j > i as well.",
+        "窗口没有带上因果部分：它只遮住了离得太远的键（|i − j| ≥ w），"
+        "所以每个查询还看到了它之后的 w − 1 个词元；还应当遮住 j > i 的键。",
+        W.not_causal,
+    ),
+    Entry(
+        "window_missing",
+        ("mask", "scaling", "weights"),
+        "Only the causal mask is applied, without the window of w = {width}: each query still sees every "
+        "token before it; hide the keys j ≤ i − w too.",
+        "只施加了因果掩码，没有宽度 w = {width} 的窗口：每个查询仍然看到它之前的所有词元；还应当遮住 j ≤ i − w 的键。",
+        W.window_missing,
     ),
 )
 

@@ -139,6 +139,26 @@ SPECS: dict[str, Spec] = {
         short=4,
         dropout=0.5,
     ),
+    "window": Spec(
+        "window",
+        ("d_in", "d_out", "context_length", "window_size"),
+        (3, 2, 6, 3),
+        123,
+        3,
+        2,
+        1,
+        True,
+        (
+            *_qkv(""),
+            Q("omega", "scores", "omega", True, "s"),
+            Q("masked", "mask", "neg.omega", True, "s", after=("masked_scaled",)),
+            Q("masked_scaled", "scaling", "neg.scaled", True, "s", after=("alpha",)),
+            Q("alpha", "weights", "window.alpha"),
+            Q("z", "context", "z"),
+            Q("short", "mask", "z", run="short"),
+        ),
+        short=4,
+    ),
 }
 
 
@@ -189,11 +209,13 @@ def reference(spec: Spec, roles: dict[str, Role]) -> Trace:
     if spec.name == "trainable":
         trace = module.build(x, tokens, 2, torch.float32, meta, weights=w, weights_meta=info)
         return trace
-    extra = module.prepare(x, d_out=spec.d_out)
+    extra = module.prepare(x, d_out=spec.d_out, **({"window": spec.args[3]} if spec.name == "window" else {}))
     if spec.form == "wrap":
         extra["wrap"] = w
     elif spec.name == "causal":
         extra.update(weights=w, weights_meta=info, module=w)
+    elif spec.name == "window":
+        extra.update(weights=w, weights_meta=info)
     else:
         split = dict(extra["split"])
         split.update(w)

@@ -23,4 +23,8 @@ LESSONS: dict[str, tuple[str, str]] = {
         "tracer.record.pipelines.multihead",
         "Multi-head attention two ways: a wrapper of causal heads, and projections split into heads.",
     ),
+    "window": (
+        "tracer.record.pipelines.window",
+        "Sliding-window causal attention: each query sees its last w keys; with w >= T it is the causal lesson.",
+    ),
 }
