@@ -42,6 +42,7 @@ OPTION_OF = {
     "dim": "--dim",
     "seed": "--seed",
     "d_out": "--d-out",
+    "window": "--window",
     "query": "--query",
     "spec": "--pipeline",
     "torch": "--torch",

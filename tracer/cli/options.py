@@ -45,6 +45,7 @@ def input_options(func: F) -> F:
         ),
         click.option("--weights", help="Lesson trainable: rand (default, seed 123), linear (seed 789) or a file."),
         click.option("--d-out", "d_out", type=int, help="Lessons with projections: output size (default 2)."),
+        click.option("--window", type=int, help="Lesson window: how many keys each query sees (default 3)."),
         click.option("--pipeline", help="Your own pipeline instead of a lesson: module:function or file.py:function."),
         click.option(
             "--torch",
@@ -69,6 +70,7 @@ def build_trace(
     dtype: str,
     weights: str | None = None,
     d_out: int | None = None,
+    window: int | None = None,
     pipeline: str | None = None,
     torch_fn: str | None = None,
 ) -> tracer.Trace:
@@ -82,6 +84,7 @@ def build_trace(
         others.update(
             {"--weights": weights is not None, "--d-out": d_out is not None, "--pipeline": pipeline is not None}
         )
+        others["--window"] = window is not None
         clash = [k for k, v in others.items() if v]
         if clash:
             raise UserError(
@@ -115,14 +118,16 @@ def build_trace(
     if pipeline is not None:
         from tracer.record import custom
 
-        if lesson != "simple" or weights is not None or d_out is not None:
-            raise UserError("--pipeline replaces the lesson: --lesson, --weights and --d-out do not apply")
+        if lesson != "simple" or weights is not None or d_out is not None or window is not None:
+            raise UserError("--pipeline replaces the lesson: --lesson, --weights, --d-out and --window do not apply")
         return custom.run(pipeline, ex)
     extra: dict[str, Any] = {}
     if weights is not None:
         extra["weights"] = weights
     if d_out is not None:
         extra["d_out"] = d_out
+    if window is not None:
+        extra["window"] = window
     return api.run(lesson, ex, **extra)
 
 

@@ -41,7 +41,7 @@ def prepare(values: torch.Tensor, window: int = WINDOW, d_out: int = 2, **unknow
     if unknown:
         raise InputError(f"lesson 'window' takes no option {', '.join(sorted(unknown))}")
     if isinstance(window, bool) or not isinstance(window, int) or window < 1:
-        raise InputError(f"window must be a whole number of keys, at least 1, got {window!r}")
+        raise InputError(f"must be a whole number of keys, at least 1, got {window!r}", arg="window")
     weights, info = wts.choose("linear", int(values.shape[1]), d_out, int(values.shape[0]))
     return {"weights": weights, "weights_meta": info, "window": window}
 
