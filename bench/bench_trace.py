@@ -115,7 +115,7 @@ def main() -> None:
         print(f"  {name:<{width}}  {value:>14}  {verdict}")
 
 
-LESSONS = ("window",)
+LESSONS = ("window", "gqa")
 """The lessons after chapter 3, each timed beside lesson ``causal`` on the same inputs (target: within 2x)."""
 
 

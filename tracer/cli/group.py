@@ -43,6 +43,8 @@ OPTION_OF = {
     "seed": "--seed",
     "d_out": "--d-out",
     "window": "--window",
+    "heads": "--heads",
+    "groups": "--groups",
     "query": "--query",
     "spec": "--pipeline",
     "torch": "--torch",
