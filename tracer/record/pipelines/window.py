@@ -25,7 +25,8 @@ import torch
 from tracer.core.trace import Trace
 from tracer.errors import InputError
 from tracer.record import weights as wts
-from tracer.record.pipelines.blocks import context, scores, stable_softmax
+from tracer.record.pipelines.blocks import context, scores
+from tracer.record.pipelines.causal import masked_softmax
 from tracer.record.pipelines.trainable import inputs_and_weights, projections, sqrt_dk
 from tracer.record.recorder import Recorder, Var
 
@@ -70,39 +71,6 @@ def window_mask(rec: Recorder, t: int, w: int) -> tuple[Var, Var]:
     return fut, hide
 
 
-def masked_softmax(rec: Recorder, omega: Var, hide: Var, root: Var, pre: str, weights: str, rule: str) -> Var:
-    """Scores filled with -inf where ``hide`` is 1, divided by sqrt(d_k), then the stable softmax.
-
-    ``rule`` is the LaTeX condition under which a key is hidden (it fills the
-    formula's second case); the nodes are ``<pre>neg.omega``,
-    ``<pre>neg.scaled`` and the softmax under prefix ``<pre or 'window.'>``.
-    """
-    tag = "-\\infty" if not pre else r"-\infty,\mathrm{c}"
-    cases = rf"\begin{{cases}}-\infty & {rule}\\ \omega_{{<i,j>}} & \text{{otherwise}}\end{{cases}}"
-    neg = rec.elementwise(
-        "masked_fill",
-        f"{pre}neg.omega",
-        [omega("i", "j"), hide("i", "j")],
-        "ij",
-        symbol=rf"\omega^{{{tag}}}_{{<i,j>}}",
-        latex=rf"\omega^{{{tag}}}_{{<i,j>}} = {cases}",
-        text=f"{pre}omega[<i>,<j>], or -inf where {hide.name}[<i>,<j>] is 1",
-    )
-    scaled = rec.elementwise(
-        "div",
-        f"{pre}neg.scaled",
-        [neg("i", "j"), root()],
-        "ij",
-        symbol=rf"\tilde\omega^{{{tag}}}_{{<i,j>}}",
-        latex=rf"\tilde\omega^{{{tag}}}_{{<i,j>}} = \omega^{{{tag}}}_{{<i,j>}} / \sqrt{{d_k}}",
-        text=f"{pre}neg.omega[<i>,<j>] / sqrt_dk",
-    )
-    prefix = pre.rstrip(".") or "window"
-    return stable_softmax(
-        rec, scaled, rf"\tilde\omega^{{{tag}}}_{{<i,j>}}", out=f"{prefix}.alpha", prefix=prefix, weights=weights
-    )
-
-
 def build(
     inputs: torch.Tensor,
     tokens: list[str],
@@ -124,12 +92,12 @@ def build(
     with rec.stage("mask"):
         future, hide = window_mask(rec, t, window)
     with rec.stage("normalize"):
-        rule = rf"<j> > <i> \text{{ or }} <j> \le <i> - {window}"
-        alpha = masked_softmax(rec, omega, hide, root, "", WEIGHTS, rule)
+        rule = (rf"<i> - {window} < <j> \le <i>", r"\text{otherwise}", f"<j> > <i> or <j> ≤ <i> − {window}")
+        alpha = masked_softmax(rec, omega, hide, root, weights=WEIGHTS, soft="window", rule=rule)
     with rec.stage("context"):
         z = context(rec, "z", alpha, v, ())
     with rec.stage("causal"):
-        causal = masked_softmax(rec, omega, future, root, "causal.", r"\alpha^{\mathrm{causal}}", "<j> > <i>")
+        causal = masked_softmax(rec, omega, future, root, "causal.", r"\alpha^{\mathrm{causal}}", soft="causal")
         rec.elementwise(
             "sub",
             "diff.alpha",
