@@ -169,3 +169,12 @@ def test_narratives_agree_and_name_real_nodes() -> None:
             for name in [*(st.show or ()), *st.heatmap, *st.bars, *st.write]:
                 t.node(name)
                 assert story.node(name).caption, name
+
+
+def test_the_page_shows_one_block_per_group_and_per_head() -> None:
+    page = report.build(tracer.trace_lesson("gqa"), "en", formats=("md",))["index.md"].decode()
+    assert page.count("*Group 1: This group's slice of the keys") == 1
+    assert page.count("*Group 2: This group's slice of the keys") == 1
+    assert all(f"*Head {h}: The keys query head" in page for h in range(1, 5))
+    zh = report.build(tracer.trace_lesson("gqa"), "zh", formats=("md",))["index.md"].decode()
+    assert "第 2 组" in zh and "第 4 个头" in zh
