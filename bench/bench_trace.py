@@ -8,6 +8,8 @@ Prints, in one run on this machine:
 * peak memory above the torch import (measured in a fresh subprocess);
 * save plus load time of the trace file, and its size on disk;
 * the cost of looking up single steps by id.
+* the trace time of lesson ``causal`` and of each later lesson on the same
+  T x d inputs, with their ratio (target: within 2x of ``causal``).
 
 Targets: trace < 0.5 s in float32 and < 1 s in float64 (the same inputs),
 memory < 1 GiB, save + load < 2 s, file < 200 MB.  Times are medians of
@@ -121,6 +123,7 @@ def main() -> None:
         ("  derived tensors", ", ".join(k for k, v in encodings.items() if v == "derived")[:60] + "…", ""),
         ("look-up of one step by id", f"{t_lookup * 1e6:.1f} µs", ""),
     ]
+    rows += lesson_rows(x, args.repeat)
     print(f"attn-trace bench: all-pairs trace, T={t}, d={d}, float32, {os.cpu_count()} cores")
     width = max(len(r[0]) for r in rows)
     for name, value, said in rows:
@@ -129,6 +132,25 @@ def main() -> None:
 
 def _share(tally: Any) -> str:
     return verdict(tally.slow <= 1e-4 * tally.entries, "<= 0.01%")
+
+
+LESSONS = ("window", "gqa")
+"""The lessons after chapter 3, each timed beside lesson ``causal`` on the same inputs (target: within 2x)."""
+
+
+def lesson_rows(x: object, repeat: int) -> list[tuple[str, str, str]]:
+    """Trace time of lesson ``causal`` and of each lesson in :data:`LESSONS` on ``x``, and their ratios."""
+    import tracer
+
+    tracer.trace_lesson("causal", inputs=x[:2, :2])  # type: ignore[index]
+    t_causal = median_time(lambda: tracer.trace_lesson("causal", inputs=x), repeat)
+    rows = [("lesson causal (2-wide projections)", f"{t_causal:.3f} s", "")]
+    for name in LESSONS:
+        tracer.trace_lesson(name, inputs=x[:2, :2])  # type: ignore[index]
+        took = median_time(lambda name=name: tracer.trace_lesson(name, inputs=x), repeat)
+        rows.append((f"lesson {name}", f"{took:.3f} s", verdict(took < 2 * t_causal, "< 2x causal")))
+        rows.append((f"  ratio {name} / causal", f"{took / t_causal:.2f}x", ""))
+    return rows
 
 
 if __name__ == "__main__":

@@ -17,7 +17,11 @@ import pytest
 from tracer.present.views.alts import masked
 
 ROOT = Path(__file__).resolve().parent.parent
-PAGES = [f"{lesson}/{lang}" for lesson in ("tutorial", "trainable", "causal", "multihead") for lang in ("en", "zh")]
+PAGES = [
+    f"{lesson}/{lang}"
+    for lesson in ("tutorial", "trainable", "causal", "multihead", "window", "gqa")
+    for lang in ("en", "zh")
+]
 TOKENS = ("Your", "journey", "starts", "with", "one", "step")
 PLAIN_MATHS = re.compile(r"[_^$\\]|[α-ωΑ-Ω]|\b[a-zA-Z]\(\d+\)|\b[xz]\([ij]\)")
 """Maths written as text: sub- and superscripts, LaTeX, Greek letters, x(2) or z(j)."""

@@ -19,7 +19,11 @@ from tracer.present.figures.place import crosses
 ROOT = Path(__file__).resolve().parent.parent
 GAP = 2.0
 """CSS px: the least room between a token label and any other text beside it."""
-PAGES = [f"{lesson}/{lang}" for lesson in ("tutorial", "trainable", "causal", "multihead") for lang in ("en", "zh")]
+PAGES = [
+    f"{lesson}/{lang}"
+    for lesson in ("tutorial", "trainable", "causal", "multihead", "window", "gqa")
+    for lang in ("en", "zh")
+]
 
 MEASURE = """(() => {
   const out = [];

@@ -45,6 +45,9 @@ def input_options(func: F) -> F:
         ),
         click.option("--weights", help="Lesson trainable: rand (default, seed 123), linear (seed 789) or a file."),
         click.option("--d-out", "d_out", type=int, help="Lessons with projections: output size (default 2)."),
+        click.option("--window", type=int, help="Lesson window: how many keys each query sees (default 3)."),
+        click.option("--heads", type=int, help="Lesson gqa: query heads (default 4)."),
+        click.option("--groups", type=int, help="Lesson gqa: key/value groups (default 2; 1: multi-query)."),
         click.option("--pipeline", help="Your own pipeline instead of a lesson: module:function or file.py:function."),
         click.option(
             "--torch",
@@ -69,6 +72,9 @@ def build_trace(
     dtype: str,
     weights: str | None = None,
     d_out: int | None = None,
+    window: int | None = None,
+    heads: int | None = None,
+    groups: int | None = None,
     pipeline: str | None = None,
     torch_fn: str | None = None,
 ) -> tracer.Trace:
@@ -82,6 +88,7 @@ def build_trace(
         others.update(
             {"--weights": weights is not None, "--d-out": d_out is not None, "--pipeline": pipeline is not None}
         )
+        others.update({"--window": window is not None, "--heads": heads is not None, "--groups": groups is not None})
         clash = [k for k, v in others.items() if v]
         if clash:
             raise UserError(
@@ -115,14 +122,18 @@ def build_trace(
     if pipeline is not None:
         from tracer.record import custom
 
-        if lesson != "simple" or weights is not None or d_out is not None:
-            raise UserError("--pipeline replaces the lesson: --lesson, --weights and --d-out do not apply")
+        own = (weights, d_out, window, heads, groups)
+        if lesson != "simple" or any(v is not None for v in own):
+            raise UserError("--pipeline replaces the lesson: --lesson and the lessons' options do not apply")
         return custom.run(pipeline, ex)
     extra: dict[str, Any] = {}
     if weights is not None:
         extra["weights"] = weights
     if d_out is not None:
         extra["d_out"] = d_out
+    for name, value in (("window", window), ("heads", heads), ("groups", groups)):
+        if value is not None:
+            extra[name] = value
     return api.run(lesson, ex, **extra)
 
 

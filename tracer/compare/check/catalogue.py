@@ -14,7 +14,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from tracer.compare.check import groups as G
 from tracer.compare.check import hypotheses as H
+from tracer.compare.check import windows as W
 from tracer.compare.check.context import Context, Hit
 
 
@@ -217,6 +219,52 @@ CATALOGUE: tuple[Entry, ...] = (
         "(the softmax's output).",
         "上下文向量用原始注意力分数而不是注意力权重（softmax 的输出）去加权值向量。",
         H.values_scores,
+    ),
+    Entry(
+        "window_width_off",
+        ("mask", "scaling", "weights"),
+        "The window is off by one: each query sees {seen} keys instead of w = {width}; a key j is in the "
+        "window of query i when i − w < j ≤ i, so hide j ≤ i − w (torch.tril(ones, diagonal=-w)).",
+        "窗口差了一位：每个查询看到 {seen} 个键，而不是 w = {width} 个；键 j 在查询 i 的窗口内，当且仅当 "
+        "i − w < j ≤ i，所以应当遮住 j ≤ i − w（torch.tril(ones, diagonal=-w)）。",
+        W.width_off,
+    ),
+    Entry(
+        "window_not_causal",
+        ("mask", "scaling", "weights"),
+        "The window is applied without the causal part: it hides only the keys too far away, |i − j| ≥ w, "
+        "so each query also sees the w − 1 tokens after it; hide j > i as well.",
+        "窗口没有带上因果部分：它只遮住了离得太远的键（|i − j| ≥ w），"
+        "所以每个查询还看到了它之后的 w − 1 个词元；还应当遮住 j > i 的键。",
+        W.not_causal,
+    ),
+    Entry(
+        "window_missing",
+        ("mask", "scaling", "weights"),
+        "Only the causal mask is applied, without the window of w = {width}: each query still sees every "
+        "token before it; hide the keys j ≤ i − w too.",
+        "只施加了因果掩码，没有宽度 w = {width} 的窗口：每个查询仍然看到它之前的所有词元；还应当遮住 j ≤ i − w 的键。",
+        W.window_missing,
+    ),
+    Entry(
+        "gqa_orders_mixed",
+        ("heads", "context"),
+        "The keys and the values are handed to the query heads in different orders: the {wrong_en} are tiled "
+        "with repeat while the other is expanded with repeat_interleave, so a head weighs the values of "
+        "another group than the one it scored; expand both the same way.",
+        "键和值向量分给查询头的顺序不一致：{wrong_zh}用 repeat 铺开，另一个用 repeat_interleave 展开，"
+        "所以一个头加权的是另一组的值向量，而不是它计算注意力分数时用的那一组；两者应当用同样的方式展开。",
+        G.orders_mixed,
+    ),
+    Entry(
+        "gqa_repeat",
+        ("heads", "scores", "mask", "scaling", "weights", "context"),
+        "The key/value groups are tiled with repeat instead of repeat_interleave: query head h reads group "
+        "(h − 1) mod G + 1 instead of ⌈h / {r}⌉, so heads 1 and 2 no longer share a group; use "
+        "keys.repeat_interleave(group_size, dim=1).",
+        "键值组是用 repeat 而不是 repeat_interleave 铺开的：查询头 h 读的是第 (h − 1) mod G + 1 组，"
+        "而不是第 ⌈h / {r}⌉ 组，头 1 和头 2 不再共用一组；应当使用 keys.repeat_interleave(group_size, dim=1)。",
+        G.repeat_not_interleave,
     ),
 )
 

@@ -48,7 +48,7 @@ class Context:
     @property
     def causal(self) -> bool:
         """True for the lessons with a causal mask."""
-        return self.spec.name in ("causal", "multihead")
+        return self.spec.name in ("causal", "multihead", "gqa")
 
     @property
     def tokens(self) -> int:

@@ -139,6 +139,53 @@ SPECS: dict[str, Spec] = {
         short=4,
         dropout=0.5,
     ),
+    "window": Spec(
+        "window",
+        ("d_in", "d_out", "context_length", "window_size"),
+        (3, 2, 6, 3),
+        123,
+        3,
+        2,
+        1,
+        True,
+        (
+            *_qkv(""),
+            Q("omega", "scores", "omega", True, "s"),
+            Q("masked", "mask", "neg.omega", True, "s", after=("masked_scaled",)),
+            Q("masked_scaled", "scaling", "neg.scaled", True, "s", after=("alpha",)),
+            Q("alpha", "weights", "window.alpha"),
+            Q("z", "context", "z"),
+            Q("short", "mask", "z", run="short"),
+        ),
+        short=4,
+    ),
+    "gqa": Spec(
+        "gqa",
+        ("d_in", "d_out", "context_length", "num_heads", "num_kv_groups"),
+        (3, 8, 6, 4, 2),
+        123,
+        3,
+        8,
+        4,
+        True,
+        (
+            *_qkv(""),
+            Q("hq", "heads", "hq", True, "h", after=("alpha",)),
+            Q("hk", "heads", "hk"),
+            Q("hv", "heads", "hv"),
+            Q("kh", "heads", "kh", True, "h", after=("alpha",)),
+            Q("vh", "heads", "vh", True, "h", after=("z",)),
+            Q("omega", "scores", "omega", True, "s"),
+            Q("masked", "mask", "neg.omega", True, "s", after=("masked_scaled",)),
+            Q("masked_scaled", "scaling", "neg.scaled", True, "s", after=("alpha",)),
+            Q("alpha", "weights", "causal.alpha"),
+            Q("z", "context", "z"),
+            Q("concat", "merge", "concat", True, "o"),
+            Q("out", "output", "out", False, "o"),
+            Q("short", "mask", "out", run="short"),
+        ),
+        short=4,
+    ),
 }
 
 
@@ -189,11 +236,18 @@ def reference(spec: Spec, roles: dict[str, Role]) -> Trace:
     if spec.name == "trainable":
         trace = module.build(x, tokens, 2, torch.float32, meta, weights=w, weights_meta=info)
         return trace
-    extra = module.prepare(x, d_out=spec.d_out)
+    own = {"window": {"window": spec.args[3]}, "gqa": {"heads": spec.heads, "groups": spec.args[-1]}}
+    extra = module.prepare(x, d_out=spec.d_out, **own.get(spec.name, {}))
     if spec.form == "wrap":
         extra["wrap"] = w
     elif spec.name == "causal":
         extra.update(weights=w, weights_meta=info, module=w)
+    elif spec.name == "window":
+        extra.update(weights=w, weights_meta=info)
+    elif spec.name == "gqa":
+        extra["weights"] = {**extra["weights"], **w}
+        if "W_out" in roles:
+            extra["weights"]["W_out"] = torch.tensor(roles["W_out"].value, dtype=torch.float32)
     else:
         split = dict(extra["split"])
         split.update(w)

@@ -19,7 +19,9 @@ from tracer.core.trace import Trace
 Cell = str
 """The source of one code cell."""
 
-CODE = {name: f"tracer.present.notebook.{name}" for name in ("simple", "trainable", "causal", "multihead")}
+CODE = {
+    name: f"tracer.present.notebook.{name}" for name in ("simple", "trainable", "causal", "multihead", "window", "gqa")
+}
 """Lesson -> module whose ``cells(trace)`` gives each stage's code cells."""
 
 

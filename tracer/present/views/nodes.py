@@ -24,8 +24,9 @@ from tracer.present.narrative import Narrative, NodeText
 from tracer.present.views.common import FULL_T, Ctx, gaps, index, pick_rows, token
 from tracer.present.views.model import Block, Num, Para, Row, Table
 
-LEAD = ("h", "b", "g")  # g: batch and heads in one axis (nn.MultiheadAttention), its first slice shown
-"""Axes that split a node into sub-blocks (a head each) or are shown at their first entry (the batch)."""
+LEAD = ("h", "g", "b")
+"""Axes that split a node into sub-blocks (a head, or a key/value group, each) or are shown at their first entry
+(the batch)."""
 JOINS = ("concat", "join_heads")
 """Ops whose last axis lays the heads side by side."""
 
@@ -69,11 +70,11 @@ def lead_axes(node: Node) -> tuple[str, ...]:
 def parts(ctx: LessonCtx, node: Node) -> Iterator[Part]:
     """Each head of ``node`` (every head, the first batch entry)."""
     lead = lead_axes(node)
-    heads = node.sizes["h"] if "h" in lead else 1
-    for h in range(heads):
-        idx = tuple(h if a == "h" else 0 for a in lead)
-        label = ctx.s("lesson.head", h=h + 1) if "h" in lead else ""
-        yield Part(idx, label, f"-h{h + 1}" if "h" in lead else "")
+    axis = next((a for a in ("h", "g") if a in lead), "")
+    label = {"h": "lesson.head", "g": "lesson.group"}.get(axis, "")
+    for h in range(node.sizes[axis] if axis else 1):
+        idx = tuple(h if a == axis else 0 for a in lead)
+        yield Part(idx, ctx.s(label, **{axis: h + 1}) if axis else "", f"-{axis}{h + 1}" if axis else "")
 
 
 def anchor(name: str) -> str:

@@ -180,7 +180,7 @@ def bars(ctx: LessonCtx, node: Node) -> list[Block]:
     out: list[Block] = []
     lead = lead_axes(node)
     for part in parts(ctx, node):
-        at = (*part.lead, ctx.q - 1) if "b" in lead or "h" in lead else (ctx.q - 1,)
+        at = (*part.lead, ctx.q - 1) if lead else (ctx.q - 1,)
         terms = np.asarray(terms_node.value[at], dtype=np.float64)
         z = np.asarray(node.value[at], dtype=np.float64)
         names, others = list(ctx.trace.tokens), False

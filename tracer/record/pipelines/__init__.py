@@ -23,4 +23,12 @@ LESSONS: dict[str, tuple[str, str]] = {
         "tracer.record.pipelines.multihead",
         "Multi-head attention two ways: a wrapper of causal heads, and projections split into heads.",
     ),
+    "window": (
+        "tracer.record.pipelines.window",
+        "Sliding-window causal attention: each query sees its last w keys; with w >= T it is the causal lesson.",
+    ),
+    "gqa": (
+        "tracer.record.pipelines.gqa",
+        "Grouped-query attention: H query heads share G key/value groups; G = H is multi-head, G = 1 multi-query.",
+    ),
 }

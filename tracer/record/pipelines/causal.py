@@ -61,35 +61,50 @@ def causal_masks(rec: Recorder, t: int, lead: tuple[str, ...] = ()) -> tuple[Var
     return tri, up
 
 
-def masked_softmax(rec: Recorder, omega: Var, up: Var, root: Var, pre: str = "", weights: str = r"\alpha") -> Var:
-    """Fill the scores above the diagonal with -inf, scale, softmax: the causal weights, named ``weights``."""
+CAUSAL_RULE = (r"<j> \le <i>", r"<j> > <i>", "<j> > <i>")
+"""When a key is seen, when it is hidden (LaTeX), and the hidden case as text: the causal mask's rule."""
+
+
+def masked_softmax(
+    rec: Recorder,
+    omega: Var,
+    up: Var,
+    root: Var,
+    pre: str = "",
+    weights: str = r"\alpha",
+    *,
+    soft: str | None = None,
+    rule: tuple[str, str, str] = CAUSAL_RULE,
+) -> Var:
+    """Fill the scores where ``up`` is 1 with -inf, scale, softmax: the masked weights, named ``weights``.
+
+    ``up`` is the causal lesson's upper triangle unless ``rule`` says which
+    keys it hides (lesson window's band); the softmax's nodes are
+    ``<soft>.max`` … ``<soft>.alpha`` (default ``<pre>causal``).
+    """
     axes = omega.axes
+    seen, hidden, hidden_text = rule
+    soft = f"{pre}causal" if soft is None else soft
+    plain, tilde = r"\omega_{<i,j>}", r"\tilde\omega^{-\infty}_{<i,j>}"  # a score, and the masked, scaled one
     neg = rec.elementwise(
         "masked_fill",
         f"{pre}neg.omega",
         [omega(*axes), up("i", "j")],
         axes,
         symbol=r"\omega^{-\infty}_{<i,j>}",
-        latex=r"\omega^{-\infty}_{<i,j>} = \begin{cases}\omega_{<i,j>} & <j> \le <i>\\ -\infty & <j> > <i>\end{cases}",
-        text=f"{pre}omega[{','.join(f'<{a}>' for a in axes)}] unless <j> > <i>, then -inf",
+        latex=rf"\omega^{{-\infty}}_{{<i,j>}} = \begin{{cases}}{plain} & {seen}\\ -\infty & {hidden}\end{{cases}}",
+        text=f"{pre}omega[{','.join(f'<{a}>' for a in axes)}] unless {hidden_text}, then -inf",
     )
     scaled = rec.elementwise(
         "div",
         f"{pre}neg.scaled",
         [neg(*axes), root()],
         axes,
-        symbol=r"\tilde\omega^{-\infty}_{<i,j>}",
-        latex=r"\tilde\omega^{-\infty}_{<i,j>} = \omega^{-\infty}_{<i,j>} / \sqrt{d_k}",
+        symbol=tilde,
+        latex=rf"{tilde} = \omega^{{-\infty}}_{{<i,j>}} / \sqrt{{d_k}}",
         text=f"{pre}neg.omega[{','.join(f'<{a}>' for a in axes)}] / {root.name}",
     )
-    return stable_softmax(
-        rec,
-        scaled,
-        r"\tilde\omega^{-\infty}_{<i,j>}",
-        out=f"{pre}causal.alpha",
-        prefix=f"{pre}causal",
-        weights=weights,
-    )
+    return stable_softmax(rec, scaled, tilde, out=f"{soft}.alpha", prefix=soft, weights=weights)
 
 
 def build(

@@ -1,0 +1,22 @@
+# expect: lesson=window name=SlidingWindowAttention exit=1 stage=mask diagnosis=window_missing
+# The window size is stored but never used: this is the causal lesson's module, every earlier key is seen.
+import torch
+import torch.nn as nn
+
+
+class SlidingWindowAttention(nn.Module):
+    def __init__(self, d_in, d_out, context_length, window_size, qkv_bias=False):
+        super().__init__()
+        self.window_size = window_size
+        self.W_query = nn.Linear(d_in, d_out, bias=qkv_bias)
+        self.W_key = nn.Linear(d_in, d_out, bias=qkv_bias)
+        self.W_value = nn.Linear(d_in, d_out, bias=qkv_bias)
+        self.register_buffer("mask", torch.triu(torch.ones(context_length, context_length), diagonal=1))
+
+    def forward(self, x):
+        b, num_tokens, d_in = x.shape
+        keys, queries, values = self.W_key(x), self.W_query(x), self.W_value(x)
+        attn_scores = queries @ keys.transpose(1, 2)
+        attn_scores.masked_fill_(self.mask.bool()[:num_tokens, :num_tokens], -torch.inf)
+        attn_weights = torch.softmax(attn_scores / keys.shape[-1] ** 0.5, dim=-1)
+        return attn_weights @ values
