@@ -253,7 +253,7 @@ def _products(trace: Trace, node: Node) -> bool:
 def _square(node: Node) -> bool:
     """A (…, i, j) matrix whose leading axes are batches and heads: drawn as heatmaps."""
     lead = set(node.axes[:-2])
-    return node.axes[-2:] == ("i", "j") and lead <= {"b", "h", "g"} and len(set(node.axes)) == len(node.axes)
+    return node.axes[-2:] == ("i", "j") and lead <= {"b", "h", "n"} and len(set(node.axes)) == len(node.axes)
 
 
 def narrative(trace: Trace, lang: str) -> Narrative:

@@ -24,9 +24,9 @@ from tracer.present.narrative import Narrative, NodeText
 from tracer.present.views.common import FULL_T, Ctx, gaps, index, pick_rows, token
 from tracer.present.views.model import Block, Num, Para, Row, Table
 
-LEAD = ("h", "g", "b")
+LEAD = ("h", "g", "b", "n")
 """Axes that split a node into sub-blocks (a head, or a key/value group, each) or are shown at their first entry
-(the batch)."""
+(the batch ``b``; ``n``, the batch and the heads in one axis, as ``nn.MultiheadAttention`` computes)."""
 JOINS = ("concat", "join_heads")
 """Ops whose last axis lays the heads side by side."""
 

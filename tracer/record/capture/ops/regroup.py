@@ -23,16 +23,16 @@ def _meaning(src: list[str], sizes: list[int]) -> list[str]:
     A feature axis split in two is (heads, features of a head), ``(h, d)``,
     unless the first part has 3 entries: the q/k/v selector of a fused
     projection, ``(p, c)``; split in three it is ``(p, h, d)``.  Split with the
-    batch, it is batch-times-heads ``g`` and ``d``, and ``g`` (or ``h``) split
+    batch, it is batch-times-heads ``n`` (``N·num_heads`` in torch's documentation) and ``d``, and ``n`` (or ``h``) split
     in two is ``(b, h)``.  Joined: heads with their features are
     features ``c``, a batch with its heads ``h``.  Anything else gets fresh letters.
     """
     if len(sizes) == 1:
         return ["c"] if "d" in src or "c" in src else ["h"] if "h" in src else ["e"]
-    if len(src) == 1 and src[0] in ("h", "g") and len(sizes) == 2:
+    if len(src) == 1 and src[0] in ("h", "n") and len(sizes) == 2:
         return ["b", "h"]
     if len(sizes) == 2 and "b" in src:  # ``nn.MultiheadAttention``: the batch and the heads in one axis
-        return ["g", "d"]
+        return ["n", "d"]
     if len(sizes) == 2:
         return ["p", "c"] if sizes[0] == 3 else ["h", "d"]
     if len(sizes) == 3:
