@@ -137,6 +137,7 @@ def pool(
                     child.killed_for_time = True
                     _kill(child.pid)
                 if child.killed_for_time or child.done():
+                    _drain(sel, child)  # what it wrote before it ended may still sit in the pipes
                     for fd in (child.verdict_fd, child.output_fd):
                         with contextlib.suppress(KeyError, ValueError):
                             sel.unregister(fd)
@@ -160,16 +161,25 @@ def _next_deadline(live: Iterable[tuple[int, _Child]], timeout: float) -> float 
     return min(POLL, max(0.0, min(c.started + timeout + GRACE - now for _, c in live)) + 0.01)
 
 
-def _read(sel: selectors.BaseSelector, child: _Child, which: str) -> None:
+def _drain(sel: selectors.BaseSelector, child: _Child) -> None:
+    for which, fd in (("verdict", child.verdict_fd), ("output", child.output_fd)):
+        while fd in sel.get_map() and _read(sel, child, which):
+            pass
+
+
+def _read(sel: selectors.BaseSelector, child: _Child, which: str) -> bool:
+    """Read what one pipe has (it never blocks); False when nothing more is there for now."""
     fd = child.verdict_fd if which == "verdict" else child.output_fd
     try:
         data = os.read(fd, 65536)
+    except BlockingIOError:
+        return False
     except OSError:
         data = b""
     if not data:
         sel.unregister(fd)
         child.open_fds -= 1
-        return
+        return False
     if which == "verdict":
         if len(child.frame) < VERDICT_CAP + 8:
             child.frame += data
@@ -177,6 +187,7 @@ def _read(sel: selectors.BaseSelector, child: _Child, which: str) -> None:
         keep = max(0, OUTPUT_CAP - len(child.output))
         child.output += data[:keep]
         child.dropped += len(data) - len(data[:keep])
+    return True
 
 
 def _start(job: Callable[[], dict[str, Any]], timeout: float, memory_mb: float) -> _Child:
@@ -193,6 +204,8 @@ def _start(job: Callable[[], dict[str, Any]], timeout: float, memory_mb: float) 
         _child(job, verdict_w, output_w, workdir, limit, timeout)
     os.close(verdict_w)
     os.close(output_w)
+    os.set_blocking(verdict_r, False)
+    os.set_blocking(output_r, False)
     with contextlib.suppress(OSError):  # the child does it too; whichever runs first closes the race
         os.setpgid(pid, pid)
     return _Child(pid, verdict_r, output_r, time.monotonic(), workdir, bytearray(), bytearray())
