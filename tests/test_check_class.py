@@ -73,6 +73,7 @@ def test_json_and_csv(small: Path, tmp_path: Path) -> None:
 
 def test_gradescope(small: Path, tmp_path: Path) -> None:
     code, out, _ = run(f"{small}:CausalAttention", "--format", "gradescope")
+    assert code == 1
     students = json.loads(out)["students"]
     good, bad, trouble = students["correct.py"], students["buggy_mask_zero.py"], students["hostile_message.py"]
     assert {"name", "score", "max_score", "output", "visibility"} <= set(good["tests"][0])
