@@ -116,6 +116,9 @@ def context(r: CheckResult, lang: str) -> dict[str, Any]:
     verdict: dict[str, Any] = {"ok": r.ok}
     if r.ok:
         verdict["headline"] = s("check.ok", n=sum(1 for x in r.stages if x.status == "match"))
+    elif d is None and r.hit is not None:  # a difference of structure: no stage to show
+        verdict["headline"] = s("check.differs_structure")
+        verdict["structure"] = f"[{r.hit.code}] {r.sentence(lang)}"
     else:
         assert d is not None
         verdict["headline"] = s("check.differs", stage=stage_name(s, d.stage), quantity=d.quantity, step=d.step)

@@ -35,6 +35,14 @@ class Entry:
 
 CATALOGUE: tuple[Entry, ...] = (
     Entry(
+        "output_layout",
+        ("context", "output", "merge"),
+        "The result holds the right values but has shape {shape} where the lesson's has {lesson}: "
+        "it is transposed, reshaped or has an extra axis, so the next layer would read it wrongly.",
+        "结果的数值是对的，但形状是 {shape}，而课程中是 {lesson}：它被转置、改变了形状或多了一个维度，下一层会读错它。",
+        H.layout,
+    ),
+    Entry(
         "bias_used",
         ("projections", "heads"),
         "The query, key and value projections add a bias ({param}) that the lesson does not have: "
@@ -220,7 +228,27 @@ CATALOGUE: tuple[Entry, ...] = (
     ),
 )
 
-BY_CODE = {e.code: e for e in CATALOGUE}
+STRUCTURE: tuple[Entry, ...] = (
+    Entry(
+        "grouped_query",
+        ("structure",),
+        "The keys and values are narrower than the queries ({detail}): this is grouped-query attention, "
+        "where several query heads share one key/value head; the lesson gives every head its own keys and values.",
+        "键和值比查询窄（{detail}）：这是分组查询注意力，多个查询头共享一个键/值头；课程中每个头都有自己的键和值。",
+        lambda c: None,
+    ),
+    Entry(
+        "sizes_ignored",
+        ("structure",),
+        "Built a second time with other sizes ({sizes}), the module does not compute the lesson: {detail}. "
+        "It uses fixed numbers where it should use its constructor's arguments.",
+        "用另一组尺寸（{sizes}）再构建一次时，模块算出的不是课程的结果：{detail}。它用了写死的数字，而不是构造函数的参数。",
+        lambda c: None,
+    ),
+)
+"""Differences of structure, found outside the stage-by-stage comparison (they have no first divergence)."""
+
+BY_CODE = {e.code: e for e in (*CATALOGUE, *STRUCTURE)}
 
 
 def diagnose(c: Context, stages: list[str]) -> Hit | None:

@@ -43,8 +43,19 @@ class CheckResult:
 
     @property
     def ok(self) -> bool:
-        """True when the code matches the lesson at every stage compared."""
-        return self.first_divergence is None
+        """True when the code matches the lesson at every stage compared, and in its structure."""
+        return self.first_divergence is None and self.hit is None
+
+    @property
+    def structure(self) -> str | None:
+        """The code of a structural difference found outside the stage-by-stage comparison, or None.
+
+        ``grouped_query`` (fewer key/value heads than query heads) and
+        ``sizes_ignored`` (a second build with other sizes does not compute
+        the lesson) have no first divergence: the module is not the lesson's
+        computation at all, or only at the lesson's own sizes.
+        """
+        return self.hit.code if self.hit is not None and self.first_divergence is None else None
 
     @property
     def diagnosis(self) -> str | None:
@@ -107,6 +118,7 @@ class CheckResult:
                 "student_tensor": hit.seen.id if hit.seen else None,
                 "where": hit.seen.where if hit.seen else hit.where,
             },
+            "structure": self.structure,
             "consequences": self.consequences,
             "notes": list(self.notes),
             "opaque": self.opaque,

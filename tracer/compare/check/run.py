@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from tracer.compare.check import align, deadline, lessons, roles, student, wrapper
+from tracer.compare.check import align, deadline, lessons, resize, roles, student, wrapper
 from tracer.compare.check.catalogue import BY_CODE, diagnose
 from tracer.compare.check.context import Context, Hit
 from tracer.compare.check.model import Divergence, Match, Quantity, Seen, StageResult
@@ -33,8 +33,21 @@ def check(
     if lesson not in lessons.SPECS:
         raise InputError(f"unknown lesson {lesson!r}: choose from {', '.join(lessons.SPECS)}")
     spec = lessons.SPECS[lesson] if d_out is None else lessons.sized(lessons.SPECS[lesson], d_out)
+    source = source or student.source_of(obj)
     with deadline.limit(deadline.SECONDS if timeout is None else timeout, f"the check of {_name(obj)}"):
-        return _check(obj, spec, source or student.source_of(obj))
+        try:
+            return _check(obj, spec, source)
+        except roles.Structural as e:  # another attention than the lesson's: a verdict, not trouble
+            return _structural(obj, spec, source, e.code, e.detail)
+
+
+def _structural(obj: Any, spec: lessons.Spec, source: str | None, code: str, detail: dict[str, str]) -> CheckResult:
+    """The result for a module whose structure is not the lesson's (no stage can be compared)."""
+    from tracer.core.trace import Trace
+
+    label = f"{Path(source).name}:{_name(obj)}" if source else _name(obj)
+    hit = Hit(None, (), detail, code)
+    return CheckResult(spec.name, [], None, hit, [], Trace([], {"lesson": spec.name}), [], label)
 
 
 def _check(obj: Any, spec: lessons.Spec, source: str | None) -> CheckResult:
@@ -86,6 +99,12 @@ def _check(obj: Any, spec: lessons.Spec, source: str | None) -> CheckResult:
         hit = Hit(None, hit.steps, hit.detail, "heads_shared") if hit is not None else None
     if chosen is not None and chosen.quantity.run == "short" and ctx.short_error is not None and hit is None:
         raise ctx.short_error
+    if chosen is None and spec.is_class:  # every stage matches: does it still at other sizes?
+        other = resize.differs(
+            lambda got: student.construct(obj, tuple(got[n] for n in spec.signature), spec.signature, spec.seed), spec
+        )
+        if other is not None:
+            hit = Hit(None, (), {"sizes": other[0], "detail": other[1]}, "sizes_ignored")
     divergence = _divergence(ctx, chosen, hit, stages) if chosen is not None else None
     if chosen is not None:
         after = stages[stages.index(chosen) + 1 :]
@@ -126,13 +145,24 @@ def _compare(ctx: Context, q: Quantity, seen: list[Seen]) -> StageResult:
 
 
 def _returned(ctx: Context, stages: list[StageResult], final: Seen) -> None:
-    """The last quantity must be what the student's code returns, not just a tensor it made on the way."""
+    """The last quantity must be what the student's code returns, in the lesson's shape and axis order.
+
+    A tensor made on the way is not the result (``returned``); a result that
+    holds the right values in another layout (``.T``, a ``(b, d_out, T)``
+    tensor, an extra ``unsqueeze``) is a mistake of its own (``layout``).
+    """
     last = [s for s in stages if s.quantity.run == "eval"][-1]
     ref, axes = _ref(ctx, last.quantity)
-    if last.status == "match" and align.find(ref, axes, [final]) is None:
+    if last.status != "match":
+        return
+    if align.find(ref, axes, [final]) is None:
         last.status, last.match = "differs", None
         last.nearest = align.nearest(ref, axes, [final])
         last.note = "returned"
+    elif final.value.shape != ref.shape or not align.close(final.value, ref):
+        last.status, last.match = "differs", None
+        last.nearest = align.nearest(ref, axes, [final])
+        last.note = "layout"
 
 
 def _other_draws(ctx: Context, stages: list[StageResult]) -> None:
