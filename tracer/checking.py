@@ -23,9 +23,6 @@ from typing import Any
 from tracer import sandbox
 from tracer.textsafe import printable
 
-TIMEOUT = 60.0
-"""Default seconds one submission may take (import, build, every run)."""
-
 MEMORY_MB = 2048.0
 """Default megabytes of address space one submission may add to the checker's own."""
 
@@ -42,9 +39,9 @@ class Options:
     lang: str = "en"
     fmt: str = "text"  # which rendering the parent needs: text, json, html, csv, gradescope
     verbose: bool = False
-    timeout: float = TIMEOUT
+    timeout: float = 60.0  # seconds one submission may take (import, build, every run); the CLI's default
     memory: float = MEMORY_MB
-    sizes: dict[str, int] = field(default_factory=dict)  # d_in, d_out, heads
+    sizes: dict[str, int] = field(default_factory=dict)  # d_out
 
 
 @dataclass

@@ -30,9 +30,7 @@ FORMATS = ["text", "json", "html", "csv", "gradescope"]
 @click.option("-o", "--output", help="File to write (default: stdout); for a class in html, a folder.")
 @click.option("--force", is_flag=True, help="Overwrite an existing output file.")
 @click.option("--verbose", is_flag=True, help="Show your code's output and traceback, and the nearest tensors.")
-@click.option("--d-in", "d_in", type=click.IntRange(min=1), help="Width of the embeddings your module is built for.")
 @click.option("--d-out", "d_out", type=click.IntRange(min=1), help="Build your module this wide (not for simple).")
-@click.option("--heads", type=click.IntRange(min=1), help="Number of heads (lesson multihead; default 2).")
 @click.option(
     "--timeout",
     type=click.FloatRange(min=0),
@@ -52,9 +50,7 @@ def check(
     output: str | None,
     force: bool,
     verbose: bool,
-    d_in: int | None,
     d_out: int | None,
-    heads: int | None,
     timeout: float | None,
     memory: float | None,
     jobs: int | None,
@@ -75,14 +71,15 @@ def check(
     submission killed at its limit: one line; details with --verbose).
     """
     from tracer import checking, classcheck
+    from tracer.compare.check import deadline
 
-    sizes = {k: v for k, v in (("d_in", d_in), ("d_out", d_out), ("heads", heads)) if v is not None}
+    sizes = {"d_out": d_out} if d_out is not None else {}
     opts = checking.Options(
         lesson,
         lang,
         fmt,
         verbose,
-        checking.TIMEOUT if timeout is None else timeout,
+        deadline.SECONDS if timeout is None else timeout,
         checking.MEMORY_MB if memory is None else memory,
         sizes,
     )

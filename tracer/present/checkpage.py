@@ -113,7 +113,7 @@ def context(r: CheckResult, lang: str) -> dict[str, Any]:
     """Everything the template shows, prepared (and formatted) in Python."""
     s = Strings(lang)
     d = r.first_divergence
-    verdict: dict[str, Any] = {"ok": r.ok}
+    verdict: dict[str, Any] = {"ok": r.ok, "structure": ""}
     if r.ok:
         verdict["headline"] = s("check.ok", n=sum(1 for x in r.stages if x.status == "match"))
     elif d is None and r.hit is not None:  # a difference of structure: no stage to show

@@ -80,7 +80,8 @@ def text(r: CheckResult, lang: str = "en", verbose: bool = False) -> str:
     if r.structure is not None:  # another computation than the lesson's: no weights, no stages to list
         head = [s("check.title", name=r.name or "?", lesson=r.lesson), s("check.differs_structure")]
         return "\n".join([*head, f"  {s('check.diagnosis')} [{r.structure}]: {r.sentence(lang)}"]) + "\n"
-    out = [s("check.title", name=r.name or "?", lesson=r.lesson), *role_lines(s, r), ""]
+    built = [s("check.built", call=r.built)] if r.built else []
+    out = [s("check.title", name=r.name or "?", lesson=r.lesson), *built, *role_lines(s, r), ""]
     if r.ok:
         out.append(s("check.ok", n=sum(1 for x in r.stages if x.status == "match")))
     else:

@@ -40,6 +40,7 @@ class CheckResult:
     notes: list[str] = field(default_factory=list)
     name: str = ""  # what was checked, e.g. "attn.py:CausalAttention"
     student: Trace | None = field(default=None, repr=False)  # the student's run (eval mode), captured
+    built: str = ""  # how the module was built: "CausalAttention(d_in=3, d_out=2, context_length=6, dropout=0.5)"
 
     @property
     def ok(self) -> bool:
@@ -119,6 +120,7 @@ class CheckResult:
                 "where": hit.seen.where if hit.seen else hit.where,
             },
             "structure": self.structure,
+            "built": self.built or None,
             "consequences": self.consequences,
             "notes": list(self.notes),
             "opaque": self.opaque,

@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from tracer.compare.check import align, deadline, lessons, resize, roles, student, wrapper
+from tracer.compare.check import align, build, deadline, lessons, resize, roles, student, wrapper
 from tracer.compare.check.catalogue import BY_CODE, diagnose
 from tracer.compare.check.context import Context, Hit
 from tracer.compare.check.model import Divergence, Match, Quantity, Seen, StageResult
@@ -52,9 +52,9 @@ def _structural(obj: Any, spec: lessons.Spec, source: str | None, code: str, det
 
 def _check(obj: Any, spec: lessons.Spec, source: str | None) -> CheckResult:
     x = lessons.inputs(spec)
-    heads, same = None, ""
+    heads, same, built = None, "", ""
     if spec.is_class:
-        module = student.construct(obj, spec.args, spec.signature, spec.seed)
+        module, built = build.build(obj, dict(zip(spec.signature, spec.args, strict=True)), spec.signature, spec.seed)
         module.eval()
         heads = wrapper.heads_of(module, spec.heads) if spec.heads > 1 else None
         if heads is not None:  # the book's wrapper: a ModuleList of causal heads
@@ -100,9 +100,8 @@ def _check(obj: Any, spec: lessons.Spec, source: str | None) -> CheckResult:
     if chosen is not None and chosen.quantity.run == "short" and ctx.short_error is not None and hit is None:
         raise ctx.short_error
     if chosen is None and spec.is_class:  # every stage matches: does it still at other sizes?
-        other = resize.differs(
-            lambda got: student.construct(obj, tuple(got[n] for n in spec.signature), spec.signature, spec.seed), spec
-        )
+        sizes = spec.signature
+        other = resize.differs(lambda got: build.build(obj, {n: got[n] for n in sizes}, sizes, spec.seed)[0], spec)
         if other is not None:
             hit = Hit(None, (), {"sizes": other[0], "detail": other[1]}, "sizes_ignored")
     divergence = _divergence(ctx, chosen, hit, stages) if chosen is not None else None
@@ -113,7 +112,7 @@ def _check(obj: Any, spec: lessons.Spec, source: str | None) -> CheckResult:
                 s.status = "consequence"
     label = f"{Path(source).name}:{_name(obj)}" if source else _name(obj)
     notes = _notes(ctx, stages)
-    return CheckResult(spec.name, stages, divergence, hit, list(found.values()), trace, notes, label, main.trace)
+    return CheckResult(spec.name, stages, divergence, hit, list(found.values()), trace, notes, label, main.trace, built)
 
 
 def _name(obj: Any) -> str:
