@@ -58,7 +58,7 @@ def test_widths_the_lesson_cannot_take() -> None:
     obj, _ = load(f"{CORPUS / 'multihead_book.py'}:MultiHeadAttention")
     with pytest.raises(InputError, match="multiple of the lesson's 2 heads"):
         tracer.check(obj, lesson="multihead", d_out=5)
-    with pytest.raises(InputError, match="lesson simple has no d_out"):
+    with pytest.raises(InputError, match="lesson simple has no d_in or d_out"):
         tracer.check(lambda x: x, lesson="simple", d_out=4)
 
 

@@ -30,6 +30,7 @@ FORMATS = ["text", "json", "html", "csv", "gradescope"]
 @click.option("-o", "--output", help="File to write (default: stdout); for a class in html, a folder.")
 @click.option("--force", is_flag=True, help="Overwrite an existing output file.")
 @click.option("--verbose", is_flag=True, help="Show your code's output and traceback, and the nearest tensors.")
+@click.option("--d-in", "d_in", type=click.IntRange(min=1, max=512), help="Width of the embeddings (not for simple).")
 @click.option("--d-out", "d_out", type=click.IntRange(min=1), help="Build your module this wide (not for simple).")
 @click.option(
     "--timeout",
@@ -50,6 +51,7 @@ def check(
     output: str | None,
     force: bool,
     verbose: bool,
+    d_in: int | None,
     d_out: int | None,
     timeout: float | None,
     memory: float | None,
@@ -73,7 +75,7 @@ def check(
     from tracer import checking, classcheck
     from tracer.compare.check import deadline
 
-    sizes = {"d_out": d_out} if d_out is not None else {}
+    sizes = {k: v for k, v in (("d_in", d_in), ("d_out", d_out)) if v is not None}
     opts = checking.Options(
         lesson,
         lang,

@@ -5,13 +5,15 @@ factory ``make(d_in, d_out, context_length, dropout, num_heads)`` that
 fills a config object).  When every parameter it requires has a name that
 says which of the lesson's arguments it is (the book's, or a common alias:
 ``n_embd``, ``embed_dim``, ``d_model``, ``n_head``, ``num_heads``, ``h``,
-``block_size``, ``context_len`` …), it is called with keywords, so the order
-of its parameters does not matter; otherwise by position in the book's order.
+``block_size``, ``context_len`` …) and the sizes (``d_in``, ``d_out`` and,
+for multihead, ``num_heads``) are among them, it is called with keywords
+(a module may build its mask from the sequence and take no
+``context_length``); otherwise by position in the book's order.
 :func:`build` says how it was called (``CausalAttention(d_in=3, d_out=2, …)``).
 
 One width for both sizes (``embed_dim``, ``d_model``, ``n_embd``) means the
-module maps ``d`` to ``d``: the lesson's ``d_in`` (3) and ``d_out`` differ,
-so such a module is refused in one line that says so.
+module maps ``d`` to ``d``: :class:`Square` tells the check to build it
+with ``d_in = d_out`` (and to make up embeddings that wide).
 """
 
 from __future__ import annotations
@@ -41,6 +43,10 @@ WIDTH = ("d_model", "embed_dim", "n_embd", "emb_dim", "hidden_size", "dim", "d_e
 """Names of one width used for both ``d_in`` and ``d_out``."""
 
 
+class Square(InputError):
+    """The module takes one width for its inputs and outputs: it must be checked with ``d_in = d_out``."""
+
+
 def _params(obj: Any) -> list[inspect.Parameter] | None:
     try:
         sig = inspect.signature(obj)
@@ -58,11 +64,7 @@ def plan(obj: Any, values: dict[str, Any], order: Sequence[str]) -> tuple[tuple[
     role = {alias: name for name, aliases in ALIASES.items() for alias in aliases}
     width = [p.name for p in params if p.name.lower() in WIDTH]
     if width and values.get("d_in") != values.get("d_out"):
-        raise InputError(
-            f"{_name(obj)} takes one width ({width[0]}) for its inputs and outputs, so it maps d to d; "
-            f"lesson sizes d_in={values.get('d_in')} and d_out={values.get('d_out')} differ: "
-            "checking a module that keeps the width is not supported yet"
-        )
+        raise Square(f"{_name(obj)} takes one width ({width[0]}) for its inputs and outputs: it maps d to d")
     kwargs: dict[str, Any] = {}
     for p in params:
         name = role.get(p.name) or role.get(p.name.lower())
@@ -77,8 +79,9 @@ def plan(obj: Any, values: dict[str, Any], order: Sequence[str]) -> tuple[tuple[
         if p.kind is inspect.Parameter.POSITIONAL_ONLY:
             return tuple(values[n] for n in order), {}
         kwargs[p.name] = values[name]
-    named = {role.get(k) or role.get(k.lower()) or "d_out" for k in kwargs}
-    if not kwargs or not set(order) - {"qkv_bias"} <= named:  # some lesson argument has no name here: by position
+    named = {role.get(k) or role.get(k.lower()) or "d_out" for k in kwargs} | ({"d_in"} if width else set())
+    needed = {"d_in", "d_out", "num_heads"} & set(order)  # context_length, dropout: a module may do without
+    if not kwargs or not needed <= named:  # some size has no name here: by position
         return tuple(values[n] for n in order), {}
     return (), kwargs
 

@@ -2,13 +2,18 @@
 
 Students name their weights as they like.  The rule, in order:
 
-1. the book's attribute names: ``W_query``, ``W_key``, ``W_value`` (an
-   ``nn.Parameter`` or an ``nn.Linear``) and ``out_proj``;
-2. one fused projection (``3·d_out`` wide, an ``nn.Linear`` or an
+1. names: the book's ``W_query``, ``W_key``, ``W_value`` and the common
+   ones (:data:`NAMES`: ``query``, ``q_proj``, ``to_q``, ``wq`` …), each
+   unique and shape-checked (keys and values narrower than the queries are
+   grouped-query attention, :class:`Structural`), then a fused projection by
+   name (:data:`FUSED`: ``c_attn``, ``qkv``, ``in_proj_weight`` …);
+2. one fused projection by shape (``3·d_out`` wide, an ``nn.Linear`` or an
    ``nn.Parameter``), cut in three in the order query, key, value;
 3. otherwise the matrices in registration order, by shape: the first three
    that map ``d_in`` to ``d_out`` are query, key and value, and (lesson
-   multihead) the ``d_out`` x ``d_out`` one is the output projection.
+   multihead) the ``d_out`` x ``d_out`` one is the output projection (four
+   ``d x d`` layers and nothing else, as the Annotated Transformer's
+   ``clones(nn.Linear(d_model, d_model), 4)``: query, key, value, output).
 
 Every weight is handed to the lesson in the ``x @ W`` form: an ``nn.Linear``
 weight is read as ``weight.T``; a raw ``nn.Parameter`` as it is when it is
@@ -136,6 +141,9 @@ def assign(module: torch.nn.Module, d_in: int, d_out: int, out_proj: bool) -> di
         wide = [p for p in mats if _fits(p, d_in, d_out)]
         if len(fused) == 1 and not wide:
             roles.update(_fused(fused[0], ps, d_in, d_out))
+        elif len(wide) == 4 and out_proj and d_in == d_out and len(mats) == 4:  # four d x d layers: q, k, v, out
+            for r, p in zip(QKV, wide[:3], strict=False):
+                roles[r] = _weight(r, p, d_in, d_out)
         elif len(wide) >= 3 and (len(wide) == 3 or not out_proj or d_in != d_out):
             for r, p in zip(QKV, wide[:3], strict=False):
                 roles[r] = _weight(r, p, d_in, d_out)

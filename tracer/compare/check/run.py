@@ -18,9 +18,14 @@ from tracer.errors import InputError
 
 
 def check(
-    obj: Any, lesson: str = "simple", source: str | None = None, timeout: float | None = None, d_out: int | None = None
+    obj: Any,
+    lesson: str = "simple",
+    source: str | None = None,
+    timeout: float | None = None,
+    d_out: int | None = None,
+    d_in: int | None = None,
 ) -> CheckResult:
-    """Check ``obj`` (a function for lesson ``simple``, a module class otherwise) against ``lesson``.
+    """Check ``obj`` (a function for lesson ``simple``, a module or a factory of one otherwise) against ``lesson``.
 
     ``source`` is the student's file, used to name what was checked and the
     line where a crash happened (default: the file ``obj`` was defined in).
@@ -28,11 +33,17 @@ def check(
     :data:`deadline.SECONDS`; 0: no limit): an endless loop in the student's
     code ends it with an :class:`~tracer.errors.InputError`.
     ``d_out`` builds the module with another output width than the lesson's
-    (not for lesson ``simple``; for ``multihead`` a multiple of its two heads).
+    (not for lesson ``simple``; for ``multihead`` a multiple of its two heads),
+    ``d_in`` for embeddings of another width (:func:`lessons.embeddings`).
+    A module that maps ``d`` to ``d`` (one width parameter such as
+    ``embed_dim``, or weights that only fit that way) is checked with
+    ``d_in = d_out`` (note ``square``).
     """
     if lesson not in lessons.SPECS:
         raise InputError(f"unknown lesson {lesson!r}: choose from {', '.join(lessons.SPECS)}")
-    spec = lessons.SPECS[lesson] if d_out is None else lessons.sized(lessons.SPECS[lesson], d_out)
+    spec = lessons.SPECS[lesson]
+    if d_out is not None or d_in is not None:
+        spec = lessons.sized(spec, d_out, d_in)
     source = source or student.source_of(obj)
     with deadline.limit(deadline.SECONDS if timeout is None else timeout, f"the check of {_name(obj)}"):
         try:
@@ -50,24 +61,46 @@ def _structural(obj: Any, spec: lessons.Spec, source: str | None, code: str, det
     return CheckResult(spec.name, [], None, hit, [], Trace([], {"lesson": spec.name}), [], label)
 
 
+def _built(obj: Any, spec: lessons.Spec) -> tuple[torch.nn.Module, str, dict[str, Any], Any, lessons.Spec]:
+    """The module built with ``spec``'s sizes, how it was called, its roles, its wrapper heads, and the spec used."""
+    module, built = build.build(obj, dict(zip(spec.signature, spec.args, strict=True)), spec.signature, spec.seed)
+    module.eval()
+    heads = wrapper.heads_of(module, spec.heads) if spec.heads > 1 else None
+    if heads is not None:  # the book's wrapper: a ModuleList of causal heads
+        found = wrapper.assign(heads[0], heads[1], spec.d_in, spec.d_out)
+        spec = lessons.wrapped(spec, found["W_query"].value.shape[-1])
+    else:
+        found = roles.assign(module, spec.d_in, spec.d_out, out_proj=spec.heads > 1)
+    return module, built, found, heads, spec
+
+
+def _square_or_not(
+    obj: Any, spec: lessons.Spec
+) -> tuple[torch.nn.Module, str, dict[str, Any], Any, lessons.Spec, bool]:
+    """:func:`_built`, or, when the module only fits ``d_in = d_out`` (one width, or d x d weights), built so."""
+    try:
+        return (*_built(obj, spec), False)
+    except (build.Square, InputError) as e:
+        if spec.d_in == spec.d_out or isinstance(e, (roles.Structural, student.StudentError)):
+            raise
+        square = lessons.sized(spec, spec.d_out, spec.d_out)
+        try:
+            return (*_built(obj, square), True)
+        except InputError:
+            raise e from None
+
+
 def _check(obj: Any, spec: lessons.Spec, source: str | None) -> CheckResult:
-    x = lessons.inputs(spec)
-    heads, same, built = None, "", ""
+    heads, same, built, square = None, "", "", False
     if spec.is_class:
-        module, built = build.build(obj, dict(zip(spec.signature, spec.args, strict=True)), spec.signature, spec.seed)
-        module.eval()
-        heads = wrapper.heads_of(module, spec.heads) if spec.heads > 1 else None
-        if heads is not None:  # the book's wrapper: a ModuleList of causal heads
-            found = wrapper.assign(heads[0], heads[1], spec.d_in, spec.d_out)
-            spec = lessons.wrapped(spec, found["W_query"].value.shape[-1])
-            same = wrapper.shared(found)
-        else:
-            found = roles.assign(module, spec.d_in, spec.d_out, out_proj=spec.heads > 1)
+        module, built, found, heads, spec, square = _square_or_not(obj, spec)
+        same = wrapper.shared(found) if heads is not None else ""
         fn: Any = module
     else:
         if not callable(obj) or isinstance(obj, type):
             raise InputError(f"lesson simple checks a function f(inputs) -> context vectors, not {obj!r}")
         module, found, fn = None, {}, obj
+    x = lessons.inputs(spec)
     main = student.run(fn, x, spec.seed)
     if main.error is not None:
         raise main.error
@@ -90,6 +123,7 @@ def _check(obj: Any, spec: lessons.Spec, source: str | None) -> CheckResult:
     stages = [_compare(ctx, q, runs[q.run]) for q in spec.quantities]
     _returned(ctx, stages, final)
     _mark_optional(stages)
+    _inside_opaque(ctx, stages)
     _other_draws(ctx, stages)
     chosen, hit = _first(ctx, stages)
     if chosen is None and same:  # every value follows from the weights, but the heads are one head
@@ -111,7 +145,7 @@ def _check(obj: Any, spec: lessons.Spec, source: str | None) -> CheckResult:
             if s.status == "differs":
                 s.status = "consequence"
     label = f"{Path(source).name}:{_name(obj)}" if source else _name(obj)
-    notes = _notes(ctx, stages)
+    notes = ["square"] * square + _notes(ctx, stages)
     return CheckResult(spec.name, stages, divergence, hit, list(found.values()), trace, notes, label, main.trace, built)
 
 
@@ -180,6 +214,25 @@ def _other_draws(ctx: Context, stages: list[StageResult]) -> None:
         elif s.nearest is None:  # no tensor of the weights' shape: the dropout ran inside a library call
             s.status = "not compared"
             s.note = "hidden"
+
+
+def _inside_opaque(ctx: Context, stages: list[StageResult]) -> None:
+    """Quantities computed inside a call the capture records whole are not compared, when the result matches.
+
+    ``nn.MultiheadAttention`` (or any opaque library call) holds the
+    projections, scores and weights inside one call: no tensor of the
+    student's run holds them, but when the returned result equals the
+    lesson's (in its layout, computed with the student's weights) they are
+    not wrong, only unseen.
+    """
+    if ctx.captured is None or not ctx.captured.meta.get("opaque"):
+        return
+    evals = [s for s in stages if s.quantity.run == "eval"]
+    if not evals or evals[-1].status != "match":
+        return
+    for s in evals[:-1]:
+        if s.status == "differs":
+            s.status, s.note, s.nearest = "not compared", "inside", None
 
 
 def _mark_optional(stages: list[StageResult]) -> None:
