@@ -117,12 +117,14 @@ def pool(
     todo = list(enumerate(jobs))
     todo.reverse()
     live: dict[int, tuple[int, _Child]] = {}
+    folders: list[str] = []  # removed at the end: right after a kill, removing one can take a tenth of a second
     sel = selectors.DefaultSelector()
     try:
         while todo or live:
             while todo and len(live) < max(1, workers):
                 index, job = todo.pop()
                 child = _start(job, timeout, memory_mb)
+                folders.append(child.workdir)
                 live[child.pid] = (index, child)
                 sel.register(child.verdict_fd, selectors.EVENT_READ, (child, "verdict"))
                 sel.register(child.output_fd, selectors.EVENT_READ, (child, "output"))
@@ -150,7 +152,8 @@ def pool(
             _kill(child.pid)
             with contextlib.suppress(ChildProcessError):
                 os.waitpid(child.pid, 0)
-            shutil.rmtree(child.workdir, ignore_errors=True)
+        for folder in folders:
+            shutil.rmtree(folder, ignore_errors=True)
         sel.close()
 
 
@@ -287,7 +290,6 @@ def _finish(child: _Child, timeout: float, memory_mb: float) -> Outcome:
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(child.pid, signal.SIGKILL)
     status = child.status if child.status is not None else os.waitpid(child.pid, 0)[1]
-    shutil.rmtree(child.workdir, ignore_errors=True)
     seconds = time.monotonic() - child.started
     output = child.output.decode("utf-8", "replace")
     if child.dropped:
