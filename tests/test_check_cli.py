@@ -111,7 +111,10 @@ BAD_INPUTS = {
     "no colon": (lambda t: f"{t}/nope.py", "check wants FILE.py:NAME"),
     "no such name": (lambda t: write(t, HEAD) + ":Missing", "defines no 'Missing'"),
     "syntax error": (lambda t: write(t, "def broken(:\n") + ":broken", "failed to import: SyntaxError"),
-    "not a class": (lambda t: write(t, HEAD + "def f(x):\n    return x\n") + ":f", "f does not take the lesson's arguments"),
+    "not a class": (
+        lambda t: write(t, HEAD + "def f(x):\n    return x\n") + ":f",
+        "f does not take the lesson's arguments",
+    ),
     "wrong signature": (
         lambda t: (
             write(t, HEAD + "class A(nn.Module):\n    def __init__(self, d_in):\n        super().__init__()\n") + ":A"

@@ -53,6 +53,7 @@ class Card:
     yours: Grid | None
     origin: str
     note: str
+    none: str = ""  # why there is no table of the student's values
 
 
 def _slice(a: np.ndarray) -> tuple[np.ndarray, str]:
@@ -77,7 +78,7 @@ def card(r: CheckResult, s: Strings, x: StageResult, n: int) -> Card:
     node = r.trace.node(q.step)
     ref = np.asarray(node.value, dtype=np.float64)
     spec_short = q.run == "short"
-    m = x.match or x.nearest
+    m = x.match or (x.nearest if x.status in ("differs", "consequence") else None)  # skipped: no tensor of theirs
     got = m.view() if m is not None else None
     if spec_short and got is not None:
         cut = tuple(slice(0, got.shape[d]) for d in range(got.ndim))
@@ -106,6 +107,7 @@ def card(r: CheckResult, s: Strings, x: StageResult, n: int) -> Card:
         yours=yours,
         origin=origin,
         note=s(f"check.note_{x.note}") if x.note else "",
+        none="" if yours is not None else s("check.card_none_skipped" if x.status == "skipped" else "check.card_none"),
     )
 
 

@@ -103,8 +103,8 @@ class CheckResult:
                     "step": s.quantity.step,
                     "run": s.quantity.run,
                     "status": s.status,
-                    "student_tensor": s.shown.id if s.shown else None,
-                    "where": s.shown.where if s.shown else "",
+                    "student_tensor": s.evidence.id if s.evidence else None,
+                    "where": s.evidence.where if s.evidence else "",
                     "note": s.note,
                 }
                 for s in self.stages
