@@ -73,7 +73,7 @@ def test_plan_falls_back_to_position() -> None:
     assert build.plan(positional, values, order) == ((3, 2, 6, 0.5), {})
     with pytest.raises(build.Square):
         build.plan(lambda embed_dim, block_size: None, values, order)
-    with pytest.raises(InputError, match="returned int, not a torch.nn.Module"):
+    with pytest.raises(InputError, match=r"returned int, not a torch\.nn\.Module"):
         build.build(lambda d_in, d_out, context_length, dropout: 3, values, order, 123)
 
 
