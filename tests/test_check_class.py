@@ -84,6 +84,10 @@ def test_gradescope(small: Path, tmp_path: Path) -> None:
         app, ["check", f"{small / 'correct.py'}:CausalAttention", "--lesson", "causal", "--format", "gradescope"]
     )
     assert res.exit_code == 0 and json.loads(res.stdout)["score"] == 11
+    out = tmp_path / "results.json"
+    spec = f"{small / 'hostile_message.py'}:CausalAttention"
+    res = CliRunner().invoke(app, ["check", spec, "--lesson", "causal", "--format", "gradescope", "-o", str(out)])
+    assert res.exit_code == 2 and json.loads(out.read_text())["tests"][0]["score"] == 0
 
 
 def test_html_folder(small: Path, tmp_path: Path) -> None:

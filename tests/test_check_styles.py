@@ -119,3 +119,22 @@ def test_skipped_stages_show_no_tensor_of_theirs() -> None:
     assert all(s["student_tensor"] is None for s in doc["stages"] if s["status"] == "skipped")
     page = render_check(r, "en")
     assert page.count("it computes this stage another way") == len(skipped)
+
+
+def test_matched_cards_show_the_students_values_of_that_stage() -> None:
+    """With the book's in-place masked_fill_, each matching card shows that stage's values (masked where masked)."""
+    import re
+
+    from tracer.present.checkpage import render_check
+
+    r = check("causal_book.py", "CausalAttention", "causal")
+    page = render_check(r, "en")
+    cards = re.findall(r'<section class="card[^"]*" id="q\d+">(.*?)</section>', page, re.S)
+    matched = [c for c in cards if "badge match" in c]
+    assert len(matched) == sum(1 for s in r.stages if s.status == "match")
+    for c in matched:
+        tables = re.findall(r"<table>(.*?)</table>", c, re.S)
+        cells = [re.findall(r"<td[^>]*>([^<]*)</td>", t) for t in tables]
+        assert len(cells) == 2 and cells[0] == cells[1]
+    masked = next(c for c in matched if "batch.neg.omega" in c)
+    assert "-inf" in masked and 'class="bad"' not in masked

@@ -106,6 +106,8 @@ def _single(spec: str, opts: object, output: str | None, force: bool) -> None:
     if v.exit_code == 2:
         if opts.verbose and v.details:
             status(printable(v.details.rstrip()))
+        if opts.fmt == "gradescope":  # an autograder wants its results.json even when the code did not run
+            write_output(classout.single(v, opts.fmt).encode("utf-8"), output, force)
         raise UserError(v.message)
     if opts.fmt == "html" and output not in (None, "-") and os.path.isdir(output or ""):
         raise UserError(f"{output} is a folder; give a file name")
