@@ -33,7 +33,7 @@ def run(*args: str) -> tuple[int, str, str]:
 
 
 def test_the_whole_class_folder() -> None:
-    code, out, _ = run(f"{CLASS}:CausalAttention", "--timeout", "2", "--memory", "512")
+    code, out, _ = run(f"{CLASS}:CausalAttention", "--timeout", "8", "--memory", "512")
     assert code == 1
     lines = dict(
         line.split(": ", 1) for line in out.splitlines() if line.endswith(tuple("0123456789h)")) or ": " in line

@@ -24,7 +24,9 @@ from typing import Any
 
 import torch
 
-from tracer.compare.check import deadline
+from tracer.compare.check import deadline, roles, wrapper
+from tracer.compare.check.lessons import Spec, sized, wrapped
+from tracer.compare.check.student import StudentError, _failure, _shape
 from tracer.errors import InputError
 
 ALIASES: dict[str, tuple[str, ...]] = {
@@ -94,8 +96,6 @@ def called(obj: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> str:
 
 def build(obj: Any, values: dict[str, Any], order: Sequence[str], seed: int) -> tuple[torch.nn.Module, str]:
     """``obj`` called with the lesson's sizes under ``torch.manual_seed(seed)``, and how it was called."""
-    from tracer.compare.check.student import StudentError, _failure, _shape
-
     if not callable(obj):
         raise InputError(f"{_name(obj)} is not a module class or a function that returns a module")
     args, kwargs = plan(obj, values, order)
@@ -124,3 +124,30 @@ def build(obj: Any, values: dict[str, Any], order: Sequence[str], seed: int) -> 
 
 def _name(obj: Any) -> str:
     return str(getattr(obj, "__qualname__", None) or getattr(obj, "__name__", None) or type(obj).__name__)
+
+
+def _built(obj: Any, spec: Spec) -> tuple[torch.nn.Module, str, dict[str, Any], Any, Spec]:
+    """The module built with ``spec``'s sizes, how it was called, its roles, its wrapper heads, and the spec used."""
+    module, built = build(obj, dict(zip(spec.signature, spec.args, strict=True)), spec.signature, spec.seed)
+    module.eval()
+    heads = wrapper.heads_of(module, spec.heads) if spec.heads > 1 else None
+    if heads is not None:  # the book's wrapper: a ModuleList of causal heads
+        found = wrapper.assign(heads[0], heads[1], spec.d_in, spec.d_out)
+        spec = wrapped(spec, found["W_query"].value.shape[-1])
+    else:
+        found = roles.assign(module, spec.d_in, spec.d_out, out_proj=spec.heads > 1)
+    return module, built, found, heads, spec
+
+
+def module_for(obj: Any, spec: Spec) -> tuple[torch.nn.Module, str, dict[str, Any], Any, Spec, bool]:
+    """:func:`_built`, or, when the module only fits ``d_in = d_out`` (one width, or d x d weights), built so."""
+    try:
+        return (*_built(obj, spec), False)
+    except (Square, InputError) as e:
+        if spec.d_in == spec.d_out or isinstance(e, (roles.Structural, StudentError)):
+            raise
+        square = sized(spec, spec.d_out, spec.d_out)
+        try:
+            return (*_built(obj, square), True)
+        except InputError:
+            raise e from None

@@ -15,6 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from tracer.compare.check import hypotheses as H
+from tracer.compare.check import published as P
 from tracer.compare.check.context import Context, Hit
 
 
@@ -40,7 +41,7 @@ CATALOGUE: tuple[Entry, ...] = (
         "The result holds the right values but has shape {shape} where the lesson's has {lesson}: "
         "it is transposed, reshaped or has an extra axis, so the next layer would read it wrongly.",
         "结果的数值是对的，但形状是 {shape}，而课程中是 {lesson}：它被转置、改变了形状或多了一个维度，下一层会读错它。",
-        H.layout,
+        P.layout,
     ),
     Entry(
         "bias_used",
@@ -258,7 +259,7 @@ CATALOGUE = (
         "pass ~mask, or is_causal=True.",
         "掩码遮住了过去、留下了未来：把 True 表示“遮住”的布尔掩码（torch.triu(…, diagonal=1).bool()）传给了 "
         "F.scaled_dot_product_attention，而它把 True 读作“可以关注”；应当传入 ~mask，或者使用 is_causal=True。",
-        H.mask_inverted,
+        P.mask_inverted,
     ),
     Entry(
         "dropout_missing",
@@ -266,7 +267,7 @@ CATALOGUE = (
         "There is no dropout: in training mode the attention weights are the same as in eval mode; "
         "apply nn.Dropout({p}) to the weights after the softmax.",
         "没有 dropout：训练模式下的注意力权重与评估模式下相同；应当在 softmax 之后对权重施加 nn.Dropout({p})。",
-        H.dropout_missing,
+        P.dropout_missing,
     ),
     Entry(
         "returns_weights",
@@ -274,7 +275,7 @@ CATALOGUE = (
         "The code returns the attention weights instead of the context vectors: multiply the weights by the "
         "values (attn_weights @ values) and return that.",
         "代码返回的是注意力权重，而不是上下文向量：应当把权重乘以值向量（attn_weights @ values）再返回。",
-        H.returns_weights,
+        P.returns_weights,
     ),
     Entry(
         "scale_extra",
@@ -282,7 +283,7 @@ CATALOGUE = (
         "The scores are divided by √d before the softmax: this lesson has no scaling (it comes with the "
         "trainable weights of the next lesson).",
         "在 softmax 之前把注意力分数除以了 √d：这一课没有缩放（缩放在下一课引入可训练权重时才出现）。",
-        H.scale_extra,
+        P.scale_extra,
     ),
     Entry(
         "context_transposed",
@@ -292,7 +293,7 @@ CATALOGUE = (
         "by query i's weights.",
         "上下文向量用转置后的权重去混合输入（inputs.T @ attn_weights，或 attn_weights.T @ inputs）："
         "应当是 attn_weights @ inputs，第 i 行用第 i 个查询的权重加权输入。",
-        H.context_transposed,
+        P.context_transposed,
     ),
     Entry(
         "mask_window",
@@ -300,7 +301,7 @@ CATALOGUE = (
         "This is sliding-window attention: besides the future, each token is kept from keys {w} or more tokens "
         "back; the lesson's causal mask hides only the future.",
         "这是滑动窗口注意力：除了未来的词元，每个词元还看不到 {w} 个或更多词元之前的键；课程的因果掩码只遮住未来。",
-        H.mask_window,
+        P.mask_window,
     ),
 )
 

@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from tracer.compare.check import align, build, deadline, lessons, resize, roles, student, wrapper
+from tracer.compare.check import align, build, deadline, lessons, marks, resize, roles, student, wrapper
 from tracer.compare.check.catalogue import BY_CODE, diagnose
 from tracer.compare.check.context import Context, Hit
 from tracer.compare.check.model import Divergence, Match, Quantity, Seen, StageResult
@@ -61,39 +61,10 @@ def _structural(obj: Any, spec: lessons.Spec, source: str | None, code: str, det
     return CheckResult(spec.name, [], None, hit, [], Trace([], {"lesson": spec.name}), [], label)
 
 
-def _built(obj: Any, spec: lessons.Spec) -> tuple[torch.nn.Module, str, dict[str, Any], Any, lessons.Spec]:
-    """The module built with ``spec``'s sizes, how it was called, its roles, its wrapper heads, and the spec used."""
-    module, built = build.build(obj, dict(zip(spec.signature, spec.args, strict=True)), spec.signature, spec.seed)
-    module.eval()
-    heads = wrapper.heads_of(module, spec.heads) if spec.heads > 1 else None
-    if heads is not None:  # the book's wrapper: a ModuleList of causal heads
-        found = wrapper.assign(heads[0], heads[1], spec.d_in, spec.d_out)
-        spec = lessons.wrapped(spec, found["W_query"].value.shape[-1])
-    else:
-        found = roles.assign(module, spec.d_in, spec.d_out, out_proj=spec.heads > 1)
-    return module, built, found, heads, spec
-
-
-def _square_or_not(
-    obj: Any, spec: lessons.Spec
-) -> tuple[torch.nn.Module, str, dict[str, Any], Any, lessons.Spec, bool]:
-    """:func:`_built`, or, when the module only fits ``d_in = d_out`` (one width, or d x d weights), built so."""
-    try:
-        return (*_built(obj, spec), False)
-    except (build.Square, InputError) as e:
-        if spec.d_in == spec.d_out or isinstance(e, (roles.Structural, student.StudentError)):
-            raise
-        square = lessons.sized(spec, spec.d_out, spec.d_out)
-        try:
-            return (*_built(obj, square), True)
-        except InputError:
-            raise e from None
-
-
 def _check(obj: Any, spec: lessons.Spec, source: str | None) -> CheckResult:
     heads, same, built, square = None, "", "", False
     if spec.is_class:
-        module, built, found, heads, spec, square = _square_or_not(obj, spec)
+        module, built, found, heads, spec, square = build.module_for(obj, spec)
         same = wrapper.shared(found) if heads is not None else ""
         fn: Any = module
     else:
@@ -121,10 +92,10 @@ def _check(obj: Any, spec: lessons.Spec, source: str | None) -> CheckResult:
         ctx.short_where = _where(short.error.details, source) if short.error else ""
         runs["short"] = short.seen + ([_seen_output(short.output)] if short.error is None else [])
     stages = [_compare(ctx, q, runs[q.run]) for q in spec.quantities]
-    _returned(ctx, stages, final)
-    _mark_optional(stages)
-    _inside_opaque(ctx, stages)
-    _other_draws(ctx, stages)
+    marks.returned(ctx, stages, final)
+    marks.mark_optional(stages)
+    marks.inside_opaque(ctx, stages)
+    marks.other_draws(ctx, stages)
     chosen, hit = _first(ctx, stages)
     if chosen is None and same:  # every value follows from the weights, but the heads are one head
         chosen = next(x for x in stages if x.quantity.key == "q")
@@ -175,83 +146,6 @@ def _compare(ctx: Context, q: Quantity, seen: list[Seen]) -> StageResult:
     if m is not None:
         return StageResult(q, "match", m)
     return StageResult(q, "differs", None, align.nearest(ref, axes, seen, lead))
-
-
-def _returned(ctx: Context, stages: list[StageResult], final: Seen) -> None:
-    """The last quantity must be what the student's code returns, in the lesson's shape and axis order.
-
-    A tensor made on the way is not the result (``returned``); a result that
-    holds the right values in another layout (``.T``, a ``(b, d_out, T)``
-    tensor, an extra ``unsqueeze``) is a mistake of its own (``layout``).
-    """
-    last = [s for s in stages if s.quantity.run == "eval"][-1]
-    ref, axes = _ref(ctx, last.quantity)
-    if last.status != "match":
-        return
-    if align.find(ref, axes, [final]) is None:
-        last.status, last.match = "differs", None
-        last.nearest = align.nearest(ref, axes, [final])
-        last.note = "returned"
-    elif final.value.shape != ref.shape or not align.close(final.value, ref):
-        last.status, last.match = "differs", None
-        last.nearest = align.nearest(ref, axes, [final])
-        last.note = "layout"
-
-
-def _other_draws(ctx: Context, stages: list[StageResult]) -> None:
-    """Train-mode dropout is compared only where the student's code draws its mask as the lesson does."""
-    from tracer.compare.check.variants import dropped_like
-
-    for s in stages:
-        if s.quantity.run != "train" or s.status != "differs" or diagnose(ctx, ["dropout"]) is not None:
-            continue
-        alpha, _ = ctx.ref("alpha")
-        first = alpha[(0,) * (alpha.ndim - 2)]
-        scale = 1 / (1 - ctx.spec.dropout)
-        if any(t.value.ndim >= 2 and dropped_like(t.value[(0,) * (t.value.ndim - 2)], first, scale) for t in ctx.train):
-            s.status = "not compared"
-            s.note = "draws"
-        elif s.nearest is None:  # no tensor of the weights' shape: the dropout ran inside a library call
-            s.status = "not compared"
-            s.note = "hidden"
-
-
-def _inside_opaque(ctx: Context, stages: list[StageResult]) -> None:
-    """Quantities computed inside a call the capture records whole are not compared, when the result matches.
-
-    ``nn.MultiheadAttention`` (or any opaque library call) holds the
-    projections, scores and weights inside one call: no tensor of the
-    student's run holds them, but when the returned result equals the
-    lesson's (in its layout, computed with the student's weights) they are
-    not wrong, only unseen.
-    """
-    if ctx.captured is None or not ctx.captured.meta.get("opaque"):
-        return
-    evals = [s for s in stages if s.quantity.run == "eval"]
-    if not evals or evals[-1].status != "match":
-        return
-    for s in evals[:-1]:
-        if s.status == "differs":
-            s.status, s.note, s.nearest = "not compared", "inside", None
-
-
-def _mark_optional(stages: list[StageResult]) -> None:
-    """An optional quantity nothing holds is skipped when a later one that proves it was not needed matches.
-
-    Those are the later quantities of its group, or only the keys in its
-    ``after`` when it names them; they are looked at from the last stage
-    backwards, so a skip can rest on another skip.
-    """
-    for n in range(len(stages) - 1, -1, -1):
-        s = stages[n]
-        if s.status == "differs" and s.quantity.optional:
-            later = stages[n + 1 :]
-            if s.quantity.after:
-                later = [t for t in later if t.quantity.key in s.quantity.after]
-            else:
-                later = [t for t in later if t.quantity.group == s.quantity.group]
-            if any(t.status in ("match", "skipped") for t in later):
-                s.status = "skipped"
 
 
 def _first(ctx: Context, stages: list[StageResult]) -> tuple[StageResult | None, Hit | None]:
