@@ -9,7 +9,11 @@ whole commands in fresh processes (torch import included, as a user sees it):
 
 and prints the medians and their ratio; then the same work in one warm process
 (the lesson's trace and its JSON text, against the whole check), which is
-steadier on a busy machine.  Target (issue: check a student's
+steadier on a busy machine.  The class row checks a generated class of
+``--class-size`` submissions (100 by default: the book's class, and three
+buggy variants of it in turn) in one command with ``-j 2``: target 100
+submissions in at most 60 s on 2 cores (``MISSED`` when over).
+``--class-only`` prints only that row.  Target (issue: check a student's
 code): check < 1.5x trace for the same lesson.  A check runs the lesson's
 pipeline once (with the student's weights) plus the student's module three
 times (eval, training mode, a shorter sequence); a trace also writes its file.
@@ -78,11 +82,57 @@ def warm(lesson: str, spec: str, repeat: int, **options: int) -> tuple[float, fl
     return out[0], out[1]
 
 
+CLASS_TARGET = 60.0
+"""Seconds for a class of 100 submissions on 2 cores (issue: check a whole class)."""
+
+BUGS = (
+    ("", ""),
+    ("-torch.inf)", "0.0)"),  # mask_zero
+    ("keys.shape[-1] ** 0.5", "keys.shape[-1]"),  # scale_wrong
+    ("dim=-1", "dim=1"),  # softmax_dim
+)
+
+
+def write_class(folder: Path, size: int) -> None:
+    """``size`` submissions: the book's causal class, and buggy variants of it in turn."""
+    book = (ROOT / "tests" / "check_corpus" / "causal_book.py").read_text(encoding="utf-8")
+    for n in range(size):
+        old, new = BUGS[n % len(BUGS)]
+        (folder / f"student_{n:03d}.py").write_text(book.replace(old, new) if old else book, encoding="utf-8")
+
+
+def class_row(size: int, jobs: int) -> None:
+    """Time one ``attn-trace check 'DIR:CausalAttention'`` over a generated class, and say whether it met the target."""
+    py = [sys.executable, "-m", "tracer"]
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(tmp) / "class"
+        folder.mkdir()
+        write_class(folder, size)
+        out = str(Path(tmp) / "class.json")
+        cmd = [*py, "check", f"{folder}:CausalAttention", "--lesson", "causal", "-j", str(jobs), "--format", "json"]
+        seconds = timed([*cmd, "-o", out, "--force"], 1)
+        import json
+
+        summary = json.loads(Path(out).read_text(encoding="utf-8"))["summary"]
+    target = CLASS_TARGET * size / 100
+    mark = "" if seconds <= target else "  MISSED"
+    print(
+        f"class of {size} (-j {jobs}): {seconds:.1f} s, {seconds / size * 1e3:.0f} ms per submission, "
+        f"target {target:.0f} s ({seconds / target:.2f} of it){mark}; "
+        f"{summary['match']} match, {summary['differs']} differ, {summary['trouble'] + summary['no_verdict']} other"
+    )
+
+
 def main() -> None:
     """Measure and print the table."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--class-size", type=int, default=100)
+    parser.add_argument("--class-only", action="store_true")
     args = parser.parse_args()
+    class_row(args.class_size, 2)
+    if args.class_only:
+        return
     py = [sys.executable, "-m", "tracer"]
     print(f"{'lesson':<22} {'trace s':>8} {'check s':>8} {'ratio':>6}")
     with tempfile.TemporaryDirectory() as tmp:

@@ -58,7 +58,7 @@ def test_json_schema() -> None:
     assert code == 1 and doc["schema"] == "attn-trace-check" and doc["schema_version"] == 1
     assert set(doc) == {
         "schema", "schema_version", "lesson", "name", "ok", "roles", "stages",
-        "first_divergence", "diagnosis", "consequences", "notes", "opaque",
+        "first_divergence", "diagnosis", "consequences", "notes", "opaque", "structure", "built",
     }  # fmt: skip
     fd = doc["first_divergence"]
     assert fd["element"] == "batch.neg.omega[1,1,2]" and fd["reference"] == "-inf"
@@ -111,7 +111,10 @@ BAD_INPUTS = {
     "no colon": (lambda t: f"{t}/nope.py", "check wants FILE.py:NAME"),
     "no such name": (lambda t: write(t, HEAD) + ":Missing", "defines no 'Missing'"),
     "syntax error": (lambda t: write(t, "def broken(:\n") + ":broken", "failed to import: SyntaxError"),
-    "not a class": (lambda t: write(t, HEAD + "def f(x):\n    return x\n") + ":f", "must be a torch.nn.Module class"),
+    "not a class": (
+        lambda t: write(t, HEAD + "def f(x):\n    return x\n") + ":f",
+        "f does not take the lesson's arguments",
+    ),
     "wrong signature": (
         lambda t: (
             write(t, HEAD + "class A(nn.Module):\n    def __init__(self, d_in):\n        super().__init__()\n") + ":A"

@@ -43,39 +43,51 @@ def test_corpus_verdict(path: Path) -> None:
     if want["exit"] == "0":
         assert doc["first_divergence"] is None and doc["diagnosis"] is None
         return
-    assert doc["first_divergence"]["stage"] == want["stage"]
+    if want["stage"] == "structure":  # another computation, or only at the lesson's sizes: no first divergence
+        assert doc["first_divergence"] is None and doc["structure"] == want["diagnosis"]
+    else:
+        assert doc["first_divergence"]["stage"] == want["stage"] and doc["structure"] is None
     assert doc["diagnosis"]["code"] == want["diagnosis"]
 
 
 def test_corpus_covers_the_catalogue() -> None:
-    from tracer.compare.check.catalogue import CATALOGUE
+    from tracer.compare.check.catalogue import CATALOGUE, STRUCTURE
 
     wants = [expectation(p) for p in FILES]
     correct = [w for w in wants if w["exit"] == "0"]
     assert len(FILES) >= 20 and len(correct) >= 6
-    assert {e.code for e in CATALOGUE} <= {w.get("diagnosis") for w in wants}
+    assert {e.code for e in (*CATALOGUE, *STRUCTURE)} <= {w.get("diagnosis") for w in wants}
     assert {w["lesson"] for w in correct} == {"simple", "trainable", "causal", "multihead", "window", "gqa"}
     assert sum(1 for p in FILES if "two_bugs" in p.stem) >= 2
 
 
 def test_docs_list_the_catalogue() -> None:
-    from tracer.compare.check.catalogue import CATALOGUE
+    from tracer.compare.check.catalogue import CATALOGUE, STRUCTURE
 
     doc = (Path(__file__).parent.parent / "docs" / "check.md").read_text(encoding="utf-8")
-    for entry in CATALOGUE:
+    for entry in (*CATALOGUE, *STRUCTURE):
         assert f"| `{entry.code}` |" in doc
 
 
 def test_changelog_counts_the_corpus() -> None:
-    """The CHANGELOG's corpus size, catalogue size and expected-failure note say what the check holds."""
+    """docs/check.md's corpus and catalogue sizes are exact; the CHANGELOG's are never more than what the check holds.
+
+    The CHANGELOG is written by the lead at merge time from the branches'
+    reports, so on a branch it may lag behind (never run ahead of) the corpus.
+    """
     import re
 
-    text = " ".join((Path(__file__).parent.parent / "CHANGELOG.md").read_text(encoding="utf-8").split())
-    said = re.findall(r"A corpus of (\d+) student implementations", text)
-    assert said == [str(len(FILES))], f"CHANGELOG says {said}, tests/check_corpus holds {len(FILES)}"
     from tracer.compare.check.catalogue import CATALOGUE
 
+    docs = " ".join((Path(__file__).parent.parent / "docs" / "check.md").read_text(encoding="utf-8").split())
+    assert re.findall(r"holds (\d+) implementations", docs) == [str(len(FILES))]
+    assert re.findall(r"The catalogue's (\d+) entries", docs) == [str(len(CATALOGUE))]
+    text = " ".join((Path(__file__).parent.parent / "CHANGELOG.md").read_text(encoding="utf-8").split())
+    said = re.findall(r"A corpus of (\d+) student implementations", text)
+    assert len(said) == 1 and int(said[0]) <= len(FILES), (
+        f"CHANGELOG says {said}, tests/check_corpus holds {len(FILES)}"
+    )
     entries = re.findall(r"\((\d+) in the catalogue", text)
-    assert entries == [str(len(CATALOGUE))], f"CHANGELOG says {entries}, the catalogue has {len(CATALOGUE)}"
+    assert len(entries) == 1 and int(entries[0]) <= len(CATALOGUE), entries
     xfails = [p.stem for p in FILES if "xfail" in expectation(p)]
     assert ("strict expected failure" in text) == bool(xfails), xfails

@@ -1,10 +1,17 @@
-"""``attn-trace check``: a student's attention code against a lesson (exit 0 matches, 1 differs, 2 trouble).
+"""``attn-trace check``: a student's attention code (or a whole class of it) against a lesson.
 
-Capturing the user's own torch code for the other commands is ``--torch``
-(:func:`tracer.cli.options.build_trace`).
+Each submission runs in a child process of its own (:mod:`tracer.sandbox`,
+:mod:`tracer.checking`): its printing, its working folder, its time and
+memory are its own, and only a verdict it sent counts.  Exit status for one
+submission: 0 matches, 1 differs, 2 trouble or no verdict; for a class
+(:mod:`tracer.classcheck`): 0 when every submission matches, 1 otherwise, 2
+when the class itself cannot be checked.  Capturing the user's own torch
+code for the other commands is ``--torch`` (:func:`tracer.cli.options.build_trace`).
 """
 
 from __future__ import annotations
+
+import os
 
 import click
 
@@ -12,38 +19,30 @@ from tracer.cli.group import UserError, app, status, write_output
 from tracer.present.strings import LANGS
 from tracer.record.pipelines import LESSONS
 
+FORMATS = ["text", "json", "html", "csv", "gradescope"]
+
 
 @app.command()
 @click.argument("spec", metavar="FILE.py:NAME")
-@click.option(
-    "--lesson",
-    type=click.Choice(list(LESSONS)),
-    required=True,
-    help="The lesson the code should compute.",
-)
+@click.option("--lesson", type=click.Choice(list(LESSONS)), required=True, help="The lesson the code should compute.")
 @click.option("--lang", type=click.Choice(LANGS), default=LANGS[0], show_default=True, help="Language of the verdict.")
-@click.option(
-    "--format",
-    "fmt",
-    type=click.Choice(["text", "json", "html"]),
-    default="text",
-    show_default=True,
-    help="Output format.",
-)
-@click.option("-o", "--output", help="File to write (default: stdout).")
+@click.option("--format", "fmt", type=click.Choice(FORMATS), default="text", show_default=True, help="Output format.")
+@click.option("-o", "--output", help="File to write (default: stdout); for a class in html, a folder.")
 @click.option("--force", is_flag=True, help="Overwrite an existing output file.")
-@click.option("--verbose", is_flag=True, help="Show your code's traceback on a crash, and the nearest tensors.")
-@click.option(
-    "--d-out",
-    "d_out",
-    type=click.IntRange(min=1),
-    help="Build your module this wide instead of the lesson's d_out (not for simple; multihead: a multiple of 2).",
-)
+@click.option("--verbose", is_flag=True, help="Show your code's output and traceback, and the nearest tensors.")
+@click.option("--d-in", "d_in", type=click.IntRange(min=1, max=512), help="Width of the embeddings (not for simple).")
+@click.option("--d-out", "d_out", type=click.IntRange(min=1), help="Build your module this wide (not for simple).")
 @click.option(
     "--timeout",
     type=click.FloatRange(min=0),
-    help="Seconds your code may take to import, build and run (default 60; 0: no limit).",
+    help="Seconds one submission may take to import, build and run (default 60; 0: no limit); then it is killed.",
 )
+@click.option(
+    "--memory",
+    type=click.FloatRange(min=0),
+    help="Megabytes of memory one submission may allocate (default 2048; 0: no limit).",
+)
+@click.option("-j", "--jobs", type=click.IntRange(min=1), help="Submissions checked at once (default: the cores).")
 def check(
     spec: str,
     lesson: str,
@@ -52,8 +51,11 @@ def check(
     output: str | None,
     force: bool,
     verbose: bool,
+    d_in: int | None,
     d_out: int | None,
     timeout: float | None,
+    memory: float | None,
+    jobs: int | None,
 ) -> None:
     """Check your attention code against a lesson: does it compute the lesson at every stage?
 
@@ -61,34 +63,64 @@ def check(
     attn-trace check attn.py:CausalAttention --lesson causal
     attn-trace check attn.py:self_attention --lesson simple --lang zh
     attn-trace check attn.py:MultiHeadAttention --lesson multihead --format html -o check.html
+    attn-trace check 'submissions/*.py:CausalAttention' --lesson causal --format html -o class/
 
-    NAME is what the book's reader writes: for `simple` a function
-    f(inputs) -> context vectors; for the other lessons a module class with
-    the book's constructor (docs/check.md). Exit status: 0 matches at every
-    stage, 1 differs (the first divergence and its diagnosis are printed),
-    2 trouble (bad file, wrong signature, a crash in your code: one line;
-    the traceback with --verbose).
+    NAME is a function f(inputs) for `simple`; for the other lessons a module
+    class or any callable that returns a module, called with the lesson's
+    sizes by their names (docs/check.md). A glob or a folder checks a whole
+    class, one child process per submission. Exit status: 0 matches at every
+    stage, 1 differs, 2 trouble (bad file, wrong signature, a crash, a
+    submission killed at its limit: one line; details with --verbose).
     """
-    from tracer.compare.check import check as run_check
-    from tracer.compare.check.student import StudentError, load
+    from tracer import checking, classcheck
+    from tracer.compare.check import deadline
 
-    try:
-        obj, source = load(spec, timeout)
-        result = run_check(obj, lesson, source, timeout=timeout, d_out=d_out)
-    except StudentError as e:
-        if verbose and e.details:
-            click.echo(e.details.rstrip(), err=True)
-        raise UserError(str(e)) from None
-    if fmt == "json":
-        data = result.dumps(lang).encode("utf-8")
-    elif fmt == "html":
-        from tracer.present.checkpage import render_check
+    sizes = {k: v for k, v in (("d_in", d_in), ("d_out", d_out)) if v is not None}
+    opts = checking.Options(
+        lesson,
+        lang,
+        fmt,
+        verbose,
+        deadline.SECONDS if timeout is None else timeout,
+        checking.MEMORY_MB if memory is None else memory,
+        sizes,
+    )
+    pattern = classcheck.pattern_of(spec)
+    if pattern is not None:
+        classcheck.run_class(pattern, opts, output, force, jobs or _cores())
+        return
+    _single(spec, opts, output, force)
 
-        data = render_check(result, lang).encode("utf-8")
-    else:
-        data = result.explain(lang, verbose).encode("utf-8")
+
+def _single(spec: str, opts: object, output: str | None, force: bool) -> None:
+    from tracer import checking, classout
+    from tracer.compare.check.student import validate
+    from tracer.textsafe import printable
+
+    assert isinstance(opts, checking.Options)
+    validate(spec)
+    checking.warm(opts.lesson)
+    v = checking.check_file(spec, opts)
+    if opts.verbose and v.output.strip():
+        status(printable(f"--- what your code printed ---\n{v.output.rstrip()}\n---"))
+    if v.exit_code == 2:
+        if opts.verbose and v.details:
+            status(printable(v.details.rstrip()))
+        if opts.fmt == "gradescope":  # an autograder wants its results.json even when the code did not run
+            write_output(classout.single(v, opts.fmt).encode("utf-8"), output, force)
+        raise UserError(v.message)
+    if opts.fmt == "html" and output not in (None, "-") and os.path.isdir(output or ""):
+        raise UserError(f"{output} is a folder; give a file name")
+    data = classout.single(v, opts.fmt).encode("utf-8")
     write_output(data, output, force)
     if output not in (None, "-"):
         status(f"wrote {output}")
-    if not result.ok:
-        raise SystemExit(1)
+    if v.exit_code:
+        raise SystemExit(v.exit_code)
+
+
+def _cores() -> int:
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:
+        return max(1, os.cpu_count() or 1)

@@ -53,6 +53,7 @@ class Card:
     yours: Grid | None
     origin: str
     note: str
+    none: str = ""  # why there is no table of the student's values
 
 
 def _slice(a: np.ndarray) -> tuple[np.ndarray, str]:
@@ -77,7 +78,7 @@ def card(r: CheckResult, s: Strings, x: StageResult, n: int) -> Card:
     node = r.trace.node(q.step)
     ref = np.asarray(node.value, dtype=np.float64)
     spec_short = q.run == "short"
-    m = x.match or x.nearest
+    m = x.match or (x.nearest if x.status in ("differs", "consequence") else None)  # skipped: no tensor of theirs
     got = m.view() if m is not None else None
     if spec_short and got is not None:
         cut = tuple(slice(0, got.shape[d]) for d in range(got.ndim))
@@ -106,6 +107,7 @@ def card(r: CheckResult, s: Strings, x: StageResult, n: int) -> Card:
         yours=yours,
         origin=origin,
         note=s(f"check.note_{x.note}") if x.note else "",
+        none="" if yours is not None else s("check.card_none_skipped" if x.status == "skipped" else "check.card_none"),
     )
 
 
@@ -113,9 +115,12 @@ def context(r: CheckResult, lang: str) -> dict[str, Any]:
     """Everything the template shows, prepared (and formatted) in Python."""
     s = Strings(lang)
     d = r.first_divergence
-    verdict: dict[str, Any] = {"ok": r.ok}
+    verdict: dict[str, Any] = {"ok": r.ok, "structure": ""}
     if r.ok:
         verdict["headline"] = s("check.ok", n=sum(1 for x in r.stages if x.status == "match"))
+    elif d is None and r.hit is not None:  # a difference of structure: no stage to show
+        verdict["headline"] = s("check.differs_structure")
+        verdict["structure"] = f"[{r.hit.code}] {r.sentence(lang)}"
     else:
         assert d is not None
         verdict["headline"] = s("check.differs", stage=stage_name(s, d.stage), quantity=d.quantity, step=d.step)

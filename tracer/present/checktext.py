@@ -77,7 +77,11 @@ def divergence_lines(s: Strings, r: CheckResult, decimals: int = 4) -> list[str]
 def text(r: CheckResult, lang: str = "en", verbose: bool = False) -> str:
     """The whole verdict, ending with a newline."""
     s = Strings(lang)
-    out = [s("check.title", name=r.name or "?", lesson=r.lesson), *role_lines(s, r), ""]
+    if r.structure is not None:  # another computation than the lesson's: no weights, no stages to list
+        head = [s("check.title", name=r.name or "?", lesson=r.lesson), s("check.differs_structure")]
+        return "\n".join([*head, f"  {s('check.diagnosis')} [{r.structure}]: {r.sentence(lang)}"]) + "\n"
+    built = [s("check.built", call=r.built)] if r.built else []
+    out = [s("check.title", name=r.name or "?", lesson=r.lesson), *built, *role_lines(s, r), ""]
     if r.ok:
         out.append(s("check.ok", n=sum(1 for x in r.stages if x.status == "match")))
     else:

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 from tracer.compare.check import groups as G
 from tracer.compare.check import hypotheses as H
+from tracer.compare.check import published as P
 from tracer.compare.check import windows as W
 from tracer.compare.check.context import Context, Hit
 
@@ -36,6 +37,14 @@ class Entry:
 
 
 CATALOGUE: tuple[Entry, ...] = (
+    Entry(
+        "output_layout",
+        ("context", "output", "merge"),
+        "The result holds the right values but has shape {shape} where the lesson's has {lesson}: "
+        "it is transposed, reshaped or has an extra axis, so the next layer would read it wrongly.",
+        "结果的数值是对的，但形状是 {shape}，而课程中是 {lesson}：它被转置、改变了形状或多了一个维度，下一层会读错它。",
+        P.layout,
+    ),
     Entry(
         "bias_used",
         ("projections", "heads"),
@@ -268,7 +277,83 @@ CATALOGUE: tuple[Entry, ...] = (
     ),
 )
 
-BY_CODE = {e.code: e for e in CATALOGUE}
+STRUCTURE: tuple[Entry, ...] = (
+    Entry(
+        "grouped_query",
+        ("structure",),
+        "The keys and values are narrower than the queries ({detail}): this is grouped-query attention, "
+        "where several query heads share one key/value head; the lesson gives every head its own keys and values.",
+        "键和值比查询窄（{detail}）：这是分组查询注意力，多个查询头共享一个键/值头；课程中每个头都有自己的键和值。",
+        lambda c: None,
+    ),
+    Entry(
+        "sizes_ignored",
+        ("structure",),
+        "Built a second time with other sizes ({sizes}), the module does not compute the lesson: {detail}. "
+        "It uses fixed numbers where it should use its constructor's arguments.",
+        "用另一组尺寸（{sizes}）再构建一次时，模块算出的不是课程的结果：{detail}。它用了写死的数字，而不是构造函数的参数。",
+        lambda c: None,
+    ),
+)
+"""Differences of structure, found outside the stage-by-stage comparison (they have no first divergence)."""
+
+CATALOGUE = (
+    *CATALOGUE,
+    Entry(
+        "mask_inverted",
+        ("mask", "scaling", "weights"),
+        'The mask hides the past and keeps the future: a boolean mask whose True means "masked" (torch.triu(…, '
+        'diagonal=1).bool()) was passed to F.scaled_dot_product_attention, which reads True as "may attend"; '
+        "pass ~mask, or is_causal=True.",
+        "掩码遮住了过去、留下了未来：把 True 表示“遮住”的布尔掩码（torch.triu(…, diagonal=1).bool()）传给了 "
+        "F.scaled_dot_product_attention，而它把 True 读作“可以关注”；应当传入 ~mask，或者使用 is_causal=True。",
+        P.mask_inverted,
+    ),
+    Entry(
+        "dropout_missing",
+        ("dropout",),
+        "There is no dropout: in training mode the attention weights are the same as in eval mode; "
+        "apply nn.Dropout({p}) to the weights after the softmax.",
+        "没有 dropout：训练模式下的注意力权重与评估模式下相同；应当在 softmax 之后对权重施加 nn.Dropout({p})。",
+        P.dropout_missing,
+    ),
+    Entry(
+        "returns_weights",
+        ("context", "output"),
+        "The code returns the attention weights instead of the context vectors: multiply the weights by the "
+        "values (attn_weights @ values) and return that.",
+        "代码返回的是注意力权重，而不是上下文向量：应当把权重乘以值向量（attn_weights @ values）再返回。",
+        P.returns_weights,
+    ),
+    Entry(
+        "scale_extra",
+        ("weights", "context"),
+        "The scores are divided by √d before the softmax: this lesson has no scaling (it comes with the "
+        "trainable weights of the next lesson).",
+        "在 softmax 之前把注意力分数除以了 √d：这一课没有缩放（缩放在下一课引入可训练权重时才出现）。",
+        P.scale_extra,
+    ),
+    Entry(
+        "context_transposed",
+        ("context",),
+        "The context vectors mix the inputs with the transposed weights (inputs.T @ attn_weights, or "
+        "attn_weights.T @ inputs): each context vector must be attn_weights @ inputs, row i weighting the inputs "
+        "by query i's weights.",
+        "上下文向量用转置后的权重去混合输入（inputs.T @ attn_weights，或 attn_weights.T @ inputs）："
+        "应当是 attn_weights @ inputs，第 i 行用第 i 个查询的权重加权输入。",
+        P.context_transposed,
+    ),
+    Entry(
+        "mask_window",
+        ("mask", "scaling", "weights"),
+        "This is sliding-window attention: besides the future, each token is kept from keys {w} or more tokens "
+        "back; the lesson's causal mask hides only the future.",
+        "这是滑动窗口注意力：除了未来的词元，每个词元还看不到 {w} 个或更多词元之前的键；课程的因果掩码只遮住未来。",
+        P.mask_window,
+    ),
+)
+
+BY_CODE = {e.code: e for e in (*CATALOGUE, *STRUCTURE)}
 
 
 def diagnose(c: Context, stages: list[str]) -> Hit | None:

@@ -207,26 +207,49 @@ def wrapped(spec: Spec, width: int) -> Spec:
     return replace(spec, d_out=spec.heads * width, quantities=WRAP, form="wrap")
 
 
-def sized(spec: Spec, d_out: int) -> Spec:
-    """``spec`` with the module built ``d_out`` wide (the constructor's second argument)."""
+def sized(spec: Spec, d_out: int | None = None, d_in: int | None = None) -> Spec:
+    """``spec`` with the module built ``d_out`` wide for embeddings ``d_in`` wide (the constructor's first two)."""
     if not spec.is_class:
-        raise InputError(f"lesson {spec.name} has no d_out: the inputs are used as they are")
+        raise InputError(f"lesson {spec.name} has no d_in or d_out: the inputs are used as they are")
+    d_out = spec.d_out if d_out is None else d_out
+    d_in = spec.d_in if d_in is None else d_in
     if d_out < 1 or d_out % spec.heads:
         raise InputError(f"d_out must be a positive multiple of the lesson's {spec.heads} heads, got {d_out}")
-    return replace(spec, d_out=d_out, args=(spec.args[0], d_out, *spec.args[2:]))
+    if d_in < 1 or d_in > MAX_WIDTH:
+        raise InputError(f"d_in must be between 1 and {MAX_WIDTH}, got {d_in}")
+    return replace(spec, d_in=d_in, d_out=d_out, args=(d_in, d_out, *spec.args[2:]))
+
+
+MAX_WIDTH = 512
+"""The widest embeddings a check makes up (a module of a real model's width is checked at a small one)."""
+
+
+def embeddings(d_in: int) -> torch.Tensor:
+    """The six tokens as ``d_in``-wide embeddings: the tutorial's where they fit, seeded ones beyond.
+
+    For ``d_in <= 3`` the tutorial's first ``d_in`` columns; wider, its three
+    columns then ``d_in - 3`` columns drawn from ``torch.rand`` under seed 123,
+    rounded to two decimals as the tutorial's are.
+    """
+    x = torch.tensor(tutorial()[0], dtype=torch.float32)
+    if d_in <= x.shape[1]:
+        return x[:, :d_in].contiguous()
+    g = torch.Generator().manual_seed(123)
+    more = torch.round(torch.rand((x.shape[0], d_in - x.shape[1]), generator=g) * 100) / 100
+    return torch.cat((x, more.to(torch.float32)), dim=1)
 
 
 def inputs(spec: Spec) -> torch.Tensor:
-    """The tensor the student's code is called on: the tutorial's six tokens (twice, stacked, for a batch)."""
-    x = torch.tensor(tutorial()[0], dtype=torch.float32)
+    """The tensor the student's code is called on: the six tokens (twice, stacked, for a batch)."""
+    x = embeddings(spec.d_in)
     return torch.stack((x, x)) if spec.batch else x
 
 
 def reference(spec: Spec, roles: dict[str, Role]) -> Trace:
     """The lesson's trace, computed with the student's weights where the student has them."""
     module = importlib.import_module(LESSONS[spec.name][0])
-    values, tokens = tutorial()
-    x = torch.tensor(values, dtype=torch.float32)
+    _, tokens = tutorial()
+    x = embeddings(spec.d_in)
     meta = {"dtype": "float32", "n_tokens": x.shape[0], "dim": x.shape[1], "source": {"kind": "tutorial"}}
     if spec.name == "simple":
         trace: Trace = module.build(x, tokens, 2, torch.float32, meta)

@@ -96,6 +96,17 @@ class StageResult:
         m = self.match or self.nearest
         return m.seen if m is not None else None
 
+    @property
+    def evidence(self) -> Seen | None:
+        """The student tensor shown for this stage: the match, or the nearest for a stage that differs.
+
+        A stage skipped (computed another way) or not compared has none: the
+        nearest tensor is not the student's value for it.
+        """
+        if self.match is not None:
+            return self.match.seen
+        return self.nearest.seen if self.nearest is not None and self.status in ("differs", "consequence") else None
+
 
 @dataclass
 class Divergence:

@@ -40,11 +40,23 @@ class CheckResult:
     notes: list[str] = field(default_factory=list)
     name: str = ""  # what was checked, e.g. "attn.py:CausalAttention"
     student: Trace | None = field(default=None, repr=False)  # the student's run (eval mode), captured
+    built: str = ""  # how the module was built: "CausalAttention(d_in=3, d_out=2, context_length=6, dropout=0.5)"
 
     @property
     def ok(self) -> bool:
-        """True when the code matches the lesson at every stage compared."""
-        return self.first_divergence is None
+        """True when the code matches the lesson at every stage compared, and in its structure."""
+        return self.first_divergence is None and self.hit is None
+
+    @property
+    def structure(self) -> str | None:
+        """The code of a structural difference found outside the stage-by-stage comparison, or None.
+
+        ``grouped_query`` (fewer key/value heads than query heads) and
+        ``sizes_ignored`` (a second build with other sizes does not compute
+        the lesson) have no first divergence: the module is not the lesson's
+        computation at all, or only at the lesson's own sizes.
+        """
+        return self.hit.code if self.hit is not None and self.first_divergence is None else None
 
     @property
     def diagnosis(self) -> str | None:
@@ -91,8 +103,8 @@ class CheckResult:
                     "step": s.quantity.step,
                     "run": s.quantity.run,
                     "status": s.status,
-                    "student_tensor": s.shown.id if s.shown else None,
-                    "where": s.shown.where if s.shown else "",
+                    "student_tensor": s.evidence.id if s.evidence else None,
+                    "where": s.evidence.where if s.evidence else "",
                     "note": s.note,
                 }
                 for s in self.stages
@@ -107,6 +119,8 @@ class CheckResult:
                 "student_tensor": hit.seen.id if hit.seen else None,
                 "where": hit.seen.where if hit.seen else hit.where,
             },
+            "structure": self.structure,
+            "built": self.built or None,
             "consequences": self.consequences,
             "notes": list(self.notes),
             "opaque": self.opaque,

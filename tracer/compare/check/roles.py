@@ -2,13 +2,18 @@
 
 Students name their weights as they like.  The rule, in order:
 
-1. the book's attribute names: ``W_query``, ``W_key``, ``W_value`` (an
-   ``nn.Parameter`` or an ``nn.Linear``) and ``out_proj``;
-2. one fused projection (``3·d_out`` wide, an ``nn.Linear`` or an
+1. names: the book's ``W_query``, ``W_key``, ``W_value`` and the common
+   ones (:data:`NAMES`: ``query``, ``q_proj``, ``to_q``, ``wq`` …), each
+   unique and shape-checked (keys and values narrower than the queries are
+   grouped-query attention, :class:`Structural`), then a fused projection by
+   name (:data:`FUSED`: ``c_attn``, ``qkv``, ``in_proj_weight`` …);
+2. one fused projection by shape (``3·d_out`` wide, an ``nn.Linear`` or an
    ``nn.Parameter``), cut in three in the order query, key, value;
 3. otherwise the matrices in registration order, by shape: the first three
    that map ``d_in`` to ``d_out`` are query, key and value, and (lesson
-   multihead) the ``d_out`` x ``d_out`` one is the output projection.
+   multihead) the ``d_out`` x ``d_out`` one is the output projection (four
+   ``d x d`` layers and nothing else, as the Annotated Transformer's
+   ``clones(nn.Linear(d_model, d_model), 4)``: query, key, value, output).
 
 Every weight is handed to the lesson in the ``x @ W`` form: an ``nn.Linear``
 weight is read as ``weight.T``; a raw ``nn.Parameter`` as it is when it is
@@ -28,6 +33,69 @@ from tracer.errors import InputError
 
 QKV = ("W_query", "W_key", "W_value")
 BIAS = {"W_query": "b_query", "W_key": "b_key", "W_value": "b_value"}
+NAMES = {
+    "W_query": ("w_query", "query", "q_proj", "to_q", "q", "wq", "w_q", "q_linear", "linear_q", "query_proj", "proj_q"),
+    "W_key": ("w_key", "key", "k_proj", "to_k", "k", "wk", "w_k", "k_linear", "linear_k", "key_proj", "proj_k"),
+    "W_value": ("w_value", "value", "v_proj", "to_v", "v", "wv", "w_v", "v_linear", "linear_v", "value_proj", "proj_v"),
+}
+"""Names a weight goes by, per role (compared in lower case with the parameter's own name or its layer's)."""
+
+FUSED = ("c_attn", "qkv", "in_proj_weight", "in_proj", "to_qkv", "w_qkv", "qkv_proj", "wqkv", "attn")
+"""Names of one projection that computes queries, keys and values at once (cut in three, in that order)."""
+
+
+class Structural(InputError):
+    """The module computes another attention than the lesson's (``code`` names it in the catalogue)."""
+
+    def __init__(self, code: str, detail: dict[str, str]) -> None:
+        super().__init__(f"{code}: {detail}")
+        self.code = code
+        self.detail = detail
+
+
+def base(p: Param) -> str:
+    """The name a parameter goes by: its layer's (``attn.q_proj.weight`` -> ``q_proj``) or its own, lower case."""
+    parts = p.name.split(".")
+    if len(parts) > 1 and parts[-1] in ("weight", "bias"):
+        return parts[-2].lower()
+    return parts[-1].lower()
+
+
+def by_name(mats: list[Param], d_in: int, d_out: int) -> dict[str, Param] | None:
+    """Query, key and value weights found by their names (each name unique), shape-checked; None when not named.
+
+    Keys and values narrower than the queries by a whole factor are
+    grouped-query attention: :class:`Structural`, not a refusal.
+    """
+    found = {}
+    for role in QKV:
+        cands = [p for p in mats if base(p) in NAMES[role] and not p.name.endswith(".bias")]
+        if len(cands) != 1:
+            return None
+        found[role] = cands[0]
+    width = {r: _width(p, d_in) for r, p in found.items()}
+    if width["W_query"] == d_out and width["W_key"] == width["W_value"] and width["W_key"] not in (None, d_out):
+        kv = width["W_key"] or 0
+        if kv and d_out % kv == 0:
+            detail = f"{found['W_query'].name} maps {d_in} -> {d_out}, {found['W_key'].name} {d_in} -> {kv}"
+            raise Structural("grouped_query", {"detail": detail})
+    for r, p in found.items():
+        if width[r] != d_out:
+            raise InputError(
+                f"{p.name} has shape {tuple(p.value.shape)}, but the {r.split('_')[1]} weight maps "
+                f"d_in={d_in} to d_out={d_out}"
+            )
+    return found
+
+
+def _width(p: Param, d_in: int) -> int | None:
+    """The output width of a weight that reads ``d_in`` numbers (None when it does not)."""
+    shape = p.value.shape
+    if p.linear:
+        return int(shape[0]) if shape[1] == d_in else None
+    if shape[0] == d_in:
+        return int(shape[1])
+    return int(shape[0]) if shape[1] == d_in else None
 
 
 @dataclass(frozen=True)
@@ -60,16 +128,22 @@ def assign(module: torch.nn.Module, d_in: int, d_out: int, out_proj: bool) -> di
     ps = params(module)
     byname = {p.name: p for p in ps}
     roles: dict[str, Role] = {}
-    booked = [b for b in (_book(byname, r) for r in QKV) if b is not None]
     mats = [p for p in ps if p.value.ndim == 2]
-    if len(booked) == len(QKV):
-        for r, p in zip(QKV, booked, strict=True):
-            roles[r] = _weight(r, p, d_in, d_out)
+    named = by_name(mats, d_in, d_out)
+    fused_named = [p for p in mats if base(p) in FUSED and sorted(p.value.shape) == sorted((d_in, 3 * d_out))]
+    if named is not None:
+        for r in QKV:
+            roles[r] = _weight(r, named[r], d_in, d_out)
+    elif len(fused_named) == 1:
+        roles.update(_fused(fused_named[0], ps, d_in, d_out))
     else:
         fused = [p for p in mats if sorted(p.value.shape) == sorted((d_in, 3 * d_out))]
         wide = [p for p in mats if _fits(p, d_in, d_out)]
         if len(fused) == 1 and not wide:
             roles.update(_fused(fused[0], ps, d_in, d_out))
+        elif len(wide) == 4 and out_proj and d_in == d_out and len(mats) == 4:  # four d x d layers: q, k, v, out
+            for r, p in zip(QKV, wide[:3], strict=False):
+                roles[r] = _weight(r, p, d_in, d_out)
         elif len(wide) >= 3 and (len(wide) == 3 or not out_proj or d_in != d_out):
             for r, p in zip(QKV, wide[:3], strict=False):
                 roles[r] = _weight(r, p, d_in, d_out)
@@ -93,13 +167,9 @@ def assign(module: torch.nn.Module, d_in: int, d_out: int, out_proj: bool) -> di
             if bias is not None and "[" not in roles[r].param:
                 roles[BIAS[r]] = Role(BIAS[r], bias.name, "nn.Linear bias", bias.value)
     if out_proj:
-        out = _out_proj(ps, byname, roles, d_out)
+        out = _out_proj(ps, roles, d_out)
         roles.update(out)
     return roles
-
-
-def _book(byname: dict[str, Param], role: str) -> Param | None:
-    return byname.get(role) or byname.get(f"{role}.weight")
 
 
 def _fits(p: Param, d_in: int, d_out: int) -> bool:
@@ -137,10 +207,16 @@ def _source(ps: list[Param], role: Role) -> Param | None:
     return next((p for p in ps if p.name == name), None)
 
 
-def _out_proj(ps: list[Param], byname: dict[str, Param], roles: dict[str, Role], d_out: int) -> dict[str, Role]:
+OUT = ("out_proj", "c_proj", "o_proj", "to_out", "proj", "w_o", "wo", "w_out", "out", "fc_out", "linear_out", "dense")
+"""Names of the output projection (the first one present wins)."""
+
+
+def _out_proj(ps: list[Param], roles: dict[str, Role], d_out: int) -> dict[str, Role]:
+    byname = {p.name: p for p in ps}
     used = {r.param.split("[", 1)[0] for r in roles.values()}
-    named = byname.get("out_proj.weight")
-    cands = [named] if named is not None else [p for p in ps if p.value.ndim == 2 and p.name not in used]
+    free = [p for p in ps if p.value.ndim == 2 and p.name not in used]
+    named = next((p for n in OUT for p in free if base(p) == n), None)
+    cands = [named] if named is not None else free
     if not cands:
         return {}
     if len(cands) > 1:

@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from tracer.compare.check import align, deadline, lessons, roles, student, wrapper
+from tracer.compare.check import align, build, deadline, lessons, marks, resize, roles, student, wrapper
 from tracer.compare.check.catalogue import BY_CODE, diagnose
 from tracer.compare.check.context import Context, Hit
 from tracer.compare.check.model import Divergence, Match, Quantity, Seen, StageResult
@@ -18,9 +18,14 @@ from tracer.errors import InputError
 
 
 def check(
-    obj: Any, lesson: str = "simple", source: str | None = None, timeout: float | None = None, d_out: int | None = None
+    obj: Any,
+    lesson: str = "simple",
+    source: str | None = None,
+    timeout: float | None = None,
+    d_out: int | None = None,
+    d_in: int | None = None,
 ) -> CheckResult:
-    """Check ``obj`` (a function for lesson ``simple``, a module class otherwise) against ``lesson``.
+    """Check ``obj`` (a function for lesson ``simple``, a module or a factory of one otherwise) against ``lesson``.
 
     ``source`` is the student's file, used to name what was checked and the
     line where a crash happened (default: the file ``obj`` was defined in).
@@ -28,33 +33,45 @@ def check(
     :data:`deadline.SECONDS`; 0: no limit): an endless loop in the student's
     code ends it with an :class:`~tracer.errors.InputError`.
     ``d_out`` builds the module with another output width than the lesson's
-    (not for lesson ``simple``; for ``multihead`` a multiple of its two heads).
+    (not for lesson ``simple``; for ``multihead`` a multiple of its two heads),
+    ``d_in`` for embeddings of another width (:func:`lessons.embeddings`).
+    A module that maps ``d`` to ``d`` (one width parameter such as
+    ``embed_dim``, or weights that only fit that way) is checked with
+    ``d_in = d_out`` (note ``square``).
     """
     if lesson not in lessons.SPECS:
         raise InputError(f"unknown lesson {lesson!r}: choose from {', '.join(lessons.SPECS)}")
-    spec = lessons.SPECS[lesson] if d_out is None else lessons.sized(lessons.SPECS[lesson], d_out)
+    spec = lessons.SPECS[lesson]
+    if d_out is not None or d_in is not None:
+        spec = lessons.sized(spec, d_out, d_in)
+    source = source or student.source_of(obj)
     with deadline.limit(deadline.SECONDS if timeout is None else timeout, f"the check of {_name(obj)}"):
-        return _check(obj, spec, source or student.source_of(obj))
+        try:
+            return _check(obj, spec, source)
+        except roles.Structural as e:  # another attention than the lesson's: a verdict, not trouble
+            return _structural(obj, spec, source, e.code, e.detail)
+
+
+def _structural(obj: Any, spec: lessons.Spec, source: str | None, code: str, detail: dict[str, str]) -> CheckResult:
+    """The result for a module whose structure is not the lesson's (no stage can be compared)."""
+    from tracer.core.trace import Trace
+
+    label = f"{Path(source).name}:{_name(obj)}" if source else _name(obj)
+    hit = Hit(None, (), detail, code)
+    return CheckResult(spec.name, [], None, hit, [], Trace([], {"lesson": spec.name}), [], label)
 
 
 def _check(obj: Any, spec: lessons.Spec, source: str | None) -> CheckResult:
-    x = lessons.inputs(spec)
-    heads, same = None, ""
+    heads, same, built, square = None, "", "", False
     if spec.is_class:
-        module = student.construct(obj, spec.args, spec.signature, spec.seed)
-        module.eval()
-        heads = wrapper.heads_of(module, spec.heads) if spec.heads > 1 else None
-        if heads is not None:  # the book's wrapper: a ModuleList of causal heads
-            found = wrapper.assign(heads[0], heads[1], spec.d_in, spec.d_out)
-            spec = lessons.wrapped(spec, found["W_query"].value.shape[-1])
-            same = wrapper.shared(found)
-        else:
-            found = roles.assign(module, spec.d_in, spec.d_out, out_proj=spec.heads > 1)
+        module, built, found, heads, spec, square = build.module_for(obj, spec)
+        same = wrapper.shared(found) if heads is not None else ""
         fn: Any = module
     else:
         if not callable(obj) or isinstance(obj, type):
             raise InputError(f"lesson simple checks a function f(inputs) -> context vectors, not {obj!r}")
         module, found, fn = None, {}, obj
+    x = lessons.inputs(spec)
     main = student.run(fn, x, spec.seed)
     if main.error is not None:
         raise main.error
@@ -75,9 +92,10 @@ def _check(obj: Any, spec: lessons.Spec, source: str | None) -> CheckResult:
         ctx.short_where = _where(short.error.details, source) if short.error else ""
         runs["short"] = short.seen + ([_seen_output(short.output)] if short.error is None else [])
     stages = [_compare(ctx, q, runs[q.run]) for q in spec.quantities]
-    _returned(ctx, stages, final)
-    _mark_optional(stages)
-    _other_draws(ctx, stages)
+    marks.returned(ctx, stages, final)
+    marks.mark_optional(stages)
+    marks.inside_opaque(ctx, stages)
+    marks.other_draws(ctx, stages)
     chosen, hit = _first(ctx, stages)
     if chosen is None and same:  # every value follows from the weights, but the heads are one head
         chosen = next(x for x in stages if x.quantity.key == "q")
@@ -86,6 +104,11 @@ def _check(obj: Any, spec: lessons.Spec, source: str | None) -> CheckResult:
         hit = Hit(None, hit.steps, hit.detail, "heads_shared") if hit is not None else None
     if chosen is not None and chosen.quantity.run == "short" and ctx.short_error is not None and hit is None:
         raise ctx.short_error
+    if chosen is None and spec.is_class:  # every stage matches: does it still at other sizes?
+        sizes = spec.signature
+        other = resize.differs(lambda got: build.build(obj, {n: got[n] for n in sizes}, sizes, spec.seed)[0], spec)
+        if other is not None:
+            hit = Hit(None, (), {"sizes": other[0], "detail": other[1]}, "sizes_ignored")
     divergence = _divergence(ctx, chosen, hit, stages) if chosen is not None else None
     if chosen is not None:
         after = stages[stages.index(chosen) + 1 :]
@@ -93,8 +116,8 @@ def _check(obj: Any, spec: lessons.Spec, source: str | None) -> CheckResult:
             if s.status == "differs":
                 s.status = "consequence"
     label = f"{Path(source).name}:{_name(obj)}" if source else _name(obj)
-    notes = _notes(ctx, stages)
-    return CheckResult(spec.name, stages, divergence, hit, list(found.values()), trace, notes, label, main.trace)
+    notes = ["square"] * square + _notes(ctx, stages)
+    return CheckResult(spec.name, stages, divergence, hit, list(found.values()), trace, notes, label, main.trace, built)
 
 
 def _name(obj: Any) -> str:
@@ -123,53 +146,6 @@ def _compare(ctx: Context, q: Quantity, seen: list[Seen]) -> StageResult:
     if m is not None:
         return StageResult(q, "match", m)
     return StageResult(q, "differs", None, align.nearest(ref, axes, seen, lead))
-
-
-def _returned(ctx: Context, stages: list[StageResult], final: Seen) -> None:
-    """The last quantity must be what the student's code returns, not just a tensor it made on the way."""
-    last = [s for s in stages if s.quantity.run == "eval"][-1]
-    ref, axes = _ref(ctx, last.quantity)
-    if last.status == "match" and align.find(ref, axes, [final]) is None:
-        last.status, last.match = "differs", None
-        last.nearest = align.nearest(ref, axes, [final])
-        last.note = "returned"
-
-
-def _other_draws(ctx: Context, stages: list[StageResult]) -> None:
-    """Train-mode dropout is compared only where the student's code draws its mask as the lesson does."""
-    from tracer.compare.check.variants import dropped_like
-
-    for s in stages:
-        if s.quantity.run != "train" or s.status != "differs" or diagnose(ctx, ["dropout"]) is not None:
-            continue
-        alpha, _ = ctx.ref("alpha")
-        first = alpha[(0,) * (alpha.ndim - 2)]
-        scale = 1 / (1 - ctx.spec.dropout)
-        if any(t.value.ndim >= 2 and dropped_like(t.value[(0,) * (t.value.ndim - 2)], first, scale) for t in ctx.train):
-            s.status = "not compared"
-            s.note = "draws"
-        elif s.nearest is None:  # no tensor of the weights' shape: the dropout ran inside a library call
-            s.status = "not compared"
-            s.note = "hidden"
-
-
-def _mark_optional(stages: list[StageResult]) -> None:
-    """An optional quantity nothing holds is skipped when a later one that proves it was not needed matches.
-
-    Those are the later quantities of its group, or only the keys in its
-    ``after`` when it names them; they are looked at from the last stage
-    backwards, so a skip can rest on another skip.
-    """
-    for n in range(len(stages) - 1, -1, -1):
-        s = stages[n]
-        if s.status == "differs" and s.quantity.optional:
-            later = stages[n + 1 :]
-            if s.quantity.after:
-                later = [t for t in later if t.quantity.key in s.quantity.after]
-            else:
-                later = [t for t in later if t.quantity.group == s.quantity.group]
-            if any(t.status in ("match", "skipped") for t in later):
-                s.status = "skipped"
 
 
 def _first(ctx: Context, stages: list[StageResult]) -> tuple[StageResult | None, Hit | None]:

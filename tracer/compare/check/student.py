@@ -44,14 +44,21 @@ class Run:
     trace: Trace | None = None
 
 
-def load(spec: str, timeout: float | None = None) -> tuple[Any, str]:
-    """The object ``NAME`` of ``FILE.py:NAME`` and the file's path (the import limited to ``timeout`` seconds)."""
+def validate(spec: str) -> tuple[Path, str]:
+    """The file and the name of ``FILE.py:NAME``, or an :class:`InputError` naming what is wrong."""
     where, sep, name = spec.rpartition(":")
     if not sep or not where.endswith(".py") or not name:
         raise InputError(f"check wants FILE.py:NAME, not {spec!r}")
     path = Path(where)
     if not path.is_file():
         raise InputError(f"no such file: {where}")
+    return path, name
+
+
+def load(spec: str, timeout: float | None = None) -> tuple[Any, str]:
+    """The object ``NAME`` of ``FILE.py:NAME`` and the file's path (the import limited to ``timeout`` seconds)."""
+    path, name = validate(spec)
+    where = str(path)
     loader = importlib.util.spec_from_file_location(f"attn_trace_student_{path.stem}", path)
     if loader is None or loader.loader is None:
         raise InputError(f"cannot load {where} as Python")

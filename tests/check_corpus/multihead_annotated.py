@@ -1,0 +1,38 @@
+# expect: lesson=multihead name=MultiHeadedAttention exit=0
+# The Annotated Transformer's style, bias-free: h and d_model, four cloned layers (query, key, value, output).
+import copy
+import math
+
+import torch
+import torch.nn as nn
+
+
+def clones(module, n):
+    return nn.ModuleList([copy.deepcopy(module) for _ in range(n)])
+
+
+def attention(query, key, value, mask=None, dropout=None):
+    d_k = query.size(-1)
+    scores = torch.matmul(query, key.transpose(-2, -1)) / math.sqrt(d_k)
+    if mask is not None:
+        scores = scores.masked_fill(mask == 0, -1e9)
+    p_attn = scores.softmax(dim=-1)
+    if dropout is not None:
+        p_attn = dropout(p_attn)
+    return torch.matmul(p_attn, value), p_attn
+
+
+class MultiHeadedAttention(nn.Module):
+    def __init__(self, h, d_model, dropout=0.1):
+        super().__init__()
+        self.d_k, self.h = d_model // h, h
+        self.linears = clones(nn.Linear(d_model, d_model, bias=False), 4)
+        self.dropout = nn.Dropout(p=dropout)
+
+    def forward(self, x):
+        nbatches, t = x.size(0), x.size(1)
+        mask = torch.tril(torch.ones(t, t)).unsqueeze(0)
+        query, key, value = [lin(x).view(nbatches, -1, self.h, self.d_k).transpose(1, 2) for lin in self.linears[:3]]
+        x, self.attn = attention(query, key, value, mask=mask.unsqueeze(1), dropout=self.dropout)
+        x = x.transpose(1, 2).contiguous().view(nbatches, -1, self.h * self.d_k)
+        return self.linears[-1](x)

@@ -1,0 +1,198 @@
+"""One submission checked in a child process (:mod:`tracer.sandbox`): the job, and what the parent makes of it.
+
+The job loads ``FILE.py:NAME``, checks it against the lesson and renders the
+verdict in the formats the parent will write, all inside the child; it hands
+back plain JSON (the check's document, the text, the HTML page), so the
+parent never unpickles anything the child produced.  :func:`check_file` runs
+it and turns every way it can end into a :class:`Verdict`:
+
+- ``match`` (exit 0) or ``differs`` (exit 1): the check ran to the end;
+- ``trouble`` (exit 2): the file, the signature or the student's code did
+  not let the check run (one line; the traceback for ``--verbose``);
+- ``no verdict`` (exit 2): the child ended without sending one (killed at
+  its time or memory limit, ``os._exit``, a crash of the interpreter).
+"""
+
+from __future__ import annotations
+
+import os
+import traceback
+from dataclasses import dataclass, field
+from typing import Any
+
+from tracer import sandbox
+from tracer.textsafe import printable
+
+MEMORY_MB = 2048.0
+"""Default megabytes of address space one submission may add to the checker's own."""
+
+
+OUT_OF_MEMORY = ("MemoryError", "can't allocate memory", "Cannot allocate memory")
+"""What a failed allocation says, in Python and in torch, when the child reaches its memory limit."""
+
+
+@dataclass(frozen=True)
+class Options:
+    """What every submission is checked with."""
+
+    lesson: str
+    lang: str = "en"
+    fmt: str = "text"  # which rendering the parent needs: text, json, html, csv, gradescope
+    verbose: bool = False
+    timeout: float = 60.0  # seconds one submission may take (import, build, every run); the CLI's default
+    memory: float = MEMORY_MB
+    sizes: dict[str, int] = field(default_factory=dict)  # d_out
+
+
+@dataclass
+class Verdict:
+    """How one submission ended: its status, the check's JSON document when it ran, and what it printed."""
+
+    spec: str  # FILE.py:NAME as given
+    status: str  # "match", "differs", "trouble", "no verdict"
+    message: str = ""  # trouble / no verdict: the one line
+    details: str = ""  # trouble: the traceback
+    doc: dict[str, Any] | None = None
+    text: str = ""
+    page: str = ""
+    output: str = ""  # the student's stdout and stderr
+    seconds: float = 0.0
+
+    @property
+    def exit_code(self) -> int:
+        """0 matches, 1 differs, 2 anything else."""
+        return {"match": 0, "differs": 1}.get(self.status, 2)
+
+    @property
+    def diagnosis(self) -> str:
+        """The catalogue code of the mistake, or ``""``."""
+        d = (self.doc or {}).get("diagnosis") or {}
+        return str(d.get("code") or "")
+
+    @property
+    def where(self) -> str:
+        """``file.py:LINE`` of the first divergence (or of the diagnosis' tensor), or ``""``."""
+        doc = self.doc or {}
+        for part in (doc.get("diagnosis") or {}, doc.get("first_divergence") or {}):
+            if part.get("where"):
+                return str(part["where"])
+        return ""
+
+    @property
+    def stage(self) -> str:
+        """The stage of the first divergence, or ``""``."""
+        return str(((self.doc or {}).get("first_divergence") or {}).get("stage") or "")
+
+
+def job(spec: str, opts: Options) -> dict[str, Any]:
+    """The child's work: load, check, render; any failure becomes a ``trouble`` message, never an exception."""
+    from tracer.compare.check import check
+    from tracer.compare.check.student import StudentError, load
+    from tracer.errors import TracerError
+
+    try:
+        obj, source = load(spec, opts.timeout)
+        result = check(obj, opts.lesson, source, timeout=opts.timeout, **opts.sizes)
+        doc = result.to_json(opts.lang)
+        text = result.explain(opts.lang, opts.verbose)
+        page = ""
+        if opts.fmt == "html":
+            from tracer.present.checkpage import render_check
+
+            page = render_check(result, opts.lang)
+    except StudentError as e:
+        return {"kind": "trouble", "message": str(e), "details": e.details}
+    except TracerError as e:
+        return {"kind": "trouble", "message": str(e), "details": traceback.format_exc()}
+    except Exception as e:  # a failure of ours on this code: still one line, exit 2
+        return {
+            "kind": "trouble",
+            "message": f"the check failed: {type(e).__name__}: {e}",
+            "details": traceback.format_exc(),
+        }
+    return {"kind": "verdict", "ok": bool(result.ok), "doc": doc, "text": text, "page": page}
+
+
+def absolute(spec: str) -> str:
+    """``FILE.py:NAME`` with FILE made absolute, so the child's own working folder does not move it."""
+    where, sep, name = spec.rpartition(":")
+    return f"{os.path.abspath(where)}{sep}{name}" if sep and where else spec
+
+
+def warm(lesson: str) -> None:
+    """Import, in the parent, everything a child needs, so that each child starts in milliseconds."""
+    from tracer.compare.check import lessons
+
+    spec = lessons.SPECS.get(lesson)
+    if spec is not None:
+        lessons.reference(spec, _book_roles(spec)) if spec.is_class else lessons.reference(spec, {})
+
+
+def _book_roles(spec: Any) -> dict[str, Any]:
+    import numpy as np
+
+    from tracer.compare.check.model import Role
+
+    w = np.zeros((spec.d_in, spec.d_out))
+    return {r: Role(r, r, "", w) for r in ("W_query", "W_key", "W_value")}
+
+
+def from_outcome(spec: str, out: sandbox.Outcome, full: str = "") -> Verdict:
+    """The verdict a child's outcome stands for (only a whole, well-formed message counts).
+
+    ``spec`` is ``FILE.py:NAME`` as the teacher gave it, ``full`` as the child
+    loaded it (FILE absolute): messages name the file as given.
+    """
+    v = _verdict(spec, out)
+    path, given = full.rpartition(":")[0], spec.rpartition(":")[0]
+    if path and path != given:
+        v.message = v.message.replace(path, given)
+        v.details = v.details.replace(path, given)
+    return v
+
+
+def _verdict(spec: str, out: sandbox.Outcome) -> Verdict:
+    output = printable(out.output)
+    msg = out.verdict
+    if msg is None:
+        name = spec.rpartition(":")[0] or spec
+        return Verdict(
+            spec,
+            "no verdict",
+            printable(f"no verdict: the check of {name} {out.failure}"),
+            output=output,
+            seconds=out.seconds,
+        )
+    kind = msg.get("kind")
+    if kind == "trouble":
+        message = printable(_line(msg.get("message")))
+        if any(m in message for m in OUT_OF_MEMORY):
+            message = f"ran out of memory (the limit is {out.memory:g} MB): {message}"
+        return Verdict(spec, "trouble", message, str(msg.get("details") or ""), output=output, seconds=out.seconds)
+    doc = msg.get("doc")
+    if kind != "verdict" or not isinstance(doc, dict) or not isinstance(msg.get("ok"), bool):
+        return Verdict(
+            spec, "no verdict", "no verdict: the child sent a malformed message", output=output, seconds=out.seconds
+        )
+    status = "match" if msg["ok"] else "differs"
+    return Verdict(
+        spec,
+        status,
+        doc=doc,
+        text=str(msg.get("text") or ""),
+        page=str(msg.get("page") or ""),
+        output=output,
+        seconds=out.seconds,
+    )
+
+
+def check_file(spec: str, opts: Options) -> Verdict:
+    """Check one ``FILE.py:NAME`` in a child process with the options' limits."""
+    given, full = spec, absolute(spec)
+    out = sandbox.run(lambda: job(full, opts), opts.timeout, opts.memory)
+    return from_outcome(given, out, full)
+
+
+def _line(message: Any) -> str:
+    text = str(message or "the check failed").strip()
+    return text.splitlines()[0] if text else "the check failed"

@@ -1,0 +1,163 @@
+"""A whole class checked at once: ``attn-trace check 'submissions/*.py:CausalAttention' --lesson causal``.
+
+The part before ``:NAME`` is a glob or a folder; each ``.py`` file it names
+is one student's submission.  Torch and the check are imported once, in
+this process; every submission is then checked in a child forked from it
+(:mod:`tracer.sandbox`), ``jobs`` at a time, each with the time and memory
+limit, so a submission that hangs, allocates without bound, exits, forks or
+crashes the interpreter is reported as such and the others go on.
+
+Output: one line per student then a summary (text), one JSON or CSV file,
+Gradescope results for every student, or (``--format html -o DIR``) an
+index page linking one page per student.
+"""
+
+from __future__ import annotations
+
+import glob
+import html
+import os
+import re
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from tracer import checking, classout
+from tracer.checking import Options, Verdict
+from tracer.cli.group import UserError, status, write_output
+from tracer.textsafe import printable
+
+GLOB = re.compile(r"[*?\[]")
+PAGE = re.compile(r"[0-9]{3,}-[A-Za-z0-9_.-]+\.html")
+
+
+def pattern_of(spec: str) -> tuple[str, str] | None:
+    """``(files, NAME)`` when ``spec`` names a class (a glob or a folder before ``:NAME``), else None."""
+    where, sep, name = spec.rpartition(":")
+    if not sep or not name:
+        return None
+    if GLOB.search(where) or os.path.isdir(where):
+        return where, name
+    return None
+
+
+def submissions(where: str) -> list[Path]:
+    """The ``.py`` files of a folder (not its subfolders) or of a glob, sorted."""
+    if os.path.isdir(where) and not GLOB.search(where):
+        files = sorted(p for p in Path(where).iterdir() if p.suffix == ".py" and p.is_file())
+    else:
+        files = sorted(Path(p) for p in glob.glob(where, recursive=True) if p.endswith(".py") and Path(p).is_file())
+    if not files:
+        raise UserError(f"no .py files match {where}")
+    return files
+
+
+def labels(files: list[Path]) -> list[str]:
+    """Each file named as briefly as keeps the names apart (its name, or its path from the common folder)."""
+    names = [f.name for f in files]
+    if len(set(names)) == len(names):
+        return names
+    root = os.path.commonpath([str(f.resolve().parent) for f in files])
+    return [os.path.relpath(f.resolve(), root) for f in files]
+
+
+def run_class(pattern: tuple[str, str], opts: Options, output: str | None, force: bool, jobs: int) -> None:
+    """Check every submission, write the chosen format, exit 0 when all match and 1 otherwise."""
+    from tracer import sandbox
+
+    where, name = pattern
+    files = submissions(where)
+    names = labels(files)
+    if opts.fmt == "html" and output in (None, "-"):
+        raise UserError("--format html for a class writes a folder: give -o DIR")
+    if opts.fmt == "html":
+        _check_folder(Path(str(output)), force)
+    checking.warm(opts.lesson)
+    specs = [f"{f.resolve()}:{name}" for f in files]
+    jobs_ = [_job(s, opts) for s in specs]
+    verdicts: list[Verdict | None] = [None] * len(files)
+    for index, out in sandbox.pool(jobs_, jobs, opts.timeout, opts.memory):
+        v = checking.from_outcome(f"{files[index]}:{name}", out, specs[index])
+        verdicts[index] = v
+        if opts.fmt != "text" or output not in (None, "-"):
+            status(classout.line(v, names[index]))
+    done = [(names[n], v) for n, v in enumerate(verdicts) if v is not None]
+    if opts.fmt == "html":
+        _write_html(Path(str(output)), opts.lesson, done, force)
+        status(classout.summary_text(done).rstrip())
+        status(f"wrote {output}")
+    else:
+        data = {
+            "text": lambda: classout.class_text(done),
+            "json": lambda: classout.class_json(opts.lesson, done),
+            "csv": lambda: classout.table([v for _, v in done], [n for n, _ in done]),
+            "gradescope": lambda: classout.class_gradescope(done),
+        }[opts.fmt]()
+        write_output(data.encode("utf-8"), output, force)
+        if output not in (None, "-"):
+            status(classout.summary_text(done).rstrip())
+            status(f"wrote {output}")
+    if any(v.status != "match" for _, v in done):
+        raise SystemExit(1)
+
+
+def _job(spec: str, opts: Options) -> Callable[[], dict[str, Any]]:
+    return lambda: checking.job(spec, opts)
+
+
+def _check_folder(out: Path, force: bool) -> None:
+    if out.is_symlink():
+        raise UserError(f"{out} is a symbolic link; give a folder")
+    if out.exists() and not out.is_dir():
+        raise UserError(f"{out} is a file; give a folder for the class's pages")
+    if out.exists() and any(out.iterdir()) and not force:
+        raise UserError(f"{out} already exists; use --force to overwrite it")
+
+
+def page_name(n: int, label: str) -> str:
+    """A student's page file: a number (names can collide) and the file name reduced to safe characters."""
+    stem = re.sub(r"[^A-Za-z0-9_.-]+", "_", Path(label).stem)[:60] or "student"
+    return f"{n:03d}-{stem}.html"
+
+
+def _write_html(out: Path, lesson: str, done: list[tuple[str, Verdict]], force: bool) -> None:
+    from tracer.core.files import write_folder
+
+    files: dict[str, bytes] = {}
+    rows = []
+    for n, (label, v) in enumerate(done, 1):
+        page = page_name(n, label)
+        files[page] = (v.page or _trouble_page(label, v)).encode("utf-8")
+        said = classout.line(v, label).partition(": ")[2]
+        rows.append(
+            f'<tr class="{v.status.replace(" ", "-")}"><td><a href="{html.escape(page)}">{html.escape(label)}</a></td>'
+            f"<td>{html.escape(said)}</td></tr>"
+        )
+    summary = html.escape(classout.summary_text(done)).replace("\n", "<br>\n")
+    files["index.html"] = _shell(
+        f"Class check: lesson {lesson}", f"<p>{summary}</p>\n<table>\n" + "\n".join(rows) + "\n</table>"
+    ).encode("utf-8")
+    try:
+        write_folder(out, files, force, lambda f: f == "index.html" or bool(PAGE.fullmatch(f)))
+    except OSError as e:
+        raise UserError(f"cannot write {out}: {e}") from None
+
+
+def _trouble_page(label: str, v: Verdict) -> str:
+    body = f"<p>{html.escape(v.status)}: {html.escape(v.message)}</p>"
+    if v.output.strip():
+        body += f"<h2>Output</h2><pre>{html.escape(printable(v.output))}</pre>"
+    return _shell(label, body)
+
+
+def _shell(title: str, body: str) -> str:
+    from tracer.present.render.html import asset, csp
+
+    return (
+        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">\n'
+        f'<meta http-equiv="Content-Security-Policy" content="{html.escape(csp(""))}">\n'
+        '<meta name="viewport" content="width=device-width, initial-scale=1">\n'
+        f"<title>{html.escape(printable(title))}</title>\n<style>{asset('report.css')}</style></head>\n"
+        f'<body><main class="attn-trace-report"><h1>{html.escape(printable(title))}</h1>\n'
+        f"{body}\n</main></body></html>\n"
+    )

@@ -1,0 +1,165 @@
+"""A check's verdicts written out: one submission, or a class, as text, JSON, CSV, Gradescope results or HTML.
+
+Everything a student controls (file names, names, messages, printed
+output) is untrusted here: text loses its control characters
+(:func:`tracer.textsafe.printable`), CSV cells that would start a formula
+are quoted (:func:`tracer.textsafe.cell`), HTML is escaped
+(:func:`html.escape`), JSON is :mod:`json`'s.  Gradescope's ``results.json``
+has one test per stage of the lesson (score 1 when the stage matches, is
+computed another way, or is not compared; 0 otherwise), or, when the check
+could not run, one failed test that says why.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from collections import Counter
+from collections.abc import Sequence
+from typing import Any
+
+from tracer.checking import Verdict
+from tracer.textsafe import cell, printable
+
+PASS = ("match", "skipped", "not compared")
+CLASS_SCHEMA = "attn-trace-check-class"
+
+
+def single(v: Verdict, fmt: str) -> str:
+    """One submission's verdict in ``fmt`` (``text``, ``json``, ``html``, ``csv``, ``gradescope``)."""
+    if fmt == "json":
+        return dumps(v.doc)
+    if fmt == "html":
+        return v.page
+    if fmt == "csv":
+        return table([v])
+    if fmt == "gradescope":
+        return dumps(gradescope(v))
+    return printable(v.text)
+
+
+def dumps(doc: Any) -> str:
+    """JSON as the check writes it: sorted keys, two-space indent, final newline."""
+    return json.dumps(doc, ensure_ascii=False, indent=2, sort_keys=True) + "\n"
+
+
+def gradescope(v: Verdict) -> dict[str, Any]:
+    """Gradescope's ``results.json`` for one submission: one test per stage."""
+    if v.doc is None:
+        test = {
+            "name": "check",
+            "score": 0,
+            "max_score": 1,
+            "output": printable(v.message),
+            "visibility": "visible",
+            "status": "failed",
+        }
+        return {"score": 0, "output": printable(v.message), "tests": [test], "stdout_visibility": "hidden"}
+    tests = []
+    for n, s in enumerate(v.doc.get("stages") or [], 1):
+        ok = s.get("status") in PASS
+        where = f" ({s.get('student_tensor')} @ {s.get('where')})" if s.get("where") else ""
+        out = f"{s.get('status')}{where}" + (f"; {s.get('note')}" if s.get("note") else "")
+        run = "" if s.get("run") == "eval" else f" [{s.get('run')}]"
+        tests.append(
+            {
+                "name": printable(f"{n}. {s.get('stage')}: {s.get('step')}{run}"),
+                "score": 1 if ok else 0,
+                "max_score": 1,
+                "output": printable(out),
+                "visibility": "visible",
+                "status": "passed" if ok else "failed",
+            }
+        )
+    diag = (v.doc.get("diagnosis") or {}).get("sentence") or ""
+    summary = "matches the lesson at every stage" if v.status == "match" else f"differs: {diag}".strip()
+    return {
+        "score": sum(t["score"] for t in tests),
+        "output": printable(summary),
+        "tests": tests,
+        "stdout_visibility": "hidden",
+    }
+
+
+def line(v: Verdict, label: str) -> str:
+    """One student's line of the class summary: verdict, diagnosis, line."""
+    if v.status in ("match", "differs"):
+        parts = [v.status]
+        if v.status == "differs":
+            parts.append(v.diagnosis or f"no diagnosis ({v.stage})")
+            if v.where:
+                parts.append(f"at {v.where}")
+        return printable(f"{label}: {' '.join(parts)}")
+    said = v.message if v.message.startswith(v.status) else f"{v.status}: {v.message}"
+    return printable(f"{label}: {said}")
+
+
+def summary(verdicts: Sequence[tuple[str, Verdict]]) -> dict[str, Any]:
+    """How many match, differ, had trouble or sent no verdict, and the most common mistakes."""
+    statuses = Counter(v.status for _, v in verdicts)
+    mistakes = Counter(v.diagnosis or "no diagnosis" for _, v in verdicts if v.status == "differs")
+    return {
+        "submissions": len(verdicts),
+        "match": statuses["match"],
+        "differs": statuses["differs"],
+        "trouble": statuses["trouble"],
+        "no_verdict": statuses["no verdict"],
+        "mistakes": [{"code": c, "count": n} for c, n in sorted(mistakes.items(), key=lambda x: (-x[1], x[0]))],
+    }
+
+
+def summary_text(verdicts: Sequence[tuple[str, Verdict]]) -> str:
+    """The class summary as text lines."""
+    s = summary(verdicts)
+    lines = [
+        f"{s['submissions']} submissions: {s['match']} match, {s['differs']} differ, "
+        f"{s['trouble']} trouble, {s['no_verdict']} no verdict"
+    ]
+    if s["mistakes"]:
+        lines.append("most common mistakes: " + ", ".join(f"{m['code']} ({m['count']})" for m in s["mistakes"][:5]))
+    return "\n".join(lines) + "\n"
+
+
+def class_text(verdicts: Sequence[tuple[str, Verdict]]) -> str:
+    """One line per student, then the summary."""
+    return "".join(line(v, label) + "\n" for label, v in verdicts) + "\n" + summary_text(verdicts)
+
+
+def class_json(lesson: str, verdicts: Sequence[tuple[str, Verdict]]) -> str:
+    """The class as one JSON document (each check's own document under ``check``)."""
+    doc = {
+        "schema": CLASS_SCHEMA,
+        "schema_version": 1,
+        "lesson": lesson,
+        "submissions": [
+            {
+                "file": label,
+                "status": v.status,
+                "diagnosis": v.diagnosis or None,
+                "stage": v.stage or None,
+                "where": v.where or None,
+                "message": printable(v.message) or None,
+                "check": v.doc,
+            }
+            for label, v in verdicts
+        ],
+        "summary": summary(verdicts),
+    }
+    return dumps(doc)
+
+
+def table(verdicts: Sequence[Verdict], labels: Sequence[str] | None = None) -> str:
+    """The verdicts as CSV: file, status, diagnosis, stage, line, message (formula-safe cells)."""
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\n")
+    w.writerow(["file", "status", "diagnosis", "stage", "where", "message"])
+    for n, v in enumerate(verdicts):
+        label = labels[n] if labels is not None else v.spec
+        w.writerow([cell(x) for x in (label, v.status, v.diagnosis, v.stage, v.where, v.message)])
+    return buf.getvalue()
+
+
+def class_gradescope(verdicts: Sequence[tuple[str, Verdict]]) -> str:
+    """One ``results.json`` per student, under ``students`` by file name."""
+    return dumps({"students": {label: gradescope(v) for label, v in verdicts}})

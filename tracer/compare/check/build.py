@@ -1,0 +1,153 @@
+"""Build the student's module with the lesson's sizes: by the names of its parameters, by position as a last resort.
+
+``NAME`` may be a module class or any callable that returns a module (a
+factory ``make(d_in, d_out, context_length, dropout, num_heads)`` that
+fills a config object).  When every parameter it requires has a name that
+says which of the lesson's arguments it is (the book's, or a common alias:
+``n_embd``, ``embed_dim``, ``d_model``, ``n_head``, ``num_heads``, ``h``,
+``block_size``, ``context_len`` …) and the sizes (``d_in``, ``d_out`` and,
+for multihead, ``num_heads``) are among them, it is called with keywords
+(a module may build its mask from the sequence and take no
+``context_length``); otherwise by position in the book's order.
+:func:`build` says how it was called (``CausalAttention(d_in=3, d_out=2, …)``).
+
+One width for both sizes (``embed_dim``, ``d_model``, ``n_embd``) means the
+module maps ``d`` to ``d``: :class:`Square` tells the check to build it
+with ``d_in = d_out`` (and to make up embeddings that wide).
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Sequence
+from typing import Any
+
+import torch
+
+from tracer.compare.check import deadline, roles, wrapper
+from tracer.compare.check.lessons import Spec, sized, wrapped
+from tracer.compare.check.student import StudentError, _failure, _shape
+from tracer.errors import InputError
+
+ALIASES: dict[str, tuple[str, ...]] = {
+    "d_in": ("d_in", "in_dim", "input_dim", "dim_in", "in_features", "d_input"),
+    "d_out": ("d_out", "out_dim", "output_dim", "dim_out", "out_features", "d_output"),
+    "context_length": (
+        "context_length", "context_len", "block_size", "max_len", "max_seq_len", "seq_len", "max_length", "n_ctx",
+    ),
+    "dropout": ("dropout", "dropout_rate", "p_drop", "attn_dropout", "attn_pdrop", "drop", "dropout_p", "drop_rate"),
+    "num_heads": ("num_heads", "n_head", "n_heads", "heads", "h", "nhead", "num_head"),
+    "qkv_bias": ("qkv_bias", "bias", "use_bias"),
+}  # fmt: skip
+"""The names each of the lesson's arguments goes by (``qkv_bias`` is recognised, and left at its default)."""
+
+WIDTH = ("d_model", "embed_dim", "n_embd", "emb_dim", "hidden_size", "dim", "d_embed", "embedding_dim")
+"""Names of one width used for both ``d_in`` and ``d_out``."""
+
+
+class Square(InputError):
+    """The module takes one width for its inputs and outputs: it must be checked with ``d_in = d_out``."""
+
+
+def _params(obj: Any) -> list[inspect.Parameter] | None:
+    try:
+        sig = inspect.signature(obj)
+    except (TypeError, ValueError):
+        return None
+    kinds = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY, inspect.Parameter.POSITIONAL_ONLY)
+    return [p for p in sig.parameters.values() if p.kind in kinds]
+
+
+def plan(obj: Any, values: dict[str, Any], order: Sequence[str]) -> tuple[tuple[Any, ...], dict[str, Any]]:
+    """The positional and keyword arguments ``obj`` is called with (``values`` by the book's names)."""
+    params = _params(obj)
+    if params is None:
+        return tuple(values[n] for n in order), {}
+    role = {alias: name for name, aliases in ALIASES.items() for alias in aliases}
+    width = [p.name for p in params if p.name.lower() in WIDTH]
+    if width and values.get("d_in") != values.get("d_out"):
+        raise Square(f"{_name(obj)} takes one width ({width[0]}) for its inputs and outputs: it maps d to d")
+    kwargs: dict[str, Any] = {}
+    for p in params:
+        name = role.get(p.name) or role.get(p.name.lower())
+        if p.name.lower() in WIDTH:
+            name = "d_out"
+        if name is None or name not in values:
+            if p.default is inspect.Parameter.empty:
+                return tuple(values[n] for n in order), {}  # a required parameter of its own: by position
+            continue
+        if name == "qkv_bias":
+            continue
+        if p.kind is inspect.Parameter.POSITIONAL_ONLY:
+            return tuple(values[n] for n in order), {}
+        kwargs[p.name] = values[name]
+    named = {role.get(k) or role.get(k.lower()) or "d_out" for k in kwargs} | ({"d_in"} if width else set())
+    needed = {"d_in", "d_out", "num_heads"} & set(order)  # context_length, dropout: a module may do without
+    if not kwargs or not needed <= named:  # some size has no name here: by position
+        return tuple(values[n] for n in order), {}
+    return (), kwargs
+
+
+def called(obj: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> str:
+    """How ``obj`` was called, as Python: ``CausalAttention(d_in=3, d_out=2, context_length=6, dropout=0.5)``."""
+    parts = [repr(a) for a in args] + [f"{k}={v!r}" for k, v in kwargs.items()]
+    return f"{_name(obj)}({', '.join(parts)})"
+
+
+def build(obj: Any, values: dict[str, Any], order: Sequence[str], seed: int) -> tuple[torch.nn.Module, str]:
+    """``obj`` called with the lesson's sizes under ``torch.manual_seed(seed)``, and how it was called."""
+    if not callable(obj):
+        raise InputError(f"{_name(obj)} is not a module class or a function that returns a module")
+    args, kwargs = plan(obj, values, order)
+    if args:
+        try:
+            inspect.signature(obj).bind(*args)
+        except TypeError as e:
+            raise InputError(f"{_name(obj)} does not take the lesson's arguments {_shape(order)}: {e}") from None
+        except ValueError:
+            pass
+    how = called(obj, args, kwargs)
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        try:
+            module = obj(*args, **kwargs)
+        except (KeyboardInterrupt, deadline.Overtime):
+            raise
+        except BaseException as e:  # SystemExit too: the student's code, not ours
+            import traceback
+
+            raise StudentError(f"{how} raised {_failure(e)}", traceback.format_exc(), _failure(e)) from None
+    if not isinstance(module, torch.nn.Module):
+        raise InputError(f"{how} returned {type(module).__name__}, not a torch.nn.Module")
+    return module, how
+
+
+def _name(obj: Any) -> str:
+    return str(getattr(obj, "__qualname__", None) or getattr(obj, "__name__", None) or type(obj).__name__)
+
+
+def _built(obj: Any, spec: Spec) -> tuple[torch.nn.Module, str, dict[str, Any], Any, Spec]:
+    """The module built with ``spec``'s sizes, how it was called, its roles, its wrapper heads, and the spec used."""
+    module, built = build(obj, dict(zip(spec.signature, spec.args, strict=True)), spec.signature, spec.seed)
+    module.eval()
+    heads = wrapper.heads_of(module, spec.heads) if spec.heads > 1 else None
+    if heads is not None:  # the book's wrapper: a ModuleList of causal heads
+        found = wrapper.assign(heads[0], heads[1], spec.d_in, spec.d_out)
+        spec = wrapped(spec, found["W_query"].value.shape[-1])
+    else:
+        found = roles.assign(module, spec.d_in, spec.d_out, out_proj=spec.heads > 1)
+    return module, built, found, heads, spec
+
+
+def module_for(obj: Any, spec: Spec) -> tuple[torch.nn.Module, str, dict[str, Any], Any, Spec, bool]:
+    """:func:`_built`, or, when the module only fits ``d_in = d_out`` (one width, or d x d weights), built so."""
+    try:
+        return (*_built(obj, spec), False)
+    except (Square, InputError) as e:
+        if spec.d_in == spec.d_out or isinstance(e, (roles.Structural, StudentError)):
+            raise
+        square = sized(spec, spec.d_out, spec.d_out)
+        try:
+            return (*_built(obj, square), True)
+        except InputError:
+            raise e from None

@@ -1,0 +1,138 @@
+"""A second build with other sizes: a module that hard-codes its sizes matches only at the lesson's own.
+
+A module that writes ``nn.Dropout(0.5)``, a ``6 x 6`` mask or ``nn.Linear(3, 2)``
+instead of using its constructor's arguments computes the lesson exactly at
+the lesson's sizes.  So once the stages match, :func:`differs` builds the
+module again with other sizes (``d_in + 1``, ``d_out`` + one per head,
+``context_length = 9``, ``dropout = 0``), calls it on seeded random inputs of
+7 tokens (a sequence shorter than the context, so the mask must be cut), in
+eval mode and then in training mode (with ``dropout = 0`` both must give the
+lesson's result), and compares the result with the lesson's attention
+computed here in float64 from the second module's own weights.  The answer
+is a sentence saying what went wrong, or None.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+import torch
+
+from tracer.compare.check import align, roles, student, wrapper
+from tracer.compare.check.lessons import Spec
+from tracer.compare.check.model import Role
+from tracer.errors import InputError
+
+CONTEXT = 9
+TOKENS = 7
+SEED = 7
+
+
+def sizes(spec: Spec) -> dict[str, Any]:
+    """The second build's sizes (the square modules' ``d_in`` follows their ``d_out``)."""
+    d_out = spec.d_out + spec.heads
+    d_in = d_out if spec.d_in == spec.d_out else spec.d_in + 1
+    return {"d_in": d_in, "d_out": d_out, "context_length": CONTEXT, "dropout": 0.0, "num_heads": spec.heads}
+
+
+def describe(spec: Spec, got: dict[str, Any]) -> str:
+    """``d_in=4, d_out=3, context_length=9, dropout=0.0, 7 tokens`` (only the lesson's own arguments)."""
+    names = [n for n in ("d_in", "d_out", "context_length", "dropout", "num_heads") if n in spec.signature]
+    return ", ".join(f"{n}={got[n]}" for n in names) + f", {TOKENS} tokens"
+
+
+def differs(build: Any, spec: Spec) -> tuple[str, str] | None:
+    """``(sizes, what went wrong)`` when the module rebuilt with :func:`sizes` does not compute the lesson."""
+    got = sizes(spec)
+    said = describe(spec, got)
+    try:
+        module = build(got)
+    except student.StudentError as e:
+        return said, f"building it raised {e.cause}"
+    except InputError as e:
+        return said, f"it cannot be built ({e})"
+    x = _inputs(spec, got["d_in"])
+    try:
+        found = _roles(module, spec, got["d_in"], got["d_out"])
+    except InputError as e:
+        return said, f"its weights do not follow the sizes ({e})"
+    want = _reference(spec, found, x.to(torch.float64).numpy(), got["d_out"])
+    for mode in ("eval", "train"):
+        module.train(mode == "train")
+        run = student.call(module, x, SEED)
+        if run.error is not None:
+            return said, f"in {mode} mode it raised {run.error.cause}"
+        out = run.output
+        if not isinstance(out, torch.Tensor) or not out.is_floating_point():
+            return said, f"in {mode} mode it returned {type(out).__name__}"
+        value = out.detach().to(torch.float64).numpy()
+        if value.shape != want.shape:
+            return said, f"its result has shape {tuple(value.shape)} instead of {tuple(want.shape)}"
+        if not align.close(value, want):
+            err = align.error(value, want)
+            if mode == "train":
+                return said, (
+                    f"with dropout=0.0 in training mode its result still differs (by up to {err:.3g}), "
+                    "as if its dropout rate were fixed"
+                )
+            return said, f"its result differs from the lesson's by up to {err:.3g}"
+    module.eval()
+    return None
+
+
+def _inputs(spec: Spec, d_in: int) -> torch.Tensor:
+    g = torch.Generator().manual_seed(SEED)
+    shape = (2, TOKENS, d_in) if spec.batch else (TOKENS, d_in)
+    return torch.rand(shape, generator=g, dtype=torch.float32)
+
+
+def _roles(module: torch.nn.Module, spec: Spec, d_in: int, d_out: int) -> dict[str, Role]:
+    heads = wrapper.heads_of(module, spec.heads) if spec.heads > 1 else None
+    if heads is not None:
+        return {"form": Role("form", "wrap", ""), **wrapper.assign(heads[0], heads[1], d_in, d_out)}
+    return roles.assign(module, d_in, d_out, out_proj=spec.heads > 1)
+
+
+def _softmax(a: np.ndarray) -> np.ndarray:
+    with np.errstate(invalid="ignore"):
+        e = np.exp(a - a.max(axis=-1, keepdims=True))
+        out: np.ndarray = e / e.sum(axis=-1, keepdims=True)
+    return out
+
+
+def _attend(q: np.ndarray, k: np.ndarray, v: np.ndarray, causal: bool) -> np.ndarray:
+    s = q @ np.swapaxes(k, -1, -2) / math.sqrt(q.shape[-1])
+    if causal:
+        t = s.shape[-1]
+        s = np.where(np.triu(np.ones((t, t), dtype=bool), 1), -np.inf, s)
+    out: np.ndarray = _softmax(s) @ v
+    return out
+
+
+def _reference(spec: Spec, found: dict[str, Role], x: np.ndarray, d_out: int) -> np.ndarray:
+    """The lesson's result in float64 with the second module's weights (dropout off)."""
+    causal = spec.name in ("causal", "multihead")
+
+    def proj(r: str, w: np.ndarray) -> np.ndarray:
+        b = found.get(roles.BIAS[r])
+        out: np.ndarray = x @ w + (b.value if b is not None else 0.0)
+        return out
+
+    if "form" in found:  # the wrapper: each head its own full attention, joined along the last axis
+        outs = []
+        for h in range(found["W_query"].value.shape[0]):
+            q, k, v = (x @ found[r].value[h] for r in roles.QKV)
+            outs.append(_attend(q, k, v, causal))
+        return np.concatenate(outs, axis=-1)
+    q, k, v = (proj(r, found[r].value) for r in roles.QKV)
+    if spec.heads == 1:
+        return _attend(q, k, v, causal)
+    b, t, _ = q.shape
+    dh = d_out // spec.heads
+    hq, hk, hv = (a.reshape(b, t, spec.heads, dh).transpose(0, 2, 1, 3) for a in (q, k, v))
+    z = _attend(hq, hk, hv, causal).transpose(0, 2, 1, 3).reshape(b, t, d_out)
+    if "W_out" in found:
+        z = z @ found["W_out"].value + (found["b_out"].value if "b_out" in found else 0.0)
+    return z
