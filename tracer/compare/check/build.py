@@ -135,7 +135,7 @@ def _built(obj: Any, spec: Spec) -> tuple[torch.nn.Module, str, dict[str, Any], 
         found = wrapper.assign(heads[0], heads[1], spec.d_in, spec.d_out)
         spec = wrapped(spec, found["W_query"].value.shape[-1])
     else:
-        found = roles.assign(module, spec.d_in, spec.d_out, out_proj=spec.heads > 1)
+        found = roles.assign(module, spec.d_in, spec.d_out, out_proj=spec.heads > 1, grouped=spec.name == "gqa")
     return module, built, found, heads, spec
 
 

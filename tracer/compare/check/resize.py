@@ -30,6 +30,10 @@ TOKENS = 7
 SEED = 7
 
 
+MODELLED = ("trainable", "causal", "multihead")
+"""The lessons whose result :func:`_reference` computes; the others (window, gqa) are not rebuilt."""
+
+
 def sizes(spec: Spec) -> dict[str, Any]:
     """The second build's sizes (the square modules' ``d_in`` follows their ``d_out``)."""
     d_out = spec.d_out + spec.heads

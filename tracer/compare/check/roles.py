@@ -61,11 +61,13 @@ def base(p: Param) -> str:
     return parts[-1].lower()
 
 
-def by_name(mats: list[Param], d_in: int, d_out: int) -> dict[str, Param] | None:
+def by_name(mats: list[Param], d_in: int, d_out: int, grouped: bool = False) -> dict[str, Param] | None:
     """Query, key and value weights found by their names (each name unique), shape-checked; None when not named.
 
     Keys and values narrower than the queries by a whole factor are
-    grouped-query attention: :class:`Structural`, not a refusal.
+    grouped-query attention: :class:`Structural`, not a refusal, unless the
+    lesson is grouped-query attention itself (``grouped``), where that is its
+    structure and the key and value weights are taken as they are.
     """
     found = {}
     for role in QKV:
@@ -76,6 +78,8 @@ def by_name(mats: list[Param], d_in: int, d_out: int) -> dict[str, Param] | None
     width = {r: _width(p, d_in) for r, p in found.items()}
     if width["W_query"] == d_out and width["W_key"] == width["W_value"] and width["W_key"] not in (None, d_out):
         kv = width["W_key"] or 0
+        if kv and d_out % kv == 0 and grouped:
+            return found
         if kv and d_out % kv == 0:
             detail = f"{found['W_query'].name} maps {d_in} -> {d_out}, {found['W_key'].name} {d_in} -> {kv}"
             raise Structural("grouped_query", {"detail": detail})
@@ -123,17 +127,18 @@ def params(module: torch.nn.Module) -> list[Param]:
     ]
 
 
-def assign(module: torch.nn.Module, d_in: int, d_out: int, out_proj: bool) -> dict[str, Role]:
-    """Roles for the lesson's weights (and the output projection when ``out_proj``)."""
+def assign(module: torch.nn.Module, d_in: int, d_out: int, out_proj: bool, grouped: bool = False) -> dict[str, Role]:
+    """Roles for the lesson's weights (and the output projection when ``out_proj``); ``grouped``: see :func:`by_name`."""
     ps = params(module)
     byname = {p.name: p for p in ps}
     roles: dict[str, Role] = {}
     mats = [p for p in ps if p.value.ndim == 2]
-    named = by_name(mats, d_in, d_out)
+    named = by_name(mats, d_in, d_out, grouped)
     fused_named = [p for p in mats if base(p) in FUSED and sorted(p.value.shape) == sorted((d_in, 3 * d_out))]
     if named is not None:
         for r in QKV:
-            roles[r] = _weight(r, named[r], d_in, d_out)
+            width = _width(named[r], d_in) if grouped else None
+            roles[r] = _weight(r, named[r], d_in, width or d_out)
     elif len(fused_named) == 1:
         roles.update(_fused(fused_named[0], ps, d_in, d_out))
     else:

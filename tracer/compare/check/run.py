@@ -104,7 +104,7 @@ def _check(obj: Any, spec: lessons.Spec, source: str | None) -> CheckResult:
         hit = Hit(None, hit.steps, hit.detail, "heads_shared") if hit is not None else None
     if chosen is not None and chosen.quantity.run == "short" and ctx.short_error is not None and hit is None:
         raise ctx.short_error
-    if chosen is None and spec.is_class:  # every stage matches: does it still at other sizes?
+    if chosen is None and spec.is_class and spec.name in resize.MODELLED:  # every stage matches: at other sizes?
         sizes = spec.signature
         other = resize.differs(lambda got: build.build(obj, {n: got[n] for n in sizes}, sizes, spec.seed)[0], spec)
         if other is not None:
