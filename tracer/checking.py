@@ -15,6 +15,7 @@ it and turns every way it can end into a :class:`Verdict`:
 
 from __future__ import annotations
 
+import contextlib
 import os
 import traceback
 from dataclasses import dataclass, field
@@ -126,10 +127,10 @@ def warm(lesson: str) -> None:
     spec = lessons.SPECS.get(lesson)
     if spec is None:
         return
-    try:  # best effort: the book's roles do not fit every lesson (grouped-query keys are narrower)
+    # best effort: the book's roles do not fit every lesson (grouped-query keys are narrower); each child
+    # builds the real reference and reports what fails there
+    with contextlib.suppress(Exception):
         lessons.reference(spec, _book_roles(spec)) if spec.is_class else lessons.reference(spec, {})
-    except Exception:  # noqa: BLE001 - each child builds the real reference and reports what fails there
-        pass
 
 
 def _book_roles(spec: Any) -> dict[str, Any]:

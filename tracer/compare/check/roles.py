@@ -128,7 +128,7 @@ def params(module: torch.nn.Module) -> list[Param]:
 
 
 def assign(module: torch.nn.Module, d_in: int, d_out: int, out_proj: bool, grouped: bool = False) -> dict[str, Role]:
-    """Roles for the lesson's weights (and the output projection when ``out_proj``); ``grouped``: see :func:`by_name`."""
+    """Roles for the lesson's weights (and the output projection when ``out_proj``); ``grouped``: :func:`by_name`."""
     ps = params(module)
     byname = {p.name: p for p in ps}
     roles: dict[str, Role] = {}

@@ -23,8 +23,8 @@ def _meaning(src: list[str], sizes: list[int]) -> list[str]:
     A feature axis split in two is (heads, features of a head), ``(h, d)``,
     unless the first part has 3 entries: the q/k/v selector of a fused
     projection, ``(p, c)``; split in three it is ``(p, h, d)``.  Split with the
-    batch, it is batch-times-heads ``n`` (``N·num_heads`` in torch's documentation) and ``d``, and ``n`` (or ``h``) split
-    in two is ``(b, h)``.  Joined: heads with their features are
+    batch, it is batch-times-heads ``n`` (torch's ``N·num_heads``) and ``d``,
+    and ``n`` (or ``h``) split in two is ``(b, h)``.  Joined: heads with their features are
     features ``c``, a batch with its heads ``h``.  Anything else gets fresh letters.
     """
     if len(sizes) == 1:
