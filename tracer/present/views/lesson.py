@@ -71,7 +71,7 @@ def section(ctx: LessonCtx, n: int, stage: str, story: Stage, code: Sequence[Blo
         blocks += written(ctx, tr.node(name))
     for name in story.bars:
         blocks += bars(ctx, tr.node(name))
-    values = values_table(ctx, nodes, f"{stage}-values", n)
+    values = values_table(ctx, nodes, f"{stage}-values", n, title=story.title)
     if values is not None:
         blocks.append(values)
     blocks += code
