@@ -97,7 +97,7 @@ def build(trace: Trace, story: Narrative, decimals: int = 4) -> Page:
         (s("page.summary_decimals"), s("page.decimals", n=decimals)),
         *unfollowed(trace, s),
     )
-    ui = {k: s(f"page.{k}") for k in ("nav_prev", "nav_next", "nav_label", "contents")}
+    ui = {k: s(f"page.{k}") for k in ("nav_prev", "nav_next", "nav_label", "nav_keys", "contents")}
     return Page(
         lang=story.lang,
         title=story.title,
