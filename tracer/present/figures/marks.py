@@ -94,6 +94,11 @@ def line(x1: float, y1: float, x2: float, y2: float, stroke: str = RULE, w: floa
     return f'<line x1="{n(x1)}" y1="{n(y1)}" x2="{n(x2)}" y2="{n(y2)}" stroke="{stroke}" stroke-width="{n(w)}"/>'
 
 
+PAPER = '<rect width="100%" height="100%" fill="#ffffff"/>'
+"""Every figure's own white ground: its dark labels stay legible on a dark page (a browser's forced dark mode
+darkens the page behind a transparent figure, but not the figure's drawing)."""
+
+
 def svg(name: str, w: float, h: float, body: Sequence[str], label: str = "", role: str = "img") -> str:
     """The whole ``<svg>`` element, natural size ``w`` x ``h`` CSS px (``role`` ``group`` when it holds links)."""
     title = f"<title>{escape(label)}</title>" if label else ""
@@ -101,7 +106,7 @@ def svg(name: str, w: float, h: float, body: Sequence[str], label: str = "", rol
         f'<svg xmlns="http://www.w3.org/2000/svg" id="{escape(name)}-svg" width="{n(w)}" height="{n(h)}" '
         f'viewBox="0 0 {n(w)} {n(h)}" font-family="{escape(FONT_STACK)}" role="{role}">'
     )
-    return head + title + "\n" + "\n".join(body) + "\n</svg>\n"
+    return head + title + "\n" + PAPER + "\n" + "\n".join(body) + "\n</svg>\n"
 
 
 def blues(v: float) -> str:
