@@ -168,3 +168,20 @@ def test_trainable_says_that_nn_linear_changes_the_numbers() -> None:
     text = narrative.load("trainable", "en").stage("inputs").text
     assert "the same projections" not in text and "the numbers then change" in text
     assert "数值因此会变" in narrative.load("trainable", "zh").stage("inputs").text
+
+
+@pytest.mark.parametrize("lang", LANGS)
+def test_the_tutorial_says_what_the_book_says_and_sets_the_tool_apart(lang: str) -> None:
+    """Weights as probabilities, softmax's gradients, the key named before its heatmap; the tool's caveats in a note."""
+    p = page("simple", lang)
+    paras = [(b.text, getattr(b, "note", False)) for b in blocks(p) if hasattr(b, "text") and hasattr(b, "math")]
+    prose = " ".join(t for t, note in paras if not note)
+    words = {"en": ("probabilities", "gradients", "called a key"), "zh": ("看作概率", "梯度", "叫作键")}[lang]
+    for w in words:
+        assert w in prose, w
+    order = [b for b in blocks(p)]
+    key_at = next(n for n, b in enumerate(order) if words[2] in getattr(b, "text", ""))
+    heat_at = next(n for n, b in enumerate(order) if getattr(b, "anchor", "") == "fig-omega")
+    assert key_at < heat_at
+    machine = {"en": "same on every machine", "zh": "在每台机器上都一样"}[lang]
+    assert machine not in prose and any(machine in t for t, note in paras if note)
