@@ -4,7 +4,11 @@
    chosen by the page builder, never a folded expansion), and a link to any
    step (a heatmap cell) opens and highlights it; Next then goes on from there.
    The buttons sit in the text, right under the current step, so they never
-   cover it; on a screen wide enough they float in the margin. */
+   cover it; on a screen wide enough they float in the margin.  Moving the
+   navigator keeps the focus on the button that was pressed (or on the other
+   one, when it becomes disabled at either end); the arrow keys leave alone a
+   box that scrolls sideways (a wide table, an equation, code), where they
+   scroll; the keys are written next to the buttons. */
 (function () {
   "use strict";
   var root = document.querySelector(".attn-trace-report");
@@ -38,6 +42,10 @@
   nav.appendChild(prev);
   nav.appendChild(where);
   nav.appendChild(next);
+  var keys = document.createElement("span");
+  keys.className = "keys";
+  keys.textContent = root.getAttribute("data-keys");
+  nav.appendChild(keys);
   var head = root.querySelector("header");
   (head || root.firstChild).after(nav);
   var marked = null;
@@ -52,16 +60,24 @@
     var top = el.getBoundingClientRect().top + window.scrollY;
     window.scrollTo(0, Math.max(0, top - window.innerHeight * 0.15));
   }
+  function place(el) {  /* moving a focused button out of the document blurs it: give the focus back */
+    var had = document.activeElement;
+    el.after(nav);
+    if (had === prev || had === next) {
+      var keep = had.disabled ? (had === prev ? next : prev) : had;
+      keep.focus({ preventScroll: true });
+    }
+  }
   function show(i, scroll) {
     if (i < 0 || i >= steps.length) { return; }
     current = i;
     loose = false;
     var el = steps[i];
     mark(el);
-    el.after(nav);
-    where.textContent = (i + 1) + " / " + steps.length;
     prev.disabled = i === 0;
     next.disabled = i === steps.length - 1;
+    place(el);
+    where.textContent = (i + 1) + " / " + steps.length;
     if (scroll) { into(el); }
   }
   function go(i) {
@@ -81,7 +97,7 @@
     if (i >= 0) { show(i, true); return; }
     if (!el.classList.contains("step")) { return; }
     mark(el);
-    el.after(nav);
+    place(el);
     into(el);
     current = -1;  /* Next goes on to the first stop after this step, Previous back to the one before */
     loose = true;
@@ -92,8 +108,18 @@
     next.disabled = current === steps.length - 1;
   }
   window.addEventListener("hashchange", fromHash);
+  function sideways(el) {  /* inside a box the arrow keys scroll (or a field they edit) */
+    for (; el && el.nodeType === 1; el = el.parentElement) {
+      if (/^(INPUT|TEXTAREA|SELECT)$/.test(el.tagName) || el.isContentEditable) { return true; }
+      var o = getComputedStyle(el).overflowX;
+      if ((o === "auto" || o === "scroll") && el.scrollWidth > el.clientWidth) { return true; }
+    }
+    return false;
+  }
   document.addEventListener("keydown", function (e) {
     if (e.altKey || e.ctrlKey || e.metaKey) { return; }
+    var arrow = e.key === "ArrowRight" || e.key === "ArrowLeft";
+    if (arrow && sideways(e.target)) { return; }
     if (e.key === "ArrowRight" || e.key === "j") { move(1); }
     else if (e.key === "ArrowLeft" || e.key === "k") { move(-1); }
   });

@@ -58,3 +58,14 @@ def test_string_tables_use_the_glossary(lang: str) -> None:
     assert offences(lang, text) == []
     if lang == "zh":
         assert not re.search(r"[\u4e00-\u9fff][:;,?!]", text), "a half-width colon or comma after Chinese text"
+
+
+def test_the_glossary_rejects_the_variants_a_reader_found() -> None:
+    """关注的查询 for the focus query, 分量 for a share, unnatural phrasings, and English "dropout" in Chinese prose."""
+    wrongs = ("关注的查询", "每个向量所占的分量", "取 $e$ 的幂", "越受青睐")
+    wrongs += ("两种结果一致的遮住未来的方法", "训练模式下的 dropout")
+    for wrong in wrongs:
+        assert offences("zh", wrong), wrong
+    rights = ("焦点查询", "第 1 个分量", "求指数（以 $e$ 为底）", "随机失活（`nn.Dropout`）", 'show = ["dropout.keep"]')
+    for right in rights:
+        assert offences("zh", right) == [], right

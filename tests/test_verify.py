@@ -97,7 +97,7 @@ def test_explain_says_plainly_that_an_edited_value_does_not_follow(files: dict[s
     assert res.exit_code == 0
     assert "= 5.0000" in res.stdout  # shown, not hidden
     assert "their exact values add up" not in res.output
-    assert "does not follow from its inputs" in res.stdout
+    assert "does not follow from its inputs" in " ".join(res.stdout.split())  # a line may break in it
     assert res.stderr.count("do not follow from their inputs") == 1 and "omega[2,1]" in res.stderr
     clean = CliRunner().invoke(app, ["explain", "omega[2,1]", "--from", str(files["ok"])])
     assert clean.exit_code == 0 and clean.stderr == "" and "not follow" not in clean.stdout

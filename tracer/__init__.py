@@ -101,6 +101,12 @@ _hooks.register("check_text", _check_text)
 
 
 def __getattr__(name: str) -> Any:
+    if name == "plot":  # the matplotlib figures (tracer.plot): imported, with matplotlib, only when asked for
+        import importlib
+
+        module = importlib.import_module("tracer.plot")
+        globals()["plot"] = module
+        return module
     if name in _LAZY:
         import importlib
 

@@ -2,7 +2,7 @@
 
 One module per group of commands, all registered on :data:`app`
 (:mod:`tracer.cli.group`): ``trace`` (lessons, trace, verify), ``steps``
-(steps, explain), ``diff``, ``report``, ``notebook`` and ``check``; the
+(steps, explain), ``diff``, ``report``, ``figures``, ``notebook`` and ``check``; the
 options they share live in :mod:`tracer.cli.options`.
 
 Exit codes: 0 ok, 1 differences found (``diff``), 2 bad usage or bad input,
@@ -13,7 +13,7 @@ the commands that need them, so ``--help`` stays fast.
 
 from __future__ import annotations
 
-from tracer.cli import check, diff, notebook, report, steps, trace  # noqa: F401  (each registers its commands)
+from tracer.cli import check, diff, figures, notebook, report, steps, trace  # noqa: F401  (each registers its commands)
 from tracer.cli.group import App, UserError, app, status, write_output
 from tracer.cli.options import build_trace, input_options, trace_source
 

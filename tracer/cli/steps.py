@@ -11,6 +11,7 @@ import click
 import tracer
 from tracer.cli.group import UserError, app
 from tracer.cli.options import decimals_option, from_option, input_options, trace_source
+from tracer.present.strings import LANGS
 
 
 @app.command()
@@ -59,10 +60,17 @@ def steps(
 @from_option
 @decimals_option
 @input_options
-def explain(step_id: str, from_file: Path | None, decimals: int, **options: Any) -> None:
-    """Explain one step as on a board: its formula, the numbers that went in, and its inputs' ids."""
+@click.option(
+    "--lang", type=click.Choice(list(LANGS)), default=LANGS[0], show_default=True, help="Language of the words."
+)
+def explain(step_id: str, from_file: Path | None, decimals: int, lang: str, **options: Any) -> None:
+    """Explain one step as on a board: its formula, the numbers that went in, and its inputs' ids.
+
+    Lines fit 80 columns, broken before = + and − as on a board.
+    """
     from tracer.core import portable
     from tracer.present.explain import explain as explain_step
+    from tracer.present.termtext import COLUMNS
 
     t = portable.shown(trace_source(from_file, options, check=True))
-    click.echo(explain_step(t, step_id, decimals))
+    click.echo(explain_step(t, step_id, decimals, lang=lang, cols=COLUMNS))

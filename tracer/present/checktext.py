@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 from tracer.core.fmt import num
 from tracer.present.explain import equation
 from tracer.present.strings import Strings
+from tracer.present.termtext import pad
 
 if TYPE_CHECKING:
     from tracer.compare.check.result import CheckResult
@@ -101,9 +102,8 @@ def text(r: CheckResult, lang: str = "en", verbose: bool = False) -> str:
         said = s(f"check.note_{x.note}") if x.note else ""
         extra = f"  ({said})" if said else ""
         run = f" [{run_label(s, r, q.run)}]" if q.run != "eval" else ""
-        out.append(
-            f"  {MARK[x.status]} {stage_name(s, q.stage):<18} {q.step:<20} {status_name(s, x.status)}{run}{tail}{extra}"
-        )
+        name = pad(stage_name(s, q.stage), 18)  # in terminal columns: a Chinese name's characters take two
+        out.append(f"  {MARK[x.status]} {name} {q.step:<20} {status_name(s, x.status)}{run}{tail}{extra}")
     for note in r.notes:
         out.append(s(f"check.note_{note}", ops=", ".join(r.opaque)))
     return "\n".join(out) + "\n"

@@ -4,7 +4,11 @@
 
 The first line is the equation; the lines after it name the op, the stage
 and the ids of the inputs, so a student can ask about those next and keep
-explaining backwards, down to the inputs.
+explaining backwards, down to the inputs.  ``attn-trace explain`` fits the
+lines to 80 columns (``cols``), broken before ``=``, ``+`` and ``−`` as on a
+board (:mod:`tracer.present.termtext`), and speaks the page's languages
+(``lang``: the words around the numbers come from ``[explain]`` of the
+locale tables).
 """
 
 from __future__ import annotations
@@ -17,6 +21,8 @@ from tracer.core import portable
 from tracer.core.fmt import DECIMALS, adds_up, num, places, rounding_note
 from tracer.core.trace import Step, Trace
 from tracer.present.board import terms as shown_terms
+from tracer.present.strings import Strings
+from tracer.present.termtext import fit
 
 MAX_IDS = 12
 
@@ -101,8 +107,18 @@ def equation(trace: Trace, step: Step, decimals: int = DECIMALS) -> str:
     return f"{head} = {v}"
 
 
-def explain(trace: Trace, step_id: str, decimals: int = DECIMALS) -> str:
-    """The full explanation of ``step_id``: equation, op, stage, inputs, and any caveat."""
+def explain(trace: Trace, step_id: str, decimals: int = DECIMALS, lang: str = "en", cols: int | None = None) -> str:
+    """The full explanation of ``step_id``: equation, op, stage, inputs, and any caveat.
+
+    ``lang`` chooses the language of the words; ``cols`` wraps every line to
+    that many terminal columns (None: one line each, for callers that lay
+    the text out themselves).
+    """
+    s = Strings(lang)
+
+    def said(key: str) -> str:  # "op: ", "运算："
+        return s(f"explain.{key}") + s("explain.colon")
+
     step = trace[step_id]
     lines = []
     if step.is_element:
@@ -110,69 +126,59 @@ def explain(trace: Trace, step_id: str, decimals: int = DECIMALS) -> str:
     else:
         lines.append(f"{step.id} = {step.text}" if step.text else step.id)
         lines.append(array_text(np.asarray(step.value), decimals))
-    formula = f"    formula: {step.latex}" if step.latex else ""  # captured layout and write steps have none
-    lines.append(f"  op: {step.op}    stage: {step.stage}{formula}")
+    lines.append(f"  {said('op')}{step.op}    {said('stage')}{step.stage}")
+    if step.latex:  # captured layout and write steps have none
+        lines.append(f"  {said('formula')}{step.latex}")
     ins = list(step.inputs)
     if ins:
-        more = f" … and {len(ins) - MAX_IDS} more" if len(ins) > MAX_IDS else ""
-        lines.append(f"  inputs: {', '.join(ins[:MAX_IDS])}{more}")
+        more = s("explain.more", n=len(ins) - MAX_IDS) if len(ins) > MAX_IDS else ""
+        lines.append(f"  {said('inputs')}{', '.join(ins[:MAX_IDS])}{more}")
     elif step.op == "input":
-        lines.append(f"  {_input_note(trace, step)}")
+        lines.append(f"  {_input_note(trace, step, s)}")
     if step.is_element and step.op == "sum":
         terms = [float(trace[i].value) for i in ins]
         total = float(step.value)
         fin = np.finfo(step.node.value.dtype)
         if terms and not adds_up(terms, total, float(fin.eps), float(fin.tiny)):
-            lines.append(
-                f"  note: the terms add up to {num(math.fsum(terms), decimals)}, not to {num(total, decimals)}:"
-                " this value does not follow from its inputs (the trace was edited)"
-            )
+            got, shown = num(math.fsum(terms), decimals), num(total, decimals)
+            lines.append(f"  {said('note')}{s('explain.edited', got=got, total=shown)}")
         elif terms and rounding_note(terms, total, decimals):
-            lines.append(
-                f"  note: the terms are shown rounded to {decimals} decimals; their exact values add up to the total"
-            )
+            lines.append(f"  {said('note')}{s('explain.rounded', n=decimals)}")
     if step.is_element and not np.isfinite(step.value):
-        lines.append(f"  warning: {_nonfinite_note(trace, step)}")
+        lines.append(f"  {said('warning')}{_nonfinite_note(trace, step, s)}")
     if portable.bound(step.node) is not None:
-        lines.append(f"  note: {_bound_note(trace, step)}")
+        lines.append(f"  {said('note')}{_bound_note(trace, step, s)}")
     loop = portable.loop_forms(trace).get(step.node.name)
     if loop is not None:
-        lines.append(
-            f"  note: shown are the values of {loop} (the loop form): this library result agrees with them within"
-            " its check's bound, and its own last bits depend on the machine"
-        )
-    return "\n".join(lines)
+        lines.append(f"  {said('note')}{s('explain.loop', loop=loop)}")
+    text = "\n".join(lines)
+    return fit(text, cols) if cols else text
 
 
-def _bound_note(trace: Trace, step: Step) -> str:
-    lib = step.node.args[0].node if step.node.args else "the library form"
-    return (
-        f"{lib} comes from a library kernel chosen by the CPU and thread count, so the exact difference varies"
-        f" from machine to machine; {trace.dtype} rounding in any order of operations keeps it within the bound"
-        " shown (the exact value of this machine is in the trace file)"
-    )
+def _bound_note(trace: Trace, step: Step, s: Strings) -> str:
+    lib = step.node.args[0].node if step.node.args else s("explain.library")
+    return s("explain.bound", lib=lib, dtype=trace.dtype)
 
 
-def _input_note(trace: Trace, step: Step) -> str:
+def _input_note(trace: Trace, step: Step, s: Strings) -> str:
     tokens = trace.tokens
     if step.node.axes[:1] == ("i",) and step.index and step.index[0] < len(tokens):
-        where = f" of token {step.index[0] + 1} ({tokens[step.index[0]]!r})"
-        comp = f"component {step.index[1] + 1}" if len(step.index) > 1 else "embedding"
-        return f"an input: {comp}{where}"
-    return "an input value"
+        token = f"{tokens[step.index[0]]!r}"
+        if len(step.index) > 1:
+            return s("explain.input_comp", c=step.index[1] + 1, i=step.index[0] + 1, token=token)
+        return s("explain.input_vec", i=step.index[0] + 1, token=token)
+    return s("explain.input")
 
 
-def _nonfinite_note(trace: Trace, step: Step) -> str:
+def _nonfinite_note(trace: Trace, step: Step, s: Strings) -> str:
     v = float(step.value)
     if step.op == "masked_fill" or (np.isinf(v) and v < 0 and step.stage == "mask"):
-        return "-inf on purpose: a masked score, so its exp is 0 and the softmax gives it no weight"
+        return s("explain.masked")
     if step.op == "exp" and np.isinf(v):
-        return (
-            f"exp overflowed: the result is too large for {trace.dtype}; the stable softmax subtracts the row max first"
-        )
+        return s("explain.overflow", dtype=trace.dtype)
     if np.isnan(v):
-        return "not a number (nan): an inf/inf or inf−inf upstream; follow the inputs back to the overflow"
-    return f"{num(v)}: too large for {trace.dtype}"
+        return s("explain.nan")
+    return s("explain.huge", v=num(v), dtype=trace.dtype)
 
 
 def array_text(a: np.ndarray, decimals: int = DECIMALS) -> str:

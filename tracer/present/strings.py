@@ -33,7 +33,7 @@ class MissingString(KeyError):
 
 def templates_dir() -> Path:
     """Where the templates live: inside the package (wheel) or beside it (source tree)."""
-    here = Path(__file__).parent.parent.parent  # the tracer package folder
+    here = Path(__file__).parent.parent  # the tracer package folder (this module is tracer/present/strings.py)
     packaged = here / "templates"
     return packaged if packaged.is_dir() else here.parent / "templates"
 

@@ -3,7 +3,11 @@
 Cells are sized to their longest number, labels to their text (see
 :mod:`.marks`), so a 6 x 6 matrix of weights stays about 350 CSS px wide and
 its numbers 12 px high on a phone.  Non-finite cells (a mask's ``-inf``)
-are drawn grey.  Each cell may link somewhere (``links``); the focus row is
+are drawn grey.  Each cell may link somewhere (``links``): each link is
+named by its pair and value (``aria-label``), and a figure with links is a
+``group``, not an ``img``, whose content assistive technology would skip.
+Every number is drawn in white, the page's ink or black, whichever passes
+WCAG AA (4.5:1) on its cell (:func:`~.marks.ink_on`).  The focus row is
 outlined.  A matrix shown without numbers gets a colour scale instead.
 """
 
@@ -55,10 +59,16 @@ def heatmap(
             fill = blues((v - lo) / span) if math.isfinite(v) else MASKED
             mark = rect(x, y, cw, ch, fill, ' stroke="#ffffff" stroke-width="1"')
             if cells is not None:
-                ink = "#ffffff" if math.isfinite(v) and marks.dark((v - lo) / span) else marks.INK
-                mark += text(x + cw / 2, y + ch / 2 + SIZE * 0.35, cells[i][j], "middle", ink)
+                mark += text(x + cw / 2, y + ch / 2 + SIZE * 0.35, cells[i][j], "middle", marks.ink_on(fill))
             href = links[i][j] if links is not None else ""
-            body.append(f'<a href="{escape(href)}">{mark}</a>' if href else mark)
+            if href:  # a link of its own, named for a screen reader: which pair, and its value
+                named = f"{ylabel}: {labels[i]}, {xlabel}: {labels[j]}, {cells[i][j]}" if cells and labels else ""
+                mark = (
+                    f'<a href="{escape(href)}" aria-label="{escape(named)}">{mark}</a>'
+                    if named
+                    else f'<a href="{escape(href)}">{mark}</a>'
+                )
+            body.append(mark)
     if focus is not None:
         body.append(rect(left, PAD + focus * ch, gw, ch, "none", f' stroke="{FOCUS}" stroke-width="2"'))
     for k, t in enumerate(labels):
@@ -78,7 +88,8 @@ def heatmap(
     if cells is None:
         y = _scale(body, left, y + 8, gw, lo, hi)
     w = max(left + gw, PAD + width(xlabel) if xlabel else 0.0) + PAD
-    return svg(name, math.ceil(w), math.ceil(y + PAD), body, "")
+    role = "group" if links is not None and any(h for row in links for h in row) else "img"  # links stay reachable
+    return svg(name, math.ceil(w), math.ceil(y + PAD), body, "", role=role)
 
 
 def _scale(body: list[str], x: float, y: float, w: float, lo: float, hi: float) -> float:

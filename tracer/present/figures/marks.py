@@ -94,14 +94,19 @@ def line(x1: float, y1: float, x2: float, y2: float, stroke: str = RULE, w: floa
     return f'<line x1="{n(x1)}" y1="{n(y1)}" x2="{n(x2)}" y2="{n(y2)}" stroke="{stroke}" stroke-width="{n(w)}"/>'
 
 
-def svg(name: str, w: float, h: float, body: Sequence[str], label: str = "") -> str:
-    """The whole ``<svg>`` element, natural size ``w`` x ``h`` CSS px."""
+PAPER = '<rect width="100%" height="100%" fill="#ffffff"/>'
+"""Every figure's own white ground: its dark labels stay legible on a dark page (a browser's forced dark mode
+darkens the page behind a transparent figure, but not the figure's drawing)."""
+
+
+def svg(name: str, w: float, h: float, body: Sequence[str], label: str = "", role: str = "img") -> str:
+    """The whole ``<svg>`` element, natural size ``w`` x ``h`` CSS px (``role`` ``group`` when it holds links)."""
     title = f"<title>{escape(label)}</title>" if label else ""
     head = (
         f'<svg xmlns="http://www.w3.org/2000/svg" id="{escape(name)}-svg" width="{n(w)}" height="{n(h)}" '
-        f'viewBox="0 0 {n(w)} {n(h)}" font-family="{escape(FONT_STACK)}" role="img">'
+        f'viewBox="0 0 {n(w)} {n(h)}" font-family="{escape(FONT_STACK)}" role="{role}">'
     )
-    return head + title + "\n" + "\n".join(body) + "\n</svg>\n"
+    return head + title + "\n" + PAPER + "\n" + "\n".join(body) + "\n</svg>\n"
 
 
 def blues(v: float) -> str:
@@ -117,6 +122,37 @@ def blues(v: float) -> str:
 def dark(v: float) -> bool:
     """True when a cell of colour ``blues(v)`` needs white text."""
     return v > 0.5
+
+
+def luminance(colour: str) -> float:
+    """The relative luminance of ``#rrggbb`` (WCAG 2: linearized sRGB, weighted 0.2126, 0.7152, 0.0722)."""
+    channels = [int(colour[k : k + 2], 16) / 255 for k in (1, 3, 5)]
+    lin = [c / 12.92 if c <= 0.04045 else ((c + 0.055) / 1.055) ** 2.4 for c in channels]
+    return 0.2126 * lin[0] + 0.7152 * lin[1] + 0.0722 * lin[2]
+
+
+def contrast(a: str, b: str) -> float:
+    """The WCAG contrast ratio of two colours, from 1 (the same) to 21 (black on white)."""
+    la, lb = sorted((luminance(a), luminance(b)), reverse=True)
+    return (la + 0.05) / (lb + 0.05)
+
+
+AA = 4.5
+"""WCAG AA's least contrast for text of ordinary size."""
+
+
+def ink_on(fill: str) -> str:
+    """The text colour for a cell of colour ``fill``: white, else the page's ink, else black, whichever passes AA.
+
+    White and the page's dark ink cannot both fail on the same colour by
+    much, but on mid blues (relative luminance near 0.18) both stay just
+    under 4.5:1; pure black, with white, always leaves one of them above
+    4.58:1.
+    """
+    for ink in ("#ffffff", INK):
+        if contrast(ink, fill) >= AA:
+            return ink
+    return "#000000"
 
 
 def ticks(lo: float, hi: float, most: int = 6) -> list[float]:

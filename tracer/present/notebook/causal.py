@@ -43,12 +43,12 @@ def dropout(trace: Trace) -> Cell:
         f"torch.manual_seed({seed})",
         "dropped = dropout(attn_weights)  # the same seed, so the same mask",
         f"assert torch.equal(dropped, attn_weights * keep / (1 - {p})), 'dropout keeps and rescales, or zeroes'",
-        "# The traced mask was drawn by torch on the machine that built this notebook.",
         'if not torch.equal(keep.to(dtype), torch.tensor(TRACED["dropout.keep"], dtype=dtype)):',
+        "    # the traced mask was drawn by torch on the machine that built this notebook",
         '    print("torch drew another dropout mask here; applying the traced mask instead")',
         '    keep = torch.tensor(TRACED["dropout.keep"], dtype=dtype) != 0',
         f"    dropped = attn_weights * keep / (1 - {p})",
-        check(trace, "dropout.keep", "keep"),
+        check(trace, "dropout.keep", "keep.to(dtype)"),  # 1 kept, 0 dropped
         check(trace, "dropout.alpha", "dropped"),
     )
 

@@ -90,6 +90,7 @@ def cells(trace: Trace) -> dict[str, list[Cell]]:
         "queries = queries.view(b, num_tokens, mha.num_heads, mha.head_dim).transpose(1, 2)",
         "keys = keys.view(b, num_tokens, mha.num_heads, mha.head_dim).transpose(1, 2)",
         "values = values.view(b, num_tokens, mha.num_heads, mha.head_dim).transpose(1, 2)",
+        "# queries, keys and values are now [b, h, i, c]: the head axis second, after the batch",
         "# torch keeps the batch first ([b, h, i, c]); the traced ids put the head first ([h, b, i, c])",
         check(trace, "split.hq", "queries.transpose(0, 1)"),
         "attn_scores = queries @ keys.transpose(2, 3)",

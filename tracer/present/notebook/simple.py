@@ -30,7 +30,7 @@ def cells(trace: Trace) -> dict[str, list[Cell]]:
         f"{check(trace, f'alpha[{q}]', f'attn_weights_{q}_stable')}\n",
         f"attn_weights_{q} = torch.softmax(attn_scores_{q}, dim=0)\n"
         f"{check(trace, f'torch.alpha[{q}]', f'attn_weights_{q}')}\n"
-        f'print("sum of the weights:", attn_weights_{q}.sum().item())\n',
+        f'print("sum of the weights:", round(attn_weights_{q}.sum().item(), 4))\n',
     ]
     context = (
         f"context_vec_{q} = torch.zeros(query.shape, dtype=dtype)\n"

@@ -44,7 +44,7 @@ def one_query(trace: Trace) -> dict[str, list[Cell]]:
     normalize = lines(
         f"attn_weights_{q} = torch.softmax(attn_scores_{q} / d_k**0.5, dim=-1)",
         check(trace, f"alpha[{q}]", f"attn_weights_{q}"),
-        f'print("sum of the weights:", attn_weights_{q}.sum().item())',
+        f'print("sum of the weights:", round(attn_weights_{q}.sum().item(), 4))',
     )
     return {
         "inputs": [inputs, weights_cell(trace, kind, seed, d_out)],

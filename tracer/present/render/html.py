@@ -28,9 +28,14 @@ def asset(name: str) -> str:
 
 
 def inline_svg(fig: Figure) -> Markup:
-    """The figure's SVG for inlining, labelled for assistive technology by its alt text."""
+    """The figure's SVG for inlining, labelled for assistive technology by its alt text.
+
+    A figure with links (a heatmap whose cells open their dot products) is a
+    ``group``: an ``img`` would hide its links from a screen reader.
+    """
     title = f"{fig.name}-title"
-    head = f'<svg role="img" aria-labelledby="{title}" class="figure-svg"'
+    role = "group" if "<a " in fig.svg else "img"
+    head = f'<svg role="{role}" aria-labelledby="{title}" class="figure-svg"'
     svg = re.sub(r'(<svg\b[^>]*?)\s+role="[^"]*"', r"\1", fig.svg, count=1)  # ours replaces the figure's own
     svg = svg.replace("<svg", head, 1)
     label = f'\n <title id="{title}">{escape(fig.alt)}</title>'

@@ -51,7 +51,7 @@ def build(trace: Trace, lang: str = "en", decimals: int = 4, scaled: Overflow | 
     }
     shown = (*(builders[stage](ctx) for stage in TUTORIAL), recap(ctx))  # the notebook walks this order too
     sections = with_code(shown, code.blocks(trace, s))
-    ui = {k: s(f"page.{k}") for k in ("nav_prev", "nav_next", "nav_label", "contents")}
+    ui = {k: s(f"page.{k}") for k in ("nav_prev", "nav_next", "nav_label", "nav_keys", "contents")}
     return Page(
         lang=lang,
         title=s("page.title"),

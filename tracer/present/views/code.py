@@ -1,17 +1,20 @@
 """The code beside the maths: each stage's PyTorch lines, taken from the lesson's notebook code.
 
-One source: a report shows exactly the code cells that ``attn-trace
-notebook`` writes for the same trace (:func:`tracer.present.notebook.code.lesson_cells`),
-and under them what their ``show(...)`` checks print, torch's value beside
-the traced one (:func:`~tracer.present.notebook.code.printed`).  A test runs
-the notebook and compares its printed lines with the page's.  Lessons
-without notebook code (a teacher's own pipeline) get no code blocks.
+One source: a report shows the code cells that ``attn-trace notebook``
+writes for the same trace (:func:`tracer.present.notebook.code.lesson_cells`),
+in the form a reader pastes into Python (:mod:`.pagecode`: each check a
+plain ``print``, the imports in the first block), and under each block what
+PyTorch prints there.  The notebook keeps the checks against the traced
+values.  Tests run the notebook, and paste each page's blocks into a fresh
+interpreter and compare what it prints with the page.  Lessons without
+notebook code (a teacher's own pipeline) get no code blocks.
 """
 
 from __future__ import annotations
 
 from tracer.core.trace import Trace
 from tracer.present.strings import Strings
+from tracer.present.views import pagecode
 from tracer.present.views.common import FULL_T
 from tracer.present.views.model import Block, Code, Section
 
@@ -22,7 +25,7 @@ SECTION = {"matrix": "pairs"}
 def blocks(trace: Trace, s: Strings) -> dict[str, list[Block]]:
     """Stage -> its code blocks (empty when the lesson has no notebook code)."""
     # a leaf module, but importing it runs the notebook package's __init__, which reaches the renderers
-    from tracer.present.notebook.code import CHECKED, CODE, lesson_cells, printed
+    from tracer.present.notebook.code import CODE, lesson_cells
 
     lesson = str(trace.meta.get("lesson", "simple"))
     if lesson not in CODE or trace.meta.get("captured") or "narrative" in trace.meta:
@@ -30,12 +33,13 @@ def blocks(trace: Trace, s: Strings) -> dict[str, list[Block]]:
     if len(trace.tokens) > FULL_T:
         return {}  # the printed tensors would be the size of the trace: the notebook is the place for them
     cells = lesson_cells(trace)
+    head = pagecode.setup(trace, [c for sources in cells.values() for c in sources])
     out: dict[str, list[Block]] = {}
     for stage, sources in cells.items():
-        for n, source in enumerate(sources, 1):
-            output = tuple(line for name in CHECKED.findall(source) for line in printed(trace, name))
+        for n, cell in enumerate(sources, 1):
+            source, output = pagecode.page_form(trace, cell)
             label = "" if out else s("code.label")  # said once, over the page's first code
-            block = Code(f"code-{stage}-{n}", label, source.rstrip("\n"), output)
+            block = Code(f"code-{stage}-{n}", label, (head if not out else "") + source, output)
             out.setdefault(stage, []).append(block)
     return out
 

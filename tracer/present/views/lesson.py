@@ -71,7 +71,7 @@ def section(ctx: LessonCtx, n: int, stage: str, story: Stage, code: Sequence[Blo
         blocks += written(ctx, tr.node(name))
     for name in story.bars:
         blocks += bars(ctx, tr.node(name))
-    values = values_table(ctx, nodes, f"{stage}-values", n)
+    values = values_table(ctx, nodes, f"{stage}-values", n, title=story.title)
     if values is not None:
         blocks.append(values)
     blocks += code
@@ -97,7 +97,7 @@ def build(trace: Trace, story: Narrative, decimals: int = 4) -> Page:
         (s("page.summary_decimals"), s("page.decimals", n=decimals)),
         *unfollowed(trace, s),
     )
-    ui = {k: s(f"page.{k}") for k in ("nav_prev", "nav_next", "nav_label", "contents")}
+    ui = {k: s(f"page.{k}") for k in ("nav_prev", "nav_next", "nav_label", "nav_keys", "contents")}
     return Page(
         lang=story.lang,
         title=story.title,

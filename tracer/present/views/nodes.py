@@ -235,12 +235,14 @@ def _grid(
     return Table(anchor_id, caption(ctx, node, part), tuple(head), tuple(rows), notes)
 
 
-def values_table(ctx: LessonCtx, nodes: list[Node], anchor_id: str, section: int) -> Table | None:
+def values_table(ctx: LessonCtx, nodes: list[Node], anchor_id: str, section: int, title: str = "") -> Table | None:
     """One table for a stage's scalars: constants, and the checks that compare two forms.
 
     Each row says what the number is in the narrative's words; the step id
-    rides on the value cell (a tooltip and a link for ``explain``).  The first
-    table that holds a bounded check (``≤ 5e-07``) says once what the bound means.
+    rides on the value cell (a tooltip and a link for ``explain``).  The
+    caption names the section by its ``title`` (else its number); the first
+    table that holds a bounded check says once what the bound means, quoting
+    its own first bound (``≤ 1.6e-06``), never a made-up one.
     """
     rows = []
     for node in nodes:
@@ -254,8 +256,10 @@ def values_table(ctx: LessonCtx, nodes: list[Node], anchor_id: str, section: int
     if not rows:
         return None
     head = (Num(ctx.s("lesson.col_what")), Num(ctx.s("lesson.col_value")))
-    key = "lesson.values_caption"
-    if "bound" not in ctx.said and any(r.cells[1].text.startswith("≤") for r in rows):  # said once, where it applies
-        key = "lesson.values_caption_bound"
+    bounds = [r.cells[1].text for r in rows if r.cells[1].text.startswith("≤")]
+    named = title or str(section)
+    text = ctx.s("lesson.values_caption", title=named)
+    if "bound" not in ctx.said and bounds:  # said once, where it applies, with a bound the table shows
+        text = ctx.s("lesson.values_caption_bound", title=named, bound=bounds[0], dtype=ctx.trace.dtype)
         ctx.said.add("bound")
-    return Table(anchor_id, Para(ctx.s(key, n=section), math=True), head, tuple(rows))
+    return Table(anchor_id, Para(text, math=True), head, tuple(rows))

@@ -96,6 +96,7 @@ def normalize(ctx: Ctx) -> Section:
             )
         )
     )
+    blocks.append(said(s("norm.checks_note"), note=True))  # about the tool, not about attention: set apart
     return Section("normalize", s("norm.title"), tuple(blocks))
 
 

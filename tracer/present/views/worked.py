@@ -89,6 +89,38 @@ def _factors(ctx: LessonCtx, step: Step) -> list[str]:
     return out
 
 
+def _factor_values(ctx: LessonCtx, step: Step) -> list[float]:
+    """The values of :func:`_factors`, as the page shows them (inputs as given, the rest rounded)."""
+    out: list[float] = []
+    for i in step.inputs:
+        inner = ctx.trace[i]
+        if inner.op == "mul" and inner.is_element:
+            out += _factor_values(ctx, inner)
+        else:
+            v = float(inner.value)
+            out.append(v if inner.op == "input" else round(v, ctx.decimals))
+    return out
+
+
+def _product_rounds(ctx: LessonCtx, shown: list[float], total: float) -> bool:
+    """True when the displayed factors multiply to something other than the displayed product.
+
+    ``0.2460 × 1 × 2.0000`` is 0.4920, the page says 0.4921: the factor was
+    rounded, the product was not.
+    """
+    if not all(np.isfinite([*shown, total])):
+        return False
+    return ctx.num(float(np.prod(shown))) != ctx.num(total)
+
+
+def _once(ctx: LessonCtx, key: str, rounds: bool) -> str:
+    """The rounding note ``lesson.<key>`` the first time on a page that ``rounds`` holds, else nothing."""
+    if not rounds or key in ctx.said:
+        return ""
+    ctx.said.add(key)
+    return ctx.s(f"lesson.{key}", n=ctx.decimals)
+
+
 def _formula(ctx: LessonCtx, step: Step) -> str:
     """The step's formula: the narrative's, when it gives one (indices filled in), else the recorded one."""
     mine = ctx.text(step.node).formula
@@ -111,16 +143,17 @@ def equation(ctx: LessonCtx, step: Step) -> Equation:
         runs = _running_sums(tr, step, ins)
         if runs and len(runs) <= MAX_TERMS:
             extra = [rf"s_{{{n + 1}}} = {alone(ctx.num(float(r.value)))}" for n, r in enumerate(runs)]
-        if "rounding" not in ctx.said and len(ins) <= MAX_TERMS and ctx.rounds([t.value for t in ins], step.value):
-            note = ctx.s("lesson.rounding", n=ctx.decimals)  # once a page, at the first sum it concerns
-            ctx.said.add("rounding")
+        note = _once(ctx, "rounding", len(ins) <= MAX_TERMS and ctx.rounds([t.value for t in ins], step.value))
     elif op == "div" and len(vals) == 2:
         top = r" \times ".join(_factors(ctx, ins[0])) if ins[0].op == "mul" and ins[0].is_element else vals[0]
         chain.append(rf"\frac{{{top}}}{{{vals[1]}}}")
     elif op == "mul" and len(vals) == 2:
         chain.append(r" \times ".join(_factors(ctx, step)))
+        note = _once(ctx, "rounding_product", _product_rounds(ctx, _factor_values(ctx, step), float(step.value)))
     elif op in ("sub", "add") and len(vals) == 2:
         chain.append(f"{vals[0]} {SIGNS[op]} {vals[1]}")
+        sign = -1.0 if op == "sub" else 1.0
+        note = _once(ctx, "rounding", ctx.rounds([float(ins[0].value), sign * float(ins[1].value)], step.value))
     elif op == "exp" and vals:
         chain.append(f"e^{{{vals[0]}}}")
     elif op == "max":

@@ -112,22 +112,26 @@ def stable_softmax(
     prefix: str = "stable",
     total: str = "E",
     weights: str = r"\alpha",
+    top: str = "m",
 ) -> Var:
     """Softmax over the last axis of ``s`` in the stable form: max, shift, exp, running sums, quotients.
 
     The row maximum is ``m_i``, so the running sums count with ``j'`` (the
     denominator's index), not with the ``m`` other running sums use;
     ``weights`` is the letter of the result (``\\alpha^{\\mathrm{causal}}`` where
-    a lesson has other weights too).
+    a lesson has other weights too), ``top`` that of the row maximum
+    (``\\tilde{m}`` for the overflow stage's scaled scores, so that a page
+    showing both never gives one symbol two values).
     """
     axes = s.axes
     head = axes[:-1]
+    mi = top + "_{<i>}"
     m = rec.max(
         f"{prefix}.max",
         s(*axes),
         axes[-1],
-        symbol=r"m_{<i>}",
-        latex=rf"m_{{<i>}} = \max_{{j}} {sym}",  # j is not an axis of the max: it reads as the letter
+        symbol=mi,
+        latex=rf"{mi} = \max_{{j}} {sym}",  # j is not an axis of the max: it reads as the letter
         text=f"max_j {r(s.name, *P(head), 'j')}",
     )
     shift = rec.elementwise(
@@ -135,8 +139,8 @@ def stable_softmax(
         f"{prefix}.shift",
         [s(*axes), m(*head)],
         axes,
-        symbol=rf"{sym} - m_{{<i>}}",
-        latex=rf"{sym} - m_{{<i>}}",
+        symbol=rf"{sym} - {mi}",
+        latex=rf"{sym} - {mi}",
         text=f"{r(s.name, *P(axes))} − {r(m.name, *P(head))}",
     )
     e = rec.elementwise(
@@ -144,19 +148,19 @@ def stable_softmax(
         f"{prefix}.exp",
         [shift(*axes)],
         axes,
-        symbol=rf"e^{{{sym} - m_{{<i>}}}}",
-        latex=rf"e^{{{sym} - m_{{<i>}}}}",
+        symbol=rf"e^{{{sym} - {mi}}}",
+        latex=rf"e^{{{sym} - {mi}}}",
         text=f"exp({r(shift.name, *P(axes))})",
     )
     other = rename(sym, {"j": "j'"})  # the summation index of the denominator
-    sums = row_sum(rec, f"{prefix}.sum", e, rf"{total}_{{<i>}}", rf"e^{{{sym} - m_{{<i>}}}}", index="j'")
+    sums = row_sum(rec, f"{prefix}.sum", e, rf"{total}_{{<i>}}", rf"e^{{{sym} - {mi}}}", index="j'")
     alpha = rec.elementwise(
         "div",
         out,
         [e(*axes), sums(*head)],
         axes,
         symbol=rf"{weights}_{{<i,j>}}",
-        latex=rf"{weights}_{{<i,j>}} = \frac{{e^{{{sym} - m_{{<i>}}}}}}{{\sum_{{j'}} e^{{{other} - m_{{<i>}}}}}}",
+        latex=rf"{weights}_{{<i,j>}} = \frac{{e^{{{sym} - {mi}}}}}{{\sum_{{j'}} e^{{{other} - {mi}}}}}",
         text=f"{r(e.name, *P(axes))} / {r(sums.name, *P(head))}",
     )
     weights_sum(rec, alpha, weights)

@@ -81,5 +81,14 @@ def record(rec: Recorder, x: Var, omega: Var, query: int, dtype: str) -> dict[st
             text="scaled.naive.exp[<i>,<j>] / scaled.naive.sum[<i>]",
         )
         weights_sum(rec, n_alpha, r"\tilde{\alpha}^{\mathrm{naive}}")
-        stable_softmax(rec, s_omega, OMEGA, out="scaled.alpha", prefix="scaled.stable", total=r"\tilde{E}'")
+        stable_softmax(
+            rec,
+            s_omega,
+            OMEGA,
+            out="scaled.alpha",
+            prefix="scaled.stable",
+            total=r"\tilde{E}'",
+            weights=r"\tilde{\alpha}",
+            top=r"\tilde{m}",
+        )
     return meta

@@ -1,0 +1,124 @@
+"""tracer.plot and `attn-trace figures`: the report's figures as matplotlib Figures and standalone files."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from functools import cache
+from pathlib import Path
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+import tracer
+from tracer.cli import app
+from tracer.core import fmt
+from tracer.errors import InputError
+from tracer.present.figures import marks
+
+matplotlib = pytest.importorskip("matplotlib")
+from matplotlib.figure import Figure  # noqa: E402
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@cache
+def lesson(name: str) -> tracer.Trace:
+    return tracer.trace_lesson(name)
+
+
+def test_heatmap_numbers_every_cell_on_the_report_s_colours() -> None:
+    t = lesson("simple")
+    fig = tracer.plot.heatmap(t, "alpha")
+    assert isinstance(fig, Figure)
+    ax = fig.axes[0]
+    alpha = np.asarray(t.tensor("alpha"), dtype=np.float64)
+    labels = [x.get_text() for x in ax.texts]
+    assert labels == [fmt.num(float(v)) for v in alpha.ravel()]
+    image = ax.images[0].get_array()
+    lo, hi = float(alpha.min()), float(alpha.max())
+    want = marks.blues((alpha[1, 2] - lo) / (hi - lo))
+    assert matplotlib.colors.to_hex(image[1, 2]) == want
+    for text in ax.texts:  # the numbers are legible: AA on their cells
+        i, j = round(text.get_position()[1]), round(text.get_position()[0])
+        fill = marks.blues((alpha[i, j] - lo) / (hi - lo))
+        assert marks.contrast(matplotlib.colors.to_hex(text.get_color()), fill) >= marks.AA
+    assert [x.get_text() for x in ax.get_yticklabels()] == t.tokens
+    assert matplotlib.colors.to_hex(ax.get_yticklabels()[1].get_color()) == "#c2410c"  # the focus query
+
+
+def test_contributions_stack_to_the_context_vector() -> None:
+    t = lesson("simple")
+    fig = tracer.plot.contributions(t, "z[2]")
+    ax = fig.axes[0]
+    heights = np.zeros(3)
+    for bar in ax.patches:
+        heights[round(bar.get_x() + bar.get_width() / 2)] += bar.get_height()
+    assert np.allclose(heights, np.asarray(t.tensor("z")[1], dtype=np.float64), atol=1e-6)
+    legend = [x.get_text() for x in ax.get_legend().get_texts()]
+    assert set(t.tokens) <= set(legend) and any("z⁽²⁾" in x for x in legend)
+
+
+def test_a_head_of_a_lesson_and_its_errors() -> None:
+    t = lesson("multihead")
+    fig = tracer.plot.heatmap(t, "wrap.causal.alpha", head=2)
+    assert fig.axes[0].get_title(loc="left") == "Head 2"
+    with pytest.raises(InputError, match="2 heads: head 3"):
+        tracer.plot.heatmap(t, "wrap.causal.alpha", head=3)
+    with pytest.raises(InputError, match=r"not one query.s context vector|not a row"):
+        tracer.plot.contributions(lesson("simple"), "alpha[2]")
+
+
+def test_vectors_are_3d_for_three_components_and_2d_otherwise() -> None:
+    assert tracer.plot.vectors(lesson("simple")).axes[0].name == "3d"
+    four = tracer.trace_self_attention(np.arange(20, dtype=np.float32).reshape(5, 4) / 20, query=3)
+    assert tracer.plot.vectors(four).axes[0].name == "rectilinear"
+
+
+@pytest.mark.parametrize(
+    ("name", "folder"),
+    [("simple", "tutorial"), ("trainable", "trainable"), ("causal", "causal"), ("multihead", "multihead")],
+)
+def test_the_figures_are_the_report_s_by_name(name: str, folder: str) -> None:
+    shown = sorted(p.stem for p in (ROOT / "reports" / folder / "en").glob("fig-*.svg"))
+    assert sorted(tracer.plot.report_figures(lesson(name))) == shown
+
+
+def test_reports_and_import_tracer_never_import_matplotlib() -> None:
+    code = (
+        "import sys, tracer; from tracer.present import report; report.build(tracer.trace_lesson('causal'), 'en');"
+        "print('matplotlib' in sys.modules)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
+
+
+def test_cli_writes_every_figure_once_and_refuses_to_overwrite(tmp_path: Path) -> None:
+    runner = CliRunner()
+    out = tmp_path / "slides"
+    done = runner.invoke(app, ["figures", "--lesson", "causal", "--format", "svg", "-o", str(out)])
+    assert done.exit_code == 0, done.output
+    names = sorted(p.name for p in out.iterdir())
+    assert names == ["fig-alpha.svg", "fig-batch-z.svg", "fig-causal-alpha.svg"]
+    first = (out / "fig-alpha.svg").read_bytes()
+    again = runner.invoke(app, ["figures", "--lesson", "causal", "--format", "svg", "-o", str(out)])
+    assert again.exit_code == 2 and "already exists" in again.output
+    forced = runner.invoke(app, ["figures", "--lesson", "causal", "--format", "svg", "-o", str(out), "--force"])
+    assert forced.exit_code == 0 and (out / "fig-alpha.svg").read_bytes() == first  # the same bytes every time
+    pdf = runner.invoke(app, ["figures", "--format", "pdf", "--dpi", "72", "-o", str(tmp_path / "pdf")])
+    assert pdf.exit_code == 0 and (tmp_path / "pdf" / "fig-omega.pdf").read_bytes().startswith(b"%PDF")
+
+
+@pytest.mark.parametrize(
+    ("args", "says"),
+    [
+        (["--format", "jpg"], "'--format'"),
+        (["--dpi", "0"], "'--dpi'"),
+        (["--lesson", "nope"], "nope"),
+    ],
+)
+def test_cli_bad_input_is_one_line_and_exit_2(tmp_path: Path, args: list[str], says: str) -> None:
+    done = CliRunner().invoke(app, ["figures", *args, "-o", str(tmp_path / "x")])
+    assert done.exit_code == 2 and says in done.output and "Traceback" not in done.output
+    assert not (tmp_path / "x").exists()
