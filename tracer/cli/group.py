@@ -65,9 +65,11 @@ def write_output(data: bytes, output: str | None, force: bool) -> None:
     """Write to stdout (no -o, or -o -), or atomically to a file that must not exist unless --force.
 
     A name ending in ``/`` names a folder, and a symbolic link is refused
-    rather than followed or replaced (see ``docs/security.md``).
+    rather than followed or replaced; a character device or a named pipe
+    (``-o /dev/null``) is written into, like stdout, with or without
+    ``--force`` (see ``docs/security.md``).
     """
-    from tracer.core.files import write_atomic
+    from tracer.core.files import Refused, stream_kind, write_atomic
 
     if output in (None, "-"):
         sys.stdout.buffer.write(data)
@@ -76,7 +78,11 @@ def write_output(data: bytes, output: str | None, force: bool) -> None:
     path = Path(output)
     if output.endswith(("/", os.sep)) or path.is_dir():
         raise UserError(f"{output} is a folder; give a file name")
-    if path.exists() and not force:
+    try:
+        stream = stream_kind(path)
+    except Refused as e:
+        raise UserError(str(e)) from None
+    if path.exists() and not force and not stream:
         raise UserError(f"{path} already exists; use --force to overwrite it")
     try:
         write_atomic(path, data)

@@ -12,6 +12,8 @@ Writing is whole or not at all:
   ``0o666`` and the process's umask applied by the kernel, as ``open()``
   would; the umask itself is never changed (changing it is process-wide and
   races with other threads).
+  An existing character device or FIFO is written into, never replaced
+  (:func:`stream_kind`); a block device or a socket is refused.
 - :func:`write_folder` writes a report (several files) into a staging folder
   beside the destination and moves it into place with one rename; with
   ``replace`` (``--force``) the old folder is moved aside first and deleted
@@ -99,9 +101,47 @@ def refuse_link(path: Path) -> None:
         raise Refused(f"{path} is a symbolic link: attn-trace does not write through links; name the target itself")
 
 
+def stream_kind(path: Path) -> str | None:
+    """``"device"`` or ``"pipe"`` when ``path`` is a character device or a FIFO (written *into*, never replaced).
+
+    None for a path that does not exist or is a regular file; :class:`Refused`
+    for any other kind of file (a block device, a socket), which attn-trace
+    neither writes into nor replaces.
+    """
+    try:
+        mode = os.stat(path).st_mode
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    if stat.S_ISREG(mode) or stat.S_ISDIR(mode):
+        return None
+    if stat.S_ISCHR(mode):
+        return "device"
+    if stat.S_ISFIFO(mode):
+        return "pipe"
+    raise Refused(f"{path} is a block device or a socket: attn-trace neither writes into it nor replaces it")
+
+
+def _write_into(path: Path, data: bytes) -> bool:
+    """Write ``data`` into the device or pipe ``path``, as a shell's ``>`` would; False if it is a regular file now."""
+    fd = os.open(path, os.O_WRONLY | getattr(os, "O_NOCTTY", 0) | getattr(os, "O_CLOEXEC", 0))
+    with os.fdopen(fd, "wb") as f:
+        if stat.S_ISREG(os.fstat(fd).st_mode):  # swapped for a file since it was looked at: replace it instead
+            return False
+        f.write(data)
+        f.flush()
+    return True
+
+
 def write_atomic(path: Path, data: bytes) -> None:
-    """Write ``data`` to ``path`` through a flushed temporary file renamed into place (see the module docstring)."""
+    """Write ``data`` to ``path`` through a flushed temporary file renamed into place (see the module docstring).
+
+    An existing character device or FIFO (``/dev/null``, ``/dev/stdout``, a
+    named pipe) is written into instead, never replaced by a regular file:
+    as root, replacing ``/dev/null`` would break the whole system.
+    """
     refuse_link(path)
+    if stream_kind(path) and _write_into(path, data):
+        return
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.parent / f".{path.name}.{secrets.token_hex(6)}.tmp"
     try:
