@@ -15,13 +15,21 @@ from typing import Any
 import click
 
 import tracer
+from tracer.core.fmt import printable
 from tracer.errors import InputError, TracerError
 
 
 class UserError(click.ClickException):
-    """Bad input or usage: one line on stderr, exit code 2."""
+    """Bad input or usage: one line on stderr, exit code 2.
+
+    The message is :func:`~tracer.core.fmt.printable`: a file name or a value
+    from a file with a newline or an escape sequence in it stays one inert line.
+    """
 
     exit_code = 2
+
+    def __init__(self, message: str) -> None:
+        super().__init__(printable(message))
 
 
 class App(click.Group):
@@ -91,5 +99,10 @@ def write_output(data: bytes, output: str | None, force: bool) -> None:
 
 
 def status(message: str) -> None:
-    """A status line on stderr."""
-    click.echo(message, err=True)
+    """A status line on stderr (:func:`~tracer.core.fmt.printable`, like every line of text we print)."""
+    click.echo(printable(message), err=True)
+
+
+def echo(line: str) -> None:
+    """One line on stdout, :func:`~tracer.core.fmt.printable`: a newline in a file's name stays ``\\n``."""
+    click.echo(printable(line))

@@ -29,6 +29,7 @@ def steps(
     glob where `*` and `?` are wild and brackets are literal: `'omega[2,*]'`.
     """
     from tracer.core import portable
+    from tracer.core.fmt import printable
     from tracer.present.explain import value_text
 
     t = portable.shown(trace_source(from_file, options))
@@ -48,7 +49,7 @@ def steps(
             val = value_text(t, s.id, decimals)
         else:
             val = "<" + " x ".join(map(str, s.node.value.shape)) + " tensor>"
-        out.write(f"{s.id}\t{val}\n")
+        out.write(f"{printable(s.id)}\t{val}\n")
         shown += 1
     if shown == 0:
         raise UserError(f"no steps match {pattern or stage!r}")
@@ -65,4 +66,4 @@ def explain(step_id: str, from_file: Path | None, decimals: int, **options: Any)
     from tracer.present.explain import explain as explain_step
 
     t = portable.shown(trace_source(from_file, options, check=True))
-    click.echo(explain_step(t, step_id, decimals))
+    click.echo(explain_step(t, step_id, decimals))  # each line already printable

@@ -14,7 +14,7 @@ import math
 import numpy as np
 
 from tracer.core import portable
-from tracer.core.fmt import DECIMALS, adds_up, num, places, rounding_note
+from tracer.core.fmt import DECIMALS, adds_up, num, places, printable, rounding_note
 from tracer.core.trace import Step, Trace
 from tracer.present.board import terms as shown_terms
 
@@ -102,14 +102,18 @@ def equation(trace: Trace, step: Step, decimals: int = DECIMALS) -> str:
 
 
 def explain(trace: Trace, step_id: str, decimals: int = DECIMALS) -> str:
-    """The full explanation of ``step_id``: equation, op, stage, inputs, and any caveat."""
+    """The full explanation of ``step_id``: equation, op, stage, inputs, and any caveat.
+
+    Each line is :func:`~tracer.core.fmt.printable`: a control character in a
+    node's ``text`` or ``latex`` shows as ``\\x1b``, a newline as ``\\n``.
+    """
     step = trace[step_id]
     lines = []
     if step.is_element:
         lines.append(equation(trace, step, decimals))
     else:
         lines.append(f"{step.id} = {step.text}" if step.text else step.id)
-        lines.append(array_text(np.asarray(step.value), decimals))
+        lines.extend(array_text(np.asarray(step.value), decimals).split("\n"))
     formula = f"    formula: {step.latex}" if step.latex else ""  # captured layout and write steps have none
     lines.append(f"  op: {step.op}    stage: {step.stage}{formula}")
     ins = list(step.inputs)
@@ -141,7 +145,7 @@ def explain(trace: Trace, step_id: str, decimals: int = DECIMALS) -> str:
             f"  note: shown are the values of {loop} (the loop form): this library result agrees with them within"
             " its check's bound, and its own last bits depend on the machine"
         )
-    return "\n".join(lines)
+    return "\n".join(map(printable, lines))  # text from the file cannot act on the terminal or fake a line
 
 
 def _bound_note(trace: Trace, step: Step) -> str:
