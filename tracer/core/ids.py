@@ -21,6 +21,7 @@ comma-separated (``12,3``) otherwise, so subscripts are never ambiguous.
 from __future__ import annotations
 
 import ast
+import operator
 import re
 from collections.abc import Callable, Mapping, Sequence
 from functools import lru_cache
@@ -146,7 +147,8 @@ def rename(template: str, mapping: Mapping[str, str]) -> str:
 IndexFn = Callable[[Mapping[str, int]], "int | None"]
 
 _PLAIN = re.compile(r"([a-z][a-z0-9_]*)(?:-([0-9]+))?")
-_ARITH = {ast.Add: int.__add__, ast.Sub: int.__sub__, ast.Mult: int.__mul__, ast.FloorDiv: int.__floordiv__}
+_ARITH = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.FloorDiv: operator.floordiv}
+"""Integer arithmetic; :mod:`operator`'s forms also take numpy arrays of indices (:mod:`tracer.core.recompute`)."""
 
 
 @lru_cache(maxsize=4096)

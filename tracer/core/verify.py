@@ -15,6 +15,10 @@ trace itself records, with the op it records:
 - ``maxabsdiff`` is recomputed exactly from its two operands; a bounded one
   (a library result against its loop form) follows when both its recorded
   and its recomputed residual are within the bound it carries;
+- layout ops (``view``, ``transpose``, ``cat``, ``stack``, indexing), writes,
+  masks (``tril``, ``triu``, comparisons, ``where``) and elementwise ops read
+  through index arithmetic are recomputed entry by entry from the operand
+  entries their references name (:mod:`tracer.core.recompute`): bit for bit;
 - ``input`` and ``const`` have no operands, and tensor-level ops whose
   meaning a trace does not spell out (``matmul``, ``module``, head splits)
   are listed as not checked.
@@ -29,7 +33,7 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from tracer.core import ids
+from tracer.core import ids, recompute
 from tracer.core.predict import PREDICTABLE, aligned, predict
 from tracer.core.trace import Node, Trace
 from tracer.core.verdict import SHOWN, Verification, Wrong
@@ -77,9 +81,8 @@ def _mismatch(node: Node, done: Mapping[str, np.ndarray]) -> np.ndarray | None:
     if node.op in PREDICTABLE:
         like = v if node.op == "acc" else None
         guess = predict(node.op, node.axes, v.shape, args, node.attrs, done, v.dtype, like=like)
-        if guess is None or guess.shape != v.shape:
-            return None
-        return ~_same_bits(v, guess)
+        if guess is not None and guess.shape == v.shape:
+            return ~_same_bits(v, guess)
     if node.op in ("exp", "softmax") and len(args) == 1 and "index" in args[0]:
         src = done[args[0]["node"]]
         over = node.attrs.get("over")
@@ -109,7 +112,8 @@ def _mismatch(node: Node, done: Mapping[str, np.ndarray]) -> np.ndarray | None:
             # only the bound, so one recomputed from the values a page shows (loop forms) follows too.
             return np.asarray(False)
         return np.asarray(~_same_bits(v, np.asarray(ref, dtype=v.dtype)))
-    return None
+    copied = recompute.exact(node, done)  # layout, writes, masks, elementwise ops read through index arithmetic
+    return None if copied is None else ~_same_bits(v, copied)
 
 
 def _same_bits(a: np.ndarray, b: np.ndarray) -> np.ndarray:
