@@ -257,6 +257,7 @@ def read_pt(p: Path) -> tuple[Any, list[str] | None]:
     raw = untrusted.read_bytes(p, "inputs file")
     if raw[:4] != b"PK\x03\x04" and raw[:1] != b"\x80":  # torch.save writes a zip (or, long ago, a pickle)
         raise InputError(f"{p.name} is not a readable PyTorch file (not written by torch.save)")
+    untrusted.unpacked_size(raw, p.name, "PyTorch file")  # before torch inflates anything
     try:
         obj = torch.load(io.BytesIO(raw), map_location="cpu", weights_only=True)
     except Exception as e:  # an untrusted file can fail inside torch in many ways; all mean "unreadable"

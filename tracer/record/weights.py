@@ -94,6 +94,10 @@ def load(path: str | Path, d_in: int) -> dict[str, torch.Tensor]:
     if ext not in (".json", ".pt", ".npz"):
         raise InputError(f"unsupported weights file type {ext or '(none)'!r}: use .json, .pt or .npz")
     data = untrusted.read_bytes(p, "weights file")
+    if ext in (".pt", ".npz"):
+        untrusted.unpacked_size(
+            data, p.name, "weights file"
+        )  # a zip archive: its declared sizes, before anything is inflated
     raw: dict[str, Any]
     try:
         if ext == ".json":
