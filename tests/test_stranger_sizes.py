@@ -88,3 +88,30 @@ def test_ordinary_pt_and_npz_files_still_load(tmp_path: Path) -> None:
         str(tmp_path / "w.npz"),
     )
     assert r.exit_code == 0, r.output
+
+
+def test_a_csv_field_past_csv_s_limit_is_one_line(tmp_path: Path) -> None:
+    (tmp_path / "in.csv").write_text("label,a,b\n" + "x" * 200_000 + ",1,2\nw,3,4\n")
+    r = run("steps", "--inputs", str(tmp_path / "in.csv"))
+    assert r.exit_code == 2 and "in.csv: line" in r.output and len(r.output.splitlines()) == 1, r.output
+
+
+def test_values_a_trace_would_need_are_counted_before_decoding(tmp_path: Path) -> None:
+    import json
+
+    import tracer
+    from tests.hostile import seal
+    from tracer.core import limits, serialize
+
+    doc = serialize.to_dict(tracer.trace_lesson("simple", dtype="float64"))
+    rows = limits.MAX_CELLS // 1024
+    for n in range(7):  # each within the per-tensor limit, 7 x 256 MiB in all: a file of a few hundred bytes more
+        doc["nodes"].append(
+            {**doc["nodes"][0], "name": f"pad{n}", "axes": ["a", "b"], "split": [2], "args": [],
+             "value": {"dtype": "float64", "shape": [rows, 1024], "encoding": "list", "data": [0.0]}}
+        )  # fmt: skip
+    path = tmp_path / "big.json"
+    path.write_text(seal(doc), encoding="utf-8")
+    assert path.stat().st_size < 1 << 20 and json.loads(path.read_text())["nodes"][-1]["name"] == "pad6"
+    r = run("verify", str(path))
+    assert r.exit_code == 2 and "-byte limit for one trace" in r.output, r.output

@@ -1,7 +1,8 @@
 """The click group every command registers on, its error handling, and the output helpers they share.
 
 Exit codes: 0 ok, 1 differences found (``diff``, ``verify``, ``check``), 2
-bad usage or bad input, reported in one line with no traceback.  Results go
+bad usage or bad input, reported in one line with no traceback, 3 a crash
+of attn-trace itself (:class:`Crash`), 130 interrupted (Ctrl-C).  Results go
 to stdout or ``-o``; status lines go to stderr.
 """
 
@@ -32,8 +33,34 @@ class UserError(click.ClickException):
         super().__init__(printable(message))
 
 
+class Crash(click.ClickException):
+    """An exception attn-trace did not expect (a bug, or memory running out): one line on stderr, exit code 3.
+
+    The last line of defence.  Exit 1 means "differences found" to ``diff``,
+    ``verify`` and ``check``, so a grading script that saw a traceback's exit
+    1 would read a crash as "the student is wrong"; exit 3 reads as neither
+    a verdict nor bad input.
+    """
+
+    exit_code = 3
+
+    def __init__(self, e: BaseException) -> None:
+        what = "out of memory" if isinstance(e, MemoryError) else printable(f"{type(e).__name__}: {e}")[:300]
+        hint = "please report it (ATTN_TRACE_TRACEBACK=1 shows the traceback)"
+        super().__init__(f"internal error, not a verdict ({what}); {hint}")
+
+
+class Interrupted(click.ClickException):
+    """Ctrl-C: exit 130, as a shell reports a command ended by SIGINT (click alone would exit 1)."""
+
+    exit_code = 130
+
+    def __init__(self) -> None:
+        super().__init__("interrupted")
+
+
 class App(click.Group):
-    """A group that turns the tracer's own errors into one-line exit-2 messages."""
+    """A group that turns the tracer's own errors into one-line exit-2 messages, and anything else into exit 3."""
 
     def invoke(self, ctx: click.Context) -> Any:
         try:
@@ -43,6 +70,14 @@ class App(click.Group):
             raise UserError(f"{flag} {e.problem}" if flag else str(e)) from None
         except TracerError as e:
             raise UserError(str(e)) from None
+        except (click.exceptions.ClickException, click.exceptions.Abort, click.exceptions.Exit):
+            raise
+        except KeyboardInterrupt:
+            raise Interrupted() from None
+        except Exception as e:  # the last line of defence: see Crash
+            if os.environ.get("ATTN_TRACE_TRACEBACK"):
+                raise  # for a bug report: the traceback as Python prints it (exit 1)
+            raise Crash(e) from None
 
 
 OPTION_OF = {

@@ -212,7 +212,11 @@ def read_csv(p: Path) -> tuple[Any, list[str] | None]:
         text = untrusted.read_bytes(p, "inputs file").decode("utf-8-sig")
     except UnicodeDecodeError:
         raise InputError(f"{p.name} is not a text CSV file") from None
-    lines = [(n, r) for n, r in enumerate(csv.reader(text.splitlines()), 1) if any(c.strip() for c in r)]
+    reader = csv.reader(text.splitlines())
+    try:
+        lines = [(n, r) for n, r in enumerate(reader, 1) if any(c.strip() for c in r)]
+    except csv.Error as e:  # a field past csv's 131,072 characters, a NUL byte
+        raise InputError(f"{p.name}: line {reader.line_num} is not readable CSV: {e}") from None
     numbered = [any(_is_number(c) for c in r) for _, r in lines]
     if lines and not numbered[0] and (len(lines) == 1 or numbered[1]):  # a header only above numbers
         lines = lines[1:]
