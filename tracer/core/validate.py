@@ -61,6 +61,11 @@ def check(doc: dict[str, Any], name: str = "trace") -> None:
     """Raise :class:`TraceFormatError` for the first violation of the schema or of the cross-field rules."""
     from jsonschema.exceptions import best_match
 
+    nodes = doc.get("nodes") if isinstance(doc, dict) else None
+    if isinstance(nodes, list) and len(nodes) > limits.MAX_NODES:  # before the schema's time goes into each of them
+        raise TraceFormatError(
+            f"{name}: malformed trace file at $.nodes: {len(nodes):,} nodes is past the limit of {limits.MAX_NODES:,}"
+        )
     try:
         first = next(iter(_validator().iter_errors(doc)), None)  # the first in the schema's own order
         err = None if first is None else best_match([first])  # the most telling part of it (inside a oneOf)
@@ -135,8 +140,6 @@ def _lesson(doc: dict[str, Any]) -> None:
 
 def _cross(doc: dict[str, Any]) -> None:
     meta = doc["meta"]
-    if len(doc["nodes"]) > limits.MAX_NODES:
-        raise _Bad("$.nodes", f"{len(doc['nodes']):,} nodes is past the limit of {limits.MAX_NODES:,}")
     t = meta["n_tokens"]
     if t > limits.MAX_TOKENS:
         raise _Bad("$.meta.n_tokens", f"{t} tokens is past the limit of {limits.MAX_TOKENS}")
