@@ -106,10 +106,12 @@ def write_all(
     for job in todo:
         files = report.build(job.trace, job.lang, formats, decimals, fragment)
         try:
-            write_folder(job.folder, files, force, report.is_report_file)
+            left = write_folder(job.folder, files, force, report.is_report_file)
         except FileExistsError as e:
             raise ReportExists(Path(e.filename)) from None
         except OSError as e:
             raise InputError(f"cannot write into {job.folder}: {e.strerror or e}") from None
         size = sum(len(d) for d in files.values())
         say(f"wrote {job.folder}: {', '.join(files)} ({size:,} bytes)")
+        if left:
+            say(f"note: {left}")
