@@ -54,3 +54,35 @@ def test_the_traceback_is_one_variable_away(monkeypatch: pytest.MonkeyPatch) -> 
 def test_usage_errors_and_verdicts_keep_their_codes(tmp_path: object) -> None:
     assert CliRunner().invoke(app, ["steps", "--no-such-option"]).exit_code == 2
     assert CliRunner().invoke(app, ["--version"]).exit_code == 0
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["trace", "-o", "{locked}/t.json"],
+        ["report", "--format", "md", "-o", "{locked}/r"],
+        ["steps", "--inputs", "{locked}/in.json"],
+        ["steps", "--lesson", "trainable", "--weights", "{locked}/w.json"],
+    ],
+)
+def test_a_place_this_user_may_not_look_into_is_bad_input(
+    tmp_path: object, monkeypatch: pytest.MonkeyPatch, args: list[str]
+) -> None:
+    """``Path.exists()`` raises ``PermissionError`` under a folder without search permission (root is exempt)."""
+    import os
+
+    locked = f"{tmp_path}/locked"
+    real_stat, real_lstat = os.stat, os.lstat
+
+    def guard(real: object) -> object:
+        def call(path: object, *a: object, **k: object) -> object:
+            if os.fspath(path).startswith(locked):  # type: ignore[call-overload]
+                raise PermissionError(13, "Permission denied", os.fspath(path))  # type: ignore[call-overload]
+            return real(path, *a, **k)  # type: ignore[operator]
+
+        return call
+
+    monkeypatch.setattr(os, "stat", guard(real_stat))
+    monkeypatch.setattr(os, "lstat", guard(real_lstat))
+    r = CliRunner().invoke(app, [a.replace("{locked}", locked) for a in args])
+    assert r.exit_code == 2 and "Permission denied" in r.output and len(r.output.strip().splitlines()) == 1, r.output

@@ -119,17 +119,16 @@ def write_output(data: bytes, output: str | None, force: bool) -> None:
         sys.stdout.flush()
         return
     path = Path(output)
-    if output.endswith(("/", os.sep)) or path.is_dir():
-        raise UserError(f"{output} is a folder; give a file name")
     try:
+        if output.endswith(("/", os.sep)) or path.is_dir():
+            raise UserError(f"{output} is a folder; give a file name")
         stream = stream_kind(path)
+        if path.exists() and not force and not stream:
+            raise UserError(f"{path} already exists; use --force to overwrite it")
+        write_atomic(path, data)
     except Refused as e:
         raise UserError(str(e)) from None
-    if path.exists() and not force and not stream:
-        raise UserError(f"{path} already exists; use --force to overwrite it")
-    try:
-        write_atomic(path, data)
-    except OSError as e:
+    except OSError as e:  # a folder we may not look into, a full disk, a read-only file system
         raise UserError(f"cannot write {path}: {e.strerror or e}") from None
 
 

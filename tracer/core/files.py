@@ -113,7 +113,7 @@ def stream_kind(path: Path) -> str | None:
     """
     try:
         mode = os.stat(path).st_mode
-    except (FileNotFoundError, NotADirectoryError):
+    except OSError:  # missing, or not reachable: writing will say why
         return None
     if stat.S_ISREG(mode) or stat.S_ISDIR(mode):
         return None

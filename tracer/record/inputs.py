@@ -183,8 +183,7 @@ def _tokens(tokens: Any, t: int) -> list[str]:
 def read_file(path: str | Path) -> tuple[Any, list[str] | None]:
     """Read embeddings (and token labels, if the file has them) from a file."""
     p = Path(path)
-    if not p.exists() and not p.is_symlink():
-        raise InputError(f"no such file: {p}")
+    untrusted.look(p, f"no such file: {p}")
     if p.is_dir():
         raise InputError(f"{p} is a directory, not an inputs file")
     ext = p.suffix.lower()

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +34,20 @@ import numpy as np
 
 from tracer.core import files, limits
 from tracer.errors import InputError
+
+
+def look(p: Path, missing: str) -> None:
+    """Raise ``InputError(missing)`` when ``p`` does not exist, and one naming the reason when it cannot be looked at.
+
+    ``Path.exists()`` raises for a folder this user may not search
+    (``PermissionError``); that must be one line too, not a crash.
+    """
+    try:
+        os.lstat(p)
+    except (FileNotFoundError, NotADirectoryError):
+        raise InputError(missing) from None
+    except OSError as e:
+        raise InputError(f"cannot read {p}: {e.strerror or e}") from None
 
 
 def read_bytes(p: Path, what: str) -> bytes:
