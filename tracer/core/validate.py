@@ -57,15 +57,20 @@ class _Bad(Exception):
     """A cross-field violation: (JSON path, message)."""
 
 
+def count(doc: Any, name: str = "trace") -> None:
+    """Refuse more than :data:`~tracer.core.limits.MAX_NODES` nodes; cheap, so it runs before the digest and schema."""
+    nodes = doc.get("nodes") if isinstance(doc, dict) else None
+    if isinstance(nodes, list) and len(nodes) > limits.MAX_NODES:
+        raise TraceFormatError(
+            f"{name}: malformed trace file at $.nodes: {len(nodes):,} nodes is past the limit of {limits.MAX_NODES:,}"
+        )
+
+
 def check(doc: dict[str, Any], name: str = "trace") -> None:
     """Raise :class:`TraceFormatError` for the first violation of the schema or of the cross-field rules."""
     from jsonschema.exceptions import best_match
 
-    nodes = doc.get("nodes") if isinstance(doc, dict) else None
-    if isinstance(nodes, list) and len(nodes) > limits.MAX_NODES:  # before the schema's time goes into each of them
-        raise TraceFormatError(
-            f"{name}: malformed trace file at $.nodes: {len(nodes):,} nodes is past the limit of {limits.MAX_NODES:,}"
-        )
+    count(doc, name)
     try:
         first = next(iter(_validator().iter_errors(doc)), None)  # the first in the schema's own order
         err = None if first is None else best_match([first])  # the most telling part of it (inside a oneOf)
