@@ -13,6 +13,7 @@ from click.testing import CliRunner
 
 from tracer.cli import app
 from tracer.core import files
+from tracer.core.staging import MARK
 from tracer.present.report import is_report_file
 
 
@@ -101,9 +102,11 @@ def test_leftovers_of_a_killed_run_are_recognised(tmp_path: Path) -> None:
     pid = _dead_pid()
     stage = tmp_path / f".r.attn-trace-new-{pid}-abcd"
     stage.mkdir()
+    (stage / MARK).write_text(f"{pid}-abcd")  # what a run writes into its staging folder first
     (stage / "index.html").write_text("half")
     aside = tmp_path / f".r.attn-trace-old-{pid}-abcd"  # killed between the two renames
     aside.mkdir()
+    (aside / MARK).write_text(f"{pid}-abcd")
     (aside / "index.html").write_text("old")
     (aside / ".fig-a.svg.k2j_x9.tmp").write_text("stray temp of an older attn-trace")
     files.recover(out)
@@ -139,6 +142,7 @@ def test_report_killed_midway_then_rerun_without_force(tmp_path: Path) -> None:
     pid = _dead_pid()
     stage = tmp_path / f".r.attn-trace-new-{pid}-0f0f"
     stage.mkdir()
+    (stage / MARK).write_text(f"{pid}-0f0f")
     (stage / "index.md").write_text("half")
     res = invoke("report", "--format", "md", "-o", str(tmp_path / "r"))
     assert res.exit_code == 0, res.output

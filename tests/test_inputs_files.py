@@ -188,8 +188,16 @@ def test_pt_files_are_loaded_as_weights_only(tmp_path: Path) -> None:
 
 
 def test_torchs_own_reason_is_kept_and_cut(tmp_path: Path) -> None:
-    text = refused(tmp_path, "z.pt", b"PK\x03\x04 no zip")
-    assert "zip archive" in text and len(text) == 300  # torch's first line, cut at 300 characters
+    import io
+    import zipfile
+
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w") as z:  # a zip archive, but not one torch.save wrote
+        z.writestr("archive/x", "hello")
+    text = refused(tmp_path, "z.pt", buf.getvalue())
+    assert text.startswith("z.pt is not a readable PyTorch file: ") and "hasRecord" in text and len(text) <= 300
+    text = refused(tmp_path, "y.pt", b"PK\x03\x04 no zip" + b"x" * 400)  # its sizes cannot be read: refused
+    assert text.startswith("y.pt is not a readable PyTorch file: not a zip archive") and len(text) <= 300
 
 
 def test_tensor_problems_name_the_file(tmp_path: Path) -> None:

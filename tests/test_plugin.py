@@ -53,7 +53,10 @@ def test_missing_snapshot_fails(project: pytest.Pytester) -> None:
 
 def test_update_writes_then_matching_passes(project: pytest.Pytester) -> None:
     run(project, "--trace-snapshot-update").assert_outcomes(passed=2)
-    assert sorted(p.name for p in (project.path / SNAP).iterdir()) == ["test_param[a_b_c].json", "test_snap.json"]
+    assert sorted(p.name for p in (project.path / SNAP).iterdir()) == [
+        f"{safe_name('test_param[a/b c]')}.json",
+        "test_snap.json",
+    ]
     run(project).assert_outcomes(passed=2)
 
 
@@ -81,7 +84,8 @@ def test_unreadable_snapshot_fails_cleanly(project: pytest.Pytester) -> None:
 
 
 def test_safe_names() -> None:
-    assert safe_name("test_x[a/b c]") == "test_x[a_b_c]"
+    assert safe_name("test_x[a/b c]").startswith("test_x[a_b_c]-")
+    assert len({safe_name("t[query/2]"), safe_name("t[query 2]"), safe_name("t[query_2]")}) == 3  # never one file
     assert safe_name("TestK.test_y[1.5-x]") == "TestK.test_y[1.5-x]"
     long = safe_name("test_" + "x" * 500)
     assert len(long) == 120 and long != safe_name("test_" + "x" * 499)
@@ -93,3 +97,23 @@ def test_entry_point_is_declared() -> None:
     assert target == "tracer.pytest_plugin"
     module = importlib.import_module(target)
     assert callable(module.pytest_addoption) and hasattr(module, "trace_snapshot")
+
+
+def test_ids_that_sanitize_alike_keep_their_own_snapshots(
+    project: pytest.Pytester, trace_files: dict[str, str]
+) -> None:
+    project.makepyfile(
+        test_pinned="""
+import pytest
+import tracer
+
+@pytest.mark.parametrize("case", ["query/2", "query 2"])
+def test_param(trace_snapshot, case):
+    trace_snapshot.check(tracer.load("a.json" if case == "query/2" else "b.json"))
+"""
+    )
+    shutil.copy(trace_files["a"], project.path / "a.json")
+    shutil.copy(trace_files["b"], project.path / "b.json")
+    run(project, "--trace-snapshot-update").assert_outcomes(passed=2)
+    assert len(list((project.path / SNAP).iterdir())) == 2
+    run(project).assert_outcomes(passed=2)  # one shared file would fail one of them on every run

@@ -82,6 +82,18 @@ class ReportExists(InputError):
         self.path = path
 
 
+def _check(folder: Path, force: bool) -> None:
+    """Refuse a link, a file where the folder goes, or (without ``force``) an existing report."""
+    if folder.is_symlink():
+        raise InputError(f"{folder} is a symbolic link: attn-trace does not write through links")
+    if folder.exists() and not folder.is_dir():
+        raise InputError(f"{folder} exists and is not a folder")
+    if not force:
+        for name in MAIN_FILES:
+            if (folder / name).exists():
+                raise ReportExists(folder / name)
+
+
 def write_all(
     todo: Sequence[Job],
     formats: tuple[str, ...],
@@ -95,21 +107,19 @@ def write_all(
     from tracer.present import report
 
     for job in todo:
-        if job.folder.is_symlink():
-            raise InputError(f"{job.folder} is a symbolic link: attn-trace does not write through links")
-        if job.folder.exists() and not job.folder.is_dir():
-            raise InputError(f"{job.folder} exists and is not a folder")
-        if not force:
-            for name in MAIN_FILES:
-                if (job.folder / name).exists():
-                    raise ReportExists(job.folder / name)
+        try:
+            _check(job.folder, force)
+        except OSError as e:  # a folder this user may not look into
+            raise InputError(f"cannot write into {job.folder}: {e.strerror or e}") from None
     for job in todo:
         files = report.build(job.trace, job.lang, formats, decimals, fragment)
         try:
-            write_folder(job.folder, files, force, report.is_report_file)
+            left = write_folder(job.folder, files, force, report.is_report_file)
         except FileExistsError as e:
             raise ReportExists(Path(e.filename)) from None
         except OSError as e:
             raise InputError(f"cannot write into {job.folder}: {e.strerror or e}") from None
         size = sum(len(d) for d in files.values())
         say(f"wrote {job.folder}: {', '.join(files)} ({size:,} bytes)")
+        if left:
+            say(f"note: {left}")

@@ -52,10 +52,16 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 def safe_name(test: str) -> str:
-    """A file-name-safe form of a test's name (``test_x[a/b]`` -> ``test_x[a_b]``), at most 120 characters."""
+    """A file-name-safe form of a test's name, at most 120 characters, distinct for distinct names.
+
+    A name that is already safe is kept (``test_x[a-b]``); one that needed a
+    character replaced gets a short hash of the original too
+    (``test_x[a/b]`` -> ``test_x[a_b]-1f3a…``), so ``query/2`` and ``query 2``
+    never share a snapshot file.
+    """
     name = _UNSAFE.sub("_", test).strip(".") or "test"
-    if len(name) > _MAX_NAME:
-        digest = hashlib.sha256(test.encode("utf-8")).hexdigest()[:12]
+    digest = hashlib.sha256(test.encode("utf-8")).hexdigest()[:12]
+    if name != test or len(name) > _MAX_NAME:
         name = f"{name[: _MAX_NAME - 13]}-{digest}"
     return name
 

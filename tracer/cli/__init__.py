@@ -5,8 +5,9 @@ One module per group of commands, all registered on :data:`app`
 (steps, explain), ``diff``, ``report``, ``figures``, ``notebook`` and ``check``; the
 options they share live in :mod:`tracer.cli.options`.
 
-Exit codes: 0 ok, 1 differences found (``diff``), 2 bad usage or bad input,
-reported in one line with no traceback.  Results go to stdout or ``-o``;
+Exit codes: 0 ok, 1 differences found (``diff``, ``verify``, ``check``), 2
+bad usage or bad input, 3 an internal error (:class:`~tracer.cli.group.Crash`),
+130 interrupted, reported in one line with no traceback.  Results go to stdout or ``-o``;
 status lines go to stderr.  Heavy imports (torch, matplotlib) happen inside
 the commands that need them, so ``--help`` stays fast.
 """

@@ -1,7 +1,8 @@
 """The click group every command registers on, its error handling, and the output helpers they share.
 
 Exit codes: 0 ok, 1 differences found (``diff``, ``verify``, ``check``), 2
-bad usage or bad input, reported in one line with no traceback.  Results go
+bad usage or bad input, reported in one line with no traceback, 3 a crash
+of attn-trace itself (:class:`Crash`), 130 interrupted (Ctrl-C).  Results go
 to stdout or ``-o``; status lines go to stderr.
 """
 
@@ -15,17 +16,51 @@ from typing import Any
 import click
 
 import tracer
+from tracer.core.fmt import printable
 from tracer.errors import InputError, TracerError
 
 
 class UserError(click.ClickException):
-    """Bad input or usage: one line on stderr, exit code 2."""
+    """Bad input or usage: one line on stderr, exit code 2.
+
+    The message is :func:`~tracer.core.fmt.printable`: a file name or a value
+    from a file with a newline or an escape sequence in it stays one inert line.
+    """
 
     exit_code = 2
 
+    def __init__(self, message: str) -> None:
+        super().__init__(printable(message))
+
+
+class Crash(click.ClickException):
+    """An exception attn-trace did not expect (a bug, or memory running out): one line on stderr, exit code 3.
+
+    The last line of defence.  Exit 1 means "differences found" to ``diff``,
+    ``verify`` and ``check``, so a grading script that saw a traceback's exit
+    1 would read a crash as "the student is wrong"; exit 3 reads as neither
+    a verdict nor bad input.
+    """
+
+    exit_code = 3
+
+    def __init__(self, e: BaseException) -> None:
+        what = "out of memory" if isinstance(e, MemoryError) else printable(f"{type(e).__name__}: {e}")[:300]
+        hint = "please report it (ATTN_TRACE_TRACEBACK=1 shows the traceback)"
+        super().__init__(f"internal error, not a verdict ({what}); {hint}")
+
+
+class Interrupted(click.ClickException):
+    """Ctrl-C: exit 130, as a shell reports a command ended by SIGINT (click alone would exit 1)."""
+
+    exit_code = 130
+
+    def __init__(self) -> None:
+        super().__init__("interrupted")
+
 
 class App(click.Group):
-    """A group that turns the tracer's own errors into one-line exit-2 messages."""
+    """A group that turns the tracer's own errors into one-line exit-2 messages, and anything else into exit 3."""
 
     def invoke(self, ctx: click.Context) -> Any:
         try:
@@ -35,6 +70,14 @@ class App(click.Group):
             raise UserError(f"{flag} {e.problem}" if flag else str(e)) from None
         except TracerError as e:
             raise UserError(str(e)) from None
+        except (click.exceptions.ClickException, click.exceptions.Abort, click.exceptions.Exit):
+            raise
+        except KeyboardInterrupt:
+            raise Interrupted() from None
+        except Exception as e:  # the last line of defence: see Crash
+            if os.environ.get("ATTN_TRACE_TRACEBACK"):
+                raise  # for a bug report: the traceback as Python prints it (exit 1)
+            raise Crash(e) from None
 
 
 OPTION_OF = {
@@ -68,25 +111,35 @@ def write_output(data: bytes, output: str | None, force: bool) -> None:
     """Write to stdout (no -o, or -o -), or atomically to a file that must not exist unless --force.
 
     A name ending in ``/`` names a folder, and a symbolic link is refused
-    rather than followed or replaced (see ``docs/security.md``).
+    rather than followed or replaced; a character device or a named pipe
+    (``-o /dev/null``) is written into, like stdout, with or without
+    ``--force`` (see ``docs/security.md``).
     """
-    from tracer.core.files import write_atomic
+    from tracer.core.files import Refused, stream_kind, write_atomic
 
     if output in (None, "-"):
         sys.stdout.buffer.write(data)
         sys.stdout.flush()
         return
     path = Path(output)
-    if output.endswith(("/", os.sep)) or path.is_dir():
-        raise UserError(f"{output} is a folder; give a file name")
-    if path.exists() and not force:
-        raise UserError(f"{path} already exists; use --force to overwrite it")
     try:
+        if output.endswith(("/", os.sep)) or path.is_dir():
+            raise UserError(f"{output} is a folder; give a file name")
+        stream = stream_kind(path)
+        if path.exists() and not force and not stream:
+            raise UserError(f"{path} already exists; use --force to overwrite it")
         write_atomic(path, data)
-    except OSError as e:
+    except Refused as e:
+        raise UserError(str(e)) from None
+    except OSError as e:  # a folder we may not look into, a full disk, a read-only file system
         raise UserError(f"cannot write {path}: {e.strerror or e}") from None
 
 
 def status(message: str) -> None:
-    """A status line on stderr."""
-    click.echo(message, err=True)
+    """A status line on stderr (:func:`~tracer.core.fmt.printable`, like every line of text we print)."""
+    click.echo(printable(message), err=True)
+
+
+def echo(line: str) -> None:
+    """One line on stdout, :func:`~tracer.core.fmt.printable`: a newline in a file's name stays ``\\n``."""
+    click.echo(printable(line))

@@ -30,6 +30,7 @@ def steps(
     glob where `*` and `?` are wild and brackets are literal: `'omega[2,*]'`.
     """
     from tracer.core import portable
+    from tracer.core.fmt import printable
     from tracer.present.explain import value_text
 
     t = portable.shown(trace_source(from_file, options))
@@ -49,7 +50,7 @@ def steps(
             val = value_text(t, s.id, decimals)
         else:
             val = "<" + " x ".join(map(str, s.node.value.shape)) + " tensor>"
-        out.write(f"{s.id}\t{val}\n")
+        out.write(f"{printable(s.id)}\t{val}\n")
         shown += 1
     if shown == 0:
         raise UserError(f"no steps match {pattern or stage!r}")
@@ -73,4 +74,4 @@ def explain(step_id: str, from_file: Path | None, decimals: int, lang: str, **op
     from tracer.present.termtext import COLUMNS
 
     t = portable.shown(trace_source(from_file, options, check=True))
-    click.echo(explain_step(t, step_id, decimals, lang=lang, cols=COLUMNS))
+    click.echo(explain_step(t, step_id, decimals, lang=lang, cols=COLUMNS))  # each line already printable

@@ -8,7 +8,7 @@ from typing import Any
 import click
 
 import tracer
-from tracer.cli.group import app, status, write_output
+from tracer.cli.group import app, echo, status, write_output
 from tracer.cli.options import build_trace, input_options
 
 
@@ -56,7 +56,7 @@ def verify(file: Path) -> None:
     result = t.verify()
     skipped = f"; not recomputed: {', '.join(result.unchecked)}" if result.unchecked else ""
     if result.ok:
-        click.echo(f"{file.name}: all {result.checked} recomputed nodes follow from their inputs{skipped}")
+        echo(f"{file.name}: all {result.checked} recomputed nodes follow from their inputs{skipped}")
         return
-    click.echo(f"{file.name}: {result.summary()}{skipped}")
+    echo(f"{file.name}: {result.summary()}{skipped}")
     raise SystemExit(1)

@@ -12,6 +12,8 @@ Writing is whole or not at all:
   ``0o666`` and the process's umask applied by the kernel, as ``open()``
   would; the umask itself is never changed (changing it is process-wide and
   races with other threads).
+  An existing character device or FIFO is written into, never replaced
+  (:func:`stream_kind`); a block device or a socket is refused.
 - :func:`write_folder` writes a report (several files) into a staging folder
   beside the destination and moves it into place with one rename; with
   ``replace`` (``--force``) the old folder is moved aside first and deleted
@@ -25,8 +27,9 @@ report's is refused rather than replaced, and so is the current folder (or
 one that holds it), which a rename would pull from under the shell.  Staging and set-aside folders are
 named ``.<name>.attn-trace-new-<pid>-<random>`` and ``...-old-...``; one
 left by a process that no longer runs (``kill -9``, power loss) is
-recognised by the next run: a set-aside report whose replacement never
-arrived is put back, the rest is deleted.
+recognised by the next run, if this user made it (:mod:`tracer.core.staging`):
+a set-aside report whose replacement never arrived is put back, the rest is
+deleted.  A mount point is written into, file by file.
 """
 
 from __future__ import annotations
@@ -38,6 +41,8 @@ import shutil
 import stat
 from collections.abc import Callable, Mapping
 from pathlib import Path
+
+from tracer.core import staging
 
 
 class NotRegular(OSError):
@@ -99,11 +104,49 @@ def refuse_link(path: Path) -> None:
         raise Refused(f"{path} is a symbolic link: attn-trace does not write through links; name the target itself")
 
 
+def stream_kind(path: Path) -> str | None:
+    """``"device"`` or ``"pipe"`` when ``path`` is a character device or a FIFO (written *into*, never replaced).
+
+    None for a path that does not exist or is a regular file; :class:`Refused`
+    for any other kind of file (a block device, a socket), which attn-trace
+    neither writes into nor replaces.
+    """
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:  # missing, or not reachable: writing will say why
+        return None
+    if stat.S_ISREG(mode) or stat.S_ISDIR(mode):
+        return None
+    if stat.S_ISCHR(mode):
+        return "device"
+    if stat.S_ISFIFO(mode):
+        return "pipe"
+    raise Refused(f"{path} is a block device or a socket: attn-trace neither writes into it nor replaces it")
+
+
+def _write_into(path: Path, data: bytes) -> bool:
+    """Write ``data`` into the device or pipe ``path``, as a shell's ``>`` would; False if it is a regular file now."""
+    fd = os.open(path, os.O_WRONLY | getattr(os, "O_NOCTTY", 0) | getattr(os, "O_CLOEXEC", 0))
+    with os.fdopen(fd, "wb") as f:
+        if stat.S_ISREG(os.fstat(fd).st_mode):  # swapped for a file since it was looked at: replace it instead
+            return False
+        f.write(data)
+        f.flush()
+    return True
+
+
 def write_atomic(path: Path, data: bytes) -> None:
-    """Write ``data`` to ``path`` through a flushed temporary file renamed into place (see the module docstring)."""
+    """Write ``data`` to ``path`` through a flushed temporary file renamed into place (see the module docstring).
+
+    An existing character device or FIFO (``/dev/null``, ``/dev/stdout``, a
+    named pipe) is written into instead, never replaced by a regular file:
+    as root, replacing ``/dev/null`` would break the whole system.
+    """
     refuse_link(path)
+    if stream_kind(path) and _write_into(path, data):
+        return
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.parent / f".{path.name}.{secrets.token_hex(6)}.tmp"
+    tmp = path.parent / f".{staging.short(path.name)}.{secrets.token_hex(6)}.tmp"
     try:
         _write_new(tmp, data)
         os.replace(tmp, path)
@@ -113,42 +156,20 @@ def write_atomic(path: Path, data: bytes) -> None:
     fsync_folder(path.parent)
 
 
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:  # someone else's process
-        return True
-    return True
-
-
-def _leftovers(folder: Path) -> list[tuple[str, Path]]:
-    """Staging (``new``) and set-aside (``old``) folders of ``folder`` left by processes that are gone."""
-    rx = re.compile(rf"\.{re.escape(folder.name)}\.attn-trace-(new|old)-(\d+)-[0-9a-f]+")
-    out = []
-    for p in folder.parent.iterdir() if folder.parent.is_dir() else ():
-        m = rx.fullmatch(p.name)
-        if m and not _alive(int(m.group(2))):
-            out.append((m.group(1), p))
-    return out
-
-
 def recover(folder: Path) -> None:
-    """Clean up after an interrupted :func:`write_folder` of ``folder`` (see the module docstring)."""
-    for kind, p in _leftovers(folder):
-        if kind == "old" and not folder.exists() and not folder.is_symlink():
-            os.rename(p, folder)  # the old report was set aside and its replacement never arrived
-        else:
-            shutil.rmtree(p, ignore_errors=True)
+    """Clean up after an interrupted :func:`write_folder` of ``folder`` (:func:`tracer.core.staging.recover`)."""
+    staging.recover(folder)
 
 
-def write_folder(folder: Path, files: Mapping[str, bytes], replace: bool, is_ours: Callable[[str], bool]) -> None:
+def write_folder(folder: Path, files: Mapping[str, bytes], replace: bool, is_ours: Callable[[str], bool]) -> str | None:
     """Write ``files`` (name -> bytes) as the folder ``folder``, whole or not at all.
 
     ``is_ours(name)`` tells a report's own files from others.  Without
     ``replace``, a file of ``files`` that already exists raises
-    ``FileExistsError`` before anything is written.
+    ``FileExistsError`` before anything is written.  A folder that is a
+    mount point (a Docker volume) cannot be renamed: its files are written
+    into it one by one, each atomically.  Returns a note when the old report,
+    set aside, could not be deleted (it is left where the note says), else None.
     """
     folder = Path(os.path.abspath(folder))
     refuse_link(folder)
@@ -164,7 +185,7 @@ def write_folder(folder: Path, files: Mapping[str, bytes], replace: bool, is_our
     if folder.exists():
         if not folder.is_dir():
             raise Refused(f"{folder} exists and is not a folder")
-        present = [p for p in folder.iterdir() if not _stray_temp(p.name, is_ours)]
+        present = [p for p in folder.iterdir() if p.name != staging.MARK and not _stray_temp(p.name, is_ours)]
         others = [p.name for p in present if not (is_ours(p.name) and p.is_file() and not p.is_symlink())]
         if others:
             raise Refused(f"{folder} holds files that are not part of a report ({others[0]}): choose another folder")
@@ -172,11 +193,15 @@ def write_folder(folder: Path, files: Mapping[str, bytes], replace: bool, is_our
         if clash and not replace:
             raise FileExistsError(17, "File exists", str(clash[0]))
         keep = [p for p in present if p.name not in files]
+        if os.path.ismount(folder):  # renaming a mount point fails ("Device or resource busy"): write into it
+            for name, data in files.items():
+                write_atomic(folder / name, data)
+            return None
     token = f"{os.getpid()}-{secrets.token_hex(4)}"
-    stage = folder.parent / f".{folder.name}.attn-trace-new-{token}"
-    aside = folder.parent / f".{folder.name}.attn-trace-old-{token}"
+    stage, aside = staging.names(folder, token)
     stage.mkdir()
     try:
+        staging.mark(stage, token)
         for p in keep:
             os.link(p, stage / p.name)
         for name, data in files.items():
@@ -185,8 +210,10 @@ def write_folder(folder: Path, files: Mapping[str, bytes], replace: bool, is_our
         if folder.exists():
             os.rename(folder, aside)
             try:
+                staging.mark(aside, token)
                 os.rename(stage, folder)
             except BaseException:
+                (aside / staging.MARK).unlink(missing_ok=True)
                 os.rename(aside, folder)
                 raise
         else:
@@ -194,8 +221,20 @@ def write_folder(folder: Path, files: Mapping[str, bytes], replace: bool, is_our
     except BaseException:
         shutil.rmtree(stage, ignore_errors=True)
         raise
+    (folder / staging.MARK).unlink(missing_ok=True)
     fsync_folder(folder.parent)
-    shutil.rmtree(aside, ignore_errors=True)
+    return _delete(aside)
+
+
+def _delete(aside: Path) -> str | None:
+    """Delete the set-aside old report; a note saying where it is left if that fails."""
+    if not aside.exists():
+        return None
+    try:
+        shutil.rmtree(aside)
+    except OSError as e:
+        return f"the old report could not be deleted ({e.strerror or e}): it is left at {aside}"
+    return None
 
 
 def _stray_temp(name: str, is_ours: Callable[[str], bool]) -> bool:

@@ -117,3 +117,35 @@ def literal(value: float, dtype: str = "float32") -> str:
     if v != 0 and not 1e-4 <= abs(v) < 1e16:
         return np.format_float_scientific(typed, unique=True, trim="0")
     return np.format_float_positional(typed, unique=True, trim="0")
+
+
+_UNSEEN = {"Cc", "Cf", "Cs", "Co", "Cn", "Zl", "Zp"}
+"""Unicode categories a terminal acts on or a reader cannot see: controls (ESC, BEL, C1's CSI), format
+characters (bidi overrides, zero-width joiners), surrogates, private-use and unassigned code points, line and
+paragraph separators."""
+
+
+def printable(text: str) -> str:
+    """``text`` with every character a terminal would act on, or a reader could not see, written as an escape.
+
+    Strings from a trace file (a node's ``text`` and ``latex``, a token, a
+    file name) reach the terminal through ``explain``, ``verify`` and the
+    status and error lines.  ``ESC [ 2 K`` would erase the line above, ``ESC ]
+    52`` write the clipboard, a newline fake a line of our own.  Each such
+    character becomes what Python's ``repr`` writes for it (``\\x1b``,
+    ``\\n``, ``\\u202e``); everything else, Chinese included, is left as it is.
+
+    >>> printable("a\\x1b[2Kb\\nc")
+    'a\\\\x1b[2Kb\\\\nc'
+    """
+    import unicodedata
+
+    if text.isprintable():  # the common case, with no per-character work
+        return text
+    out = []
+    for c in text:
+        if c == " " or unicodedata.category(c) not in _UNSEEN:
+            out.append(c)
+        else:
+            out.append(repr(c)[1:-1] if c != "\\" else c)
+    return "".join(out)

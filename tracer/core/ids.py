@@ -21,6 +21,7 @@ comma-separated (``12,3``) otherwise, so subscripts are never ambiguous.
 from __future__ import annotations
 
 import ast
+import operator
 import re
 from collections.abc import Callable, Mapping, Sequence
 from functools import lru_cache
@@ -146,7 +147,8 @@ def rename(template: str, mapping: Mapping[str, str]) -> str:
 IndexFn = Callable[[Mapping[str, int]], "int | None"]
 
 _PLAIN = re.compile(r"([a-z][a-z0-9_]*)(?:-([0-9]+))?")
-_ARITH = {ast.Add: int.__add__, ast.Sub: int.__sub__, ast.Mult: int.__mul__, ast.FloorDiv: int.__floordiv__}
+_ARITH = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.FloorDiv: operator.floordiv}
+"""Integer arithmetic; :mod:`operator`'s forms also take numpy arrays of indices (:mod:`tracer.core.recompute`)."""
 
 
 @lru_cache(maxsize=4096)
@@ -215,16 +217,57 @@ def _compile(node: ast.expr, expr: str) -> Callable[[Mapping[str, int]], int]:
 
 
 # -- globs over ids ------------------------------------------------------------
+RUNS = 2
+"""Globs with at most this many ``*``/``**`` compile to a regular expression; more are matched in linear time."""
+
+
 def glob_matcher(pattern: str) -> Callable[[str], bool]:
     """A predicate for ids matching ``pattern``.
 
     ``*`` matches any run of characters within one segment (it never crosses a
     dot), ``**`` matches anything, ``?`` one character; all else is literal.
+    A regular expression with many ``.*`` backtracks catastrophically
+    (``**?**?…**!`` took 34 s for 39 characters), so a glob with more than
+    :data:`RUNS` stars is matched by :func:`_linear`, a set of positions in
+    the pattern advanced one character at a time: time proportional to the
+    id's length times the pattern's, whatever they hold.
     """
-    parts = re.split(r"(\*\*|\*|\?)", pattern)
+    parts = [p for p in re.split(r"(\*\*|\*|\?)", pattern) if p]
+    if sum(p in ("*", "**") for p in parts) > RUNS:
+        return lambda step_id: _linear(parts, step_id)
     wild = {"**": ".*", "*": "[^.]*", "?": "[^.]"}
     compiled = re.compile("".join(wild.get(p, re.escape(p)) for p in parts))
     return lambda step_id: compiled.fullmatch(step_id) is not None
+
+
+def _linear(parts: list[str], text: str) -> bool:
+    """Whether glob ``parts`` (literal runs and ``*``, ``**``, ``?``) match all of ``text``, without backtracking."""
+    tokens = [c for p in parts for c in ([p] if p in ("*", "**", "?") else list(p))]
+
+    def close(states: set[int]) -> set[int]:  # a star may match nothing: step over it
+        todo = list(states)
+        while todo:
+            k = todo.pop()
+            if k < len(tokens) and tokens[k] in ("*", "**") and k + 1 not in states:
+                states.add(k + 1)
+                todo.append(k + 1)
+        return states
+
+    states = close({0})
+    for ch in text:
+        nxt: set[int] = set()
+        for k in states:
+            if k == len(tokens):
+                continue
+            tok = tokens[k]
+            if tok == "**" or (tok == "*" and ch != "."):
+                nxt.add(k)
+            elif (tok == "?" and ch != ".") or tok == ch:
+                nxt.add(k + 1)
+        states = close(nxt)
+        if not states:
+            return False
+    return len(tokens) in states
 
 
 _SHAPED = re.compile(r"([A-Za-z0-9_*?]+)(?:\[([0-9*?,]*)\])?")

@@ -16,6 +16,11 @@ MAX_CELLS = 1 << 25
 """Most entries of any one recorded tensor (33,554,432: the T*T*d products of T=512 with d=128)."""
 MAX_TRACE_CELLS = 8 * MAX_CELLS
 """Most entries of all the tensors of one trace together (268,435,456)."""
+MAX_TRACE_VALUE_BYTES = 1 << 30
+"""Most bytes of values one trace may hold in memory (1 GiB), however few bytes its file spends on them:
+a derived node costs a file almost nothing, so a 200 KB file could otherwise ask for gigabytes."""
+MAX_NODES = 100_000
+"""Most nodes a trace file may declare (a lesson records about 60, a captured transformer block a few hundred)."""
 MAX_INPUT_BYTES = 64 << 20
 """Largest inputs or weights file read (64 MiB)."""
 MAX_TRACE_BYTES = 1 << 30

@@ -225,6 +225,7 @@ def from_dict(doc: Any, name: str = "trace") -> Trace:
             f"(it reads version{'s' if len(SUPPORTED_VERSIONS) > 1 else ''} "
             f"{', '.join(map(str, SUPPORTED_VERSIONS))})"
         )
+    validate.count(doc, name)  # before the digest, which costs a pass over every node
     digest = doc.get("digest")
     body = {k: v for k, v in doc.items() if k != "digest"}
     if not isinstance(digest, str):

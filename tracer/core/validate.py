@@ -17,7 +17,14 @@ a schema cannot say:
   arithmetic over the reading node's axes (``(h-1)*2+d``,
   :func:`tracer.core.ids.index_expr`);
 - ``attrs`` hold what the ops read: ``over`` an axis, ``partials`` an
-  earlier node, ``fill`` a number.
+  earlier node, ``fill`` a number;
+- the values of all nodes, in their dtype, fit in
+  :data:`~tracer.core.limits.MAX_TRACE_VALUE_BYTES`, counted from the
+  declared shapes before anything is allocated (a derived node costs the
+  file nothing), and there are at most :data:`~tracer.core.limits.MAX_NODES`;
+- the metadata agree with the renderers that read them: a trace of lesson
+  ``simple`` (the tutorial's walk-through) holds that lesson's nodes with
+  their axes and sizes, and a captured trace names its modules' classes.
 
 The first violation raises :class:`~tracer.errors.TraceFormatError` naming
 its JSON path (``$.nodes[3].args[0].index``), in one line.
@@ -50,10 +57,20 @@ class _Bad(Exception):
     """A cross-field violation: (JSON path, message)."""
 
 
+def count(doc: Any, name: str = "trace") -> None:
+    """Refuse more than :data:`~tracer.core.limits.MAX_NODES` nodes; cheap, so it runs before the digest and schema."""
+    nodes = doc.get("nodes") if isinstance(doc, dict) else None
+    if isinstance(nodes, list) and len(nodes) > limits.MAX_NODES:
+        raise TraceFormatError(
+            f"{name}: malformed trace file at $.nodes: {len(nodes):,} nodes is past the limit of {limits.MAX_NODES:,}"
+        )
+
+
 def check(doc: dict[str, Any], name: str = "trace") -> None:
     """Raise :class:`TraceFormatError` for the first violation of the schema or of the cross-field rules."""
     from jsonschema.exceptions import best_match
 
+    count(doc, name)
     try:
         first = next(iter(_validator().iter_errors(doc)), None)  # the first in the schema's own order
         err = None if first is None else best_match([first])  # the most telling part of it (inside a oneOf)
@@ -80,6 +97,50 @@ def _node_name(doc: Any, path: str) -> str:
 def _short(text: str, width: int = 160) -> str:
     text = " ".join(text.split())
     return text if len(text) <= width else text[: width - 1] + "…"
+
+
+WALKTHROUGH = (
+    "x:ik omega.p:ijk omega.s:ijk omega:ij div.sum.s:ij div.sum:i div.alpha:ij div.alpha_sum.s:ij div.alpha_sum:i"
+    " naive.exp:ij naive.sum.s:ij naive.sum:i naive.alpha:ij naive.alpha_sum.s:ij naive.alpha_sum:i stable.max:i"
+    " stable.shift:ij stable.exp:ij stable.sum.s:ij stable.sum:i alpha:ij alpha_sum.s:ij alpha_sum:i torch.alpha:ij"
+    " torch.alpha_sum.s:ij torch.alpha_sum:i check.naive: check.torch: z.t:ijk z.s:ijk z:ik mat.omega:ij mat.alpha:ij"
+    " mat.z:ik check.omega: check.alpha: check.z:"
+)
+"""The nodes the tutorial's walk-through reads, with their axes (``i``, ``j``: tokens; ``k``: components)."""
+OVERFLOW = (
+    "scaled.c: scaled.x:ik scaled.omega.p:ijk scaled.omega.s:ijk scaled.omega:ij scaled.naive.exp:ij"
+    " scaled.naive.sum.s:ij scaled.naive.sum:i scaled.naive.alpha:ij scaled.naive.alpha_sum.s:ij"
+    " scaled.naive.alpha_sum:i scaled.stable.max:i scaled.stable.shift:ij scaled.stable.exp:ij"
+    " scaled.stable.sum.s:ij scaled.stable.sum:i scaled.alpha:ij scaled.alpha_sum.s:ij scaled.alpha_sum:i"
+)
+"""Its overflow demonstration (format version 2 on): all of these, or none (a version-1 file)."""
+_ITEMSIZE = {"float32": 4, "float64": 8}
+
+
+def _lesson(doc: dict[str, Any]) -> None:
+    """The metadata say which renderer reads the trace; the nodes must be what that renderer reads."""
+    meta = doc["meta"]
+    if meta.get("captured") is not None:
+        modules = meta.get("modules", {})
+        if not isinstance(meta["captured"], bool):
+            raise _Bad("$.meta.captured", "captured must be true or false")
+        if meta["captured"] and (
+            not isinstance(modules, dict) or not all(isinstance(v, str) for v in modules.values())
+        ):
+            raise _Bad("$.meta.modules", "a captured trace names each module's class as text")
+    if meta["lesson"] != "simple":
+        return
+    have = {n["name"]: (k, n) for k, n in enumerate(doc["nodes"])}
+    size = {"i": meta["n_tokens"], "j": meta["n_tokens"], "k": meta["dim"]}
+    scaled = OVERFLOW.split() if any(n.startswith("scaled.") for n in have) else []
+    for entry in WALKTHROUGH.split() + scaled:
+        name, _, axes = entry.partition(":")
+        if name not in have:
+            raise _Bad("$.nodes", f"lesson 'simple' has a node {name!r}, and this trace has none")
+        k, node = have[name]
+        want = [size[a] for a in axes]
+        if node["axes"] != list(axes) or node["value"]["shape"] != want:
+            raise _Bad(f"$.nodes[{k}]", f"lesson 'simple' records {name!r} with axes {list(axes)} and shape {want}")
 
 
 def _cross(doc: dict[str, Any]) -> None:
@@ -111,12 +172,19 @@ def _cross(doc: dict[str, Any]) -> None:
         total += size
         if size > limits.MAX_CELLS or total > limits.MAX_TRACE_CELLS:
             raise _Bad(f"{at}.value.shape", f"{size:,} entries is past the limits (see docs/security.md)")
+        if total * _ITEMSIZE[meta["dtype"]] > limits.MAX_TRACE_VALUE_BYTES:
+            raise _Bad(
+                f"{at}.value.shape",
+                f"the values up to here need {total * _ITEMSIZE[meta['dtype']]:,} bytes, past the"
+                f" {limits.MAX_TRACE_VALUE_BYTES:,}-byte limit for one trace (see docs/security.md)",
+            )
         if node["op"] == "input" and axes[:1] == ["i"] and shape[0] != t:
             raise _Bad(f"{at}.value.shape", f"{shape[0]} rows for {t} tokens")
         for n, arg in enumerate(node["args"]):
             _arg(f"{at}.args[{n}]", arg, name, axes, axes_of)
         _attrs(f"{at}.attrs", node["attrs"], axes, node["args"], axes_of)
         axes_of[name] = axes
+    _lesson(doc)
 
 
 def _arg(at: str, arg: dict[str, Any], name: str, axes: list[str], axes_of: dict[str, list[str]]) -> None:

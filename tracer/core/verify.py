@@ -18,6 +18,10 @@ trace itself records, with the op it records:
 - ``maxabsdiff`` is recomputed exactly from its two operands; a bounded one
   (a library result against its loop form) follows when both its recorded
   and its recomputed residual are within the bound it carries;
+- layout ops (``view``, ``transpose``, ``cat``, ``stack``, indexing), writes,
+  masks (``tril``, ``triu``, comparisons, ``where``) and elementwise ops read
+  through index arithmetic are recomputed entry by entry from the operand
+  entries their references name (:mod:`tracer.core.recompute`): bit for bit;
 - a library's result kept in place of one of those ops (a captured ``@``,
   ``nn.Linear`` with its bias, a fused attention kernel: ``attrs["library"]``)
   added in the kernel's own order, so it follows when it is within the bound
@@ -36,7 +40,7 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from tracer.core import bounds, ids
+from tracer.core import bounds, ids, recompute
 from tracer.core.predict import PREDICTABLE, aligned, predict
 from tracer.core.trace import Node, Trace
 from tracer.core.verdict import SHOWN, Verification, Wrong
@@ -100,13 +104,12 @@ def _mismatch(node: Node, done: Mapping[str, np.ndarray], bound: float | None = 
     if node.op in PREDICTABLE:
         like = v if node.op == "acc" else None
         guess = predict(node.op, node.axes, v.shape, args, node.attrs, done, v.dtype, like=like)
-        if guess is None or guess.shape != v.shape:
-            return None
-        if bound is not None:
-            with np.errstate(all="ignore"):
-                near = np.abs(v.astype(np.float64) - guess.astype(np.float64)) <= bound
-            return ~(_same_bits(v, guess) | near)
-        return ~_same_bits(v, guess)
+        if guess is not None and guess.shape == v.shape:
+            if bound is not None:
+                with np.errstate(all="ignore"):
+                    near = np.abs(v.astype(np.float64) - guess.astype(np.float64)) <= bound
+                return ~(_same_bits(v, guess) | near)
+            return ~_same_bits(v, guess)
     if node.op in ("exp", "softmax") and len(args) == 1 and "index" in args[0]:
         src = done[args[0]["node"]]
         over = node.attrs.get("over")
@@ -137,7 +140,8 @@ def _mismatch(node: Node, done: Mapping[str, np.ndarray], bound: float | None = 
             # only the bound, so one recomputed from the values a page shows (loop forms) follows too.
             return np.asarray(False)
         return np.asarray(~_same_bits(v, np.asarray(ref, dtype=v.dtype)))
-    return None
+    copied = recompute.exact(node, done)  # layout, writes, masks, elementwise ops read through index arithmetic
+    return None if copied is None else ~_same_bits(v, copied)
 
 
 def _same_bits(a: np.ndarray, b: np.ndarray) -> np.ndarray:

@@ -18,7 +18,7 @@ import math
 import numpy as np
 
 from tracer.core import portable
-from tracer.core.fmt import DECIMALS, adds_up, num, places, rounding_note
+from tracer.core.fmt import DECIMALS, adds_up, num, places, printable, rounding_note
 from tracer.core.trace import Step, Trace
 from tracer.present.board import terms as shown_terms
 from tracer.present.strings import Strings
@@ -112,7 +112,9 @@ def explain(trace: Trace, step_id: str, decimals: int = DECIMALS, lang: str = "e
 
     ``lang`` chooses the language of the words; ``cols`` wraps every line to
     that many terminal columns (None: one line each, for callers that lay
-    the text out themselves).
+    the text out themselves).  Each line is :func:`~tracer.core.fmt.printable`:
+    a control character in a node's ``text`` or ``latex`` shows as ``\\x1b``,
+    a newline as ``\\n``.
     """
     s = Strings(lang)
 
@@ -125,7 +127,7 @@ def explain(trace: Trace, step_id: str, decimals: int = DECIMALS, lang: str = "e
         lines.append(equation(trace, step, decimals))
     else:
         lines.append(f"{step.id} = {step.text}" if step.text else step.id)
-        lines.append(array_text(np.asarray(step.value), decimals))
+        lines.extend(array_text(np.asarray(step.value), decimals).split("\n"))
     lines.append(f"  {said('op')}{step.op}    {said('stage')}{step.stage}")
     if step.latex:  # captured layout and write steps have none
         lines.append(f"  {said('formula')}{step.latex}")
@@ -151,7 +153,7 @@ def explain(trace: Trace, step_id: str, decimals: int = DECIMALS, lang: str = "e
     loop = portable.loop_forms(trace).get(step.node.name)
     if loop is not None:
         lines.append(f"  {said('note')}{s('explain.loop', loop=loop)}")
-    text = "\n".join(lines)
+    text = "\n".join(map(printable, lines))  # text from the file cannot act on the terminal or fake a line
     return fit(text, cols) if cols else text
 
 

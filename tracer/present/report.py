@@ -28,16 +28,27 @@ from tracer.present.narrative import Narrative
 FORMATS = ("html", "md")
 
 
+def plain_name(text: str, empty: str) -> str:
+    """``text`` as one safe folder-name part: lower-case letters, digits and ``-`` only, at most 60 characters.
+
+    Names in a trace file come from whoever wrote the file; a ``/``, a ``..``
+    or an absolute path in ``meta.lesson`` must not choose where a report is
+    written (``docs/security.md``), so every part of a folder name passes
+    through here.  ``empty`` stands in when nothing is left.
+    """
+    return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")[:60].strip("-") or empty
+
+
 def slug(trace: Trace) -> str:
-    """The folder name of a trace's reports (see the module docstring)."""
+    """The folder name of a trace's reports (see the module docstring); never a path, only one plain name."""
     src = trace.meta.get("source") or {}
     kind = src.get("kind")
-    lesson = str(trace.meta.get("lesson", "simple"))
+    raw = str(trace.meta.get("lesson", "simple"))
+    lesson = plain_name(raw, "lesson")
     if kind == "tutorial":
-        base = "tutorial" if lesson == "simple" else lesson
+        base = "tutorial" if raw == "simple" else lesson
     elif kind == "file" and src.get("name"):
-        stem = str(src["name"]).rsplit(".", 1)[0]
-        base = re.sub(r"[^a-z0-9]+", "-", stem.lower()).strip("-") or "inputs"
+        base = plain_name(str(src["name"]).rsplit(".", 1)[0], "inputs")
     elif kind == "text":
         key = json.dumps([src.get("text"), src.get("dim"), src.get("seed")], ensure_ascii=False)
         base = "text-" + hashlib.sha256(key.encode("utf-8")).hexdigest()[:10]
@@ -46,7 +57,7 @@ def slug(trace: Trace) -> str:
         h = hashlib.sha256(np.ascontiguousarray(first).tobytes())
         h.update(json.dumps(trace.tokens, ensure_ascii=False).encode("utf-8"))
         base = "inputs-" + h.hexdigest()[:10]
-    if lesson != "simple" and kind != "tutorial":
+    if raw != "simple" and kind != "tutorial":
         base = f"{lesson}-{base}"
     default_q = 2 if len(trace.tokens) >= 2 else 1
     if trace.query != default_q:

@@ -183,8 +183,7 @@ def _tokens(tokens: Any, t: int) -> list[str]:
 def read_file(path: str | Path) -> tuple[Any, list[str] | None]:
     """Read embeddings (and token labels, if the file has them) from a file."""
     p = Path(path)
-    if not p.exists() and not p.is_symlink():
-        raise InputError(f"no such file: {p}")
+    untrusted.look(p, f"no such file: {p}")
     if p.is_dir():
         raise InputError(f"{p} is a directory, not an inputs file")
     ext = p.suffix.lower()
@@ -212,7 +211,11 @@ def read_csv(p: Path) -> tuple[Any, list[str] | None]:
         text = untrusted.read_bytes(p, "inputs file").decode("utf-8-sig")
     except UnicodeDecodeError:
         raise InputError(f"{p.name} is not a text CSV file") from None
-    lines = [(n, r) for n, r in enumerate(csv.reader(text.splitlines()), 1) if any(c.strip() for c in r)]
+    reader = csv.reader(text.splitlines())
+    try:
+        lines = [(n, r) for n, r in enumerate(reader, 1) if any(c.strip() for c in r)]
+    except csv.Error as e:  # a field past csv's 131,072 characters, a NUL byte
+        raise InputError(f"{p.name}: line {reader.line_num} is not readable CSV: {e}") from None
     numbered = [any(_is_number(c) for c in r) for _, r in lines]
     if lines and not numbered[0] and (len(lines) == 1 or numbered[1]):  # a header only above numbers
         lines = lines[1:]
@@ -257,6 +260,7 @@ def read_pt(p: Path) -> tuple[Any, list[str] | None]:
     raw = untrusted.read_bytes(p, "inputs file")
     if raw[:4] != b"PK\x03\x04" and raw[:1] != b"\x80":  # torch.save writes a zip (or, long ago, a pickle)
         raise InputError(f"{p.name} is not a readable PyTorch file (not written by torch.save)")
+    untrusted.unpacked_size(raw, p.name, "PyTorch file")  # before torch inflates anything
     try:
         obj = torch.load(io.BytesIO(raw), map_location="cpu", weights_only=True)
     except Exception as e:  # an untrusted file can fail inside torch in many ways; all mean "unreadable"

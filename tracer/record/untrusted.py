@@ -13,6 +13,10 @@ allocation the limits forbid:
   validation, which names the row and column that is not finite;
 - :func:`npy_shape`: a ``.npy`` header's shape and dtype are checked against
   the limits before the array is read;
+- :func:`unpacked_size`: a ``.pt`` or ``.npz`` file is a zip archive; the
+  sizes its records declare are added up and refused past
+  :data:`~tracer.core.limits.MAX_INPUT_BYTES` before anything is inflated
+  (a 2 MB file of compressed zeros would otherwise inflate to gigabytes);
 - :func:`tensor_values`: a tensor from a ``.pt`` file as float64 numbers:
   ``bfloat16`` and ``float16`` convert exactly (and say so); sparse,
   quantized, meta and complex tensors are refused.
@@ -22,6 +26,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +34,20 @@ import numpy as np
 
 from tracer.core import files, limits
 from tracer.errors import InputError
+
+
+def look(p: Path, missing: str) -> None:
+    """Raise ``InputError(missing)`` when ``p`` does not exist, and one naming the reason when it cannot be looked at.
+
+    ``Path.exists()`` raises for a folder this user may not search
+    (``PermissionError``); that must be one line too, not a crash.
+    """
+    try:
+        os.lstat(p)
+    except (FileNotFoundError, NotADirectoryError):
+        raise InputError(missing) from None
+    except OSError as e:
+        raise InputError(f"cannot read {p}: {e.strerror or e}") from None
 
 
 def read_bytes(p: Path, what: str) -> bytes:
@@ -70,6 +89,41 @@ def parse_json(raw: bytes, name: str) -> Any:
         raise InputError(f"{name} is not valid JSON: not UTF-8 text") from None
     except ValueError as e:  # JSONDecodeError included
         raise InputError(f"{name} is not valid JSON: {e}"[:300]) from None
+
+
+def unpacked_size(raw: bytes, name: str, what: str) -> None:
+    """Refuse a zip archive (``torch.save``'s format, ``.npz``) whose records would inflate past the input limit.
+
+    The central directory says how large each record is once inflated; both
+    Python's ``zipfile`` and torch's reader allocate and inflate no more than
+    that, so adding the declared sizes bounds the memory a load may use.
+    Nothing is inflated here.  Bytes that are not a zip archive are left to
+    the loader (which refuses them in its own words); an archive Python
+    cannot read is refused as ``name is not a readable <what>``, since its
+    sizes cannot be counted.
+    """
+    import io
+    import zipfile
+
+    if raw[:4] != b"PK\x03\x04":
+        return
+    try:
+        with zipfile.ZipFile(io.BytesIO(raw)) as z:
+            records = z.infolist()
+    except (zipfile.BadZipFile, ValueError, OSError, EOFError, NotImplementedError) as e:
+        raise InputError(
+            f"{name} is not a readable {what}: not a zip archive whose sizes can be read ({e})"[:300]
+        ) from None
+    total = sum(r.file_size for r in records)
+    if total > limits.MAX_INPUT_BYTES or len(records) > MAX_RECORDS:
+        raise InputError(
+            f"{name} would unpack to {total:,} bytes in {len(records):,} records, past the"
+            f" {limits.MAX_INPUT_BYTES:,}-byte limit for an inputs or weights file (docs/security.md)"
+        )
+
+
+MAX_RECORDS = 4096
+"""Most records a zip archive (``.pt``, ``.npz``) may hold: a tensor or a few weight matrices need a handful."""
 
 
 def npy_shape(p: Path, raw: bytes) -> None:

@@ -88,12 +88,15 @@ def linear(d_in: int, d_out: int, seed: int = LINEAR_SEED) -> dict[str, torch.Te
 def load(path: str | Path, d_in: int) -> dict[str, torch.Tensor]:
     """Weights from a file; each must be d_in x d_out with the same d_out, all finite."""
     p = Path(path)
-    if not p.exists() and not p.is_symlink():
-        raise InputError(f"no such weights file: {p}")
+    untrusted.look(p, f"no such weights file: {p}")
     ext = p.suffix.lower()
     if ext not in (".json", ".pt", ".npz"):
         raise InputError(f"unsupported weights file type {ext or '(none)'!r}: use .json, .pt or .npz")
     data = untrusted.read_bytes(p, "weights file")
+    if ext in (".pt", ".npz"):
+        untrusted.unpacked_size(
+            data, p.name, "weights file"
+        )  # a zip archive: its declared sizes, before anything is inflated
     raw: dict[str, Any]
     try:
         if ext == ".json":

@@ -50,6 +50,8 @@ def environment() -> Environment:
     env.filters["mdprose"] = mdprose
     env.filters["aligned"] = aligned
     env.filters["mdcell"] = mdcell
+    env.filters["mdcode"] = mdcode
+    env.filters["mdfence"] = mdfence
     env.filters["mdmath"] = markdown_math
     env.filters["python"] = python
     env.filters["fence"] = fence
@@ -226,6 +228,33 @@ def md(text: str) -> str:
     text = text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
     text = _MD_SPECIAL.sub(r"\\\1", text)
     return re.sub(r"[\r\n]+", " ", text)
+
+
+def mdcode(text: str) -> str:
+    """Text (an id, a lesson's name, an op) as one Markdown code span that nothing inside can end.
+
+    The span is delimited by one backtick more than the longest run of
+    backticks inside (CommonMark; Python-Markdown reads the same), padded with
+    a space when the text starts or ends with one; line breaks fold to spaces
+    (a span is one line) and ``|`` is written ``\\|`` (a table row ends at any
+    bare pipe, code spans included).  Inside a code span ``<img ...>`` is text.
+    """
+    text = re.sub(r"[\r\n]+", " ", text).replace("|", "\\|")
+    fence = "`" * (max((len(r) for r in re.findall("`+", text)), default=0) + 1)
+    pad = " " if text[:1] == "`" or text[-1:] == "`" else ""
+    return f"{fence}{pad}{text}{pad}{fence}"
+
+
+def mdfence(text: str) -> str:
+    """Text as a fenced Markdown code block (```` ```text ````), one line, whose closing fence nothing inside can forge.
+
+    The fence is longer than any run of backticks in the text, and line
+    breaks fold to spaces, so the text can neither close the block nor, for a
+    viewer without fenced blocks, the code span it reads instead.
+    """
+    text = re.sub(r"[\r\n]+", " ", text)
+    fence = "`" * max(3, max((len(r) for r in re.findall("`+", text)), default=0) + 1)
+    return f"{fence}text\n{text}\n{fence}"
 
 
 def mdcell(latex: str) -> str:
