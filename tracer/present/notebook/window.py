@@ -50,7 +50,7 @@ def cells(trace: Trace) -> dict[str, list[Cell]]:
         check(trace, "neg.omega", "masked"),
         "attn_weights = torch.softmax(masked / d_k**0.5, dim=-1)",
         check(trace, "window.alpha", "attn_weights"),
-        'print("row sums:", attn_weights.sum(dim=-1).tolist())',
+        'print("row sums:", [round(s, 4) for s in attn_weights.sum(dim=-1).tolist()])',
     )
     context = lines(
         "context_vecs = attn_weights @ values",

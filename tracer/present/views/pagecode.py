@@ -54,7 +54,31 @@ def _agree_line(trace: Trace, m: re.Match[str], checked: dict[str, str]) -> str:
     return f"the two ways agree: {bool(same)}"
 
 
+def _seen_line(trace: Trace, m: re.Match[str], checked: dict[str, str]) -> str:
+    hide = np.asarray(trace.tensor(checked[m[1]]))
+    return f"keys each query sees: {[int(n) for n in (hide == 0).sum(axis=-1)]}"
+
+
+def _rows_line(trace: Trace, m: re.Match[str], checked: dict[str, str]) -> str:
+    sums = np.asarray(trace.tensor(checked[m[1]]), dtype=np.float64).sum(axis=-1)
+    return f"row sums: {[round(float(x), 4) for x in sums]}"
+
+
+def _causal_rows_line(trace: Trace, m: re.Match[str], checked: dict[str, str]) -> str:
+    # the two softmaxes are the same computation exactly where the two masks hide the same keys
+    same = (np.asarray(trace.tensor("mask.hide")) == np.asarray(trace.tensor("mask.future"))).all(axis=-1)
+    return f"rows equal to the causal lesson: {[i + 1 for i, s in enumerate(same) if s]}"
+
+
+def _same_keys_line(trace: Trace, m: re.Match[str], checked: dict[str, str]) -> str:
+    return f"the same keys as the repeated groups: {float(np.asarray(trace.tensor('check.kh'))) == 0}"
+
+
 PRINTS: dict[re.Pattern[str], Callable[[Trace, re.Match[str], dict[str, str]], str]] = {
+    re.compile(r'^print\("keys each query sees:", \(~(\w+)\)\.sum\(dim=-1\)\.tolist\(\)\)$'): _seen_line,
+    re.compile(r'^print\("row sums:", \[round\(s, 4\) for s in (\w+)\.sum\(dim=-1\)\.tolist\(\)\]\)$'): _rows_line,
+    re.compile(r'^print\("rows equal to the causal lesson:", \[.*\]\)$'): _causal_rows_line,
+    re.compile(r'^print\("the same keys as the repeated groups:", torch\.equal\(\w+, \w+\)\)$'): _same_keys_line,
     re.compile(r'^print\("sum of the weights:", round\((\w+)\.sum\(\)\.item\(\), 4\)\)$'): _sum_line,
     re.compile(r'^print\("the two ways agree:", torch\.allclose\(\w+, \w+\)\)$'): _agree_line,
 }
