@@ -106,13 +106,13 @@ def first_difference(ref: np.ndarray, got: np.ndarray) -> tuple[int, ...]:
     return tuple(int(i) for i in where[0]) if len(where) else tuple(0 for _ in ref.shape)
 
 
-def same_layout(value: np.ndarray, ref: np.ndarray) -> bool:
+def same_layout(value: np.ndarray, ref: np.ndarray, batch: bool) -> bool:
     """``value`` is ``ref`` in the lesson's own layout: the same shape and values, or a batch of copies of it.
 
     A lesson traced on one sequence whose check feeds the student a batch of
-    identical copies (lessons window and gqa) expects each batch entry to be
-    the lesson's result.
+    identical copies (``batch``: lessons window and gqa) expects each batch
+    entry to be the lesson's result; anywhere else an extra axis is a mistake.
     """
     if value.shape == ref.shape:
         return close(value, ref)
-    return value.shape[1:] == ref.shape and all(close(v, ref) for v in value)
+    return batch and value.shape[1:] == ref.shape and all(close(v, ref) for v in value)

@@ -34,7 +34,7 @@ def returned(ctx: Context, stages: list[StageResult], final: Seen) -> None:
         last.status, last.match = "differs", None
         last.nearest = align.nearest(ref, axes, [final])
         last.note = "returned"
-    elif not align.same_layout(final.value, ref):
+    elif not align.same_layout(final.value, ref, ctx.spec.batch):
         last.status, last.match = "differs", None
         last.nearest = align.nearest(ref, axes, [final])
         last.note = "layout"

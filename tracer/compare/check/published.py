@@ -27,7 +27,7 @@ def layout(c: Context) -> Hit | None:
         return None
     ref, axes = c.ref(last.key)
     got = c.final.value
-    if align.same_layout(got, ref):
+    if align.same_layout(got, ref, c.spec.batch):
         return None
     if align.find(ref, axes, [c.final]) is None:
         return None
