@@ -105,11 +105,7 @@ def _mismatch(node: Node, done: Mapping[str, np.ndarray], bound: float | None = 
         like = v if node.op == "acc" else None
         guess = predict(node.op, node.axes, v.shape, args, node.attrs, done, v.dtype, like=like)
         if guess is not None and guess.shape == v.shape:
-            if bound is not None:
-                with np.errstate(all="ignore"):
-                    near = np.abs(v.astype(np.float64) - guess.astype(np.float64)) <= bound
-                return ~(_same_bits(v, guess) | near)
-            return ~_same_bits(v, guess)
+            return _differs(v, guess, bound)
     if node.op in ("exp", "softmax") and len(args) == 1 and "index" in args[0]:
         src = done[args[0]["node"]]
         over = node.attrs.get("over")
@@ -141,7 +137,16 @@ def _mismatch(node: Node, done: Mapping[str, np.ndarray], bound: float | None = 
             return np.asarray(False)
         return np.asarray(~_same_bits(v, np.asarray(ref, dtype=v.dtype)))
     copied = recompute.exact(node, done)  # layout, writes, masks, elementwise ops read through index arithmetic
-    return None if copied is None else ~_same_bits(v, copied)
+    return None if copied is None else _differs(v, copied, bound)
+
+
+def _differs(v: np.ndarray, again: np.ndarray, bound: float | None) -> np.ndarray:
+    """True where ``v`` is not ``again``: bit for bit, or within ``bound`` for a library's result."""
+    if bound is None:
+        return ~_same_bits(v, again)
+    with np.errstate(all="ignore"):
+        near = np.abs(v.astype(np.float64) - again.astype(np.float64)) <= bound
+    return np.asarray(~(_same_bits(v, again) | near))
 
 
 def _same_bits(a: np.ndarray, b: np.ndarray) -> np.ndarray:
