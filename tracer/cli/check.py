@@ -4,7 +4,7 @@ Each submission runs in a child process of its own (:mod:`tracer.sandbox`,
 :mod:`tracer.checking`): its printing, its working folder, its time and
 memory are its own, and only a verdict it sent counts.  Exit status for one
 submission: 0 matches, 1 differs, 2 trouble or no verdict; for a class
-(:mod:`tracer.classcheck`): 0 when every submission matches, 1 otherwise, 2
+(:mod:`tracer.cli.classcheck`): 0 when every submission matches, 1 otherwise, 2
 when the class itself cannot be checked.  Capturing the user's own torch
 code for the other commands is ``--torch`` (:func:`tracer.cli.options.build_trace`).
 """
@@ -72,7 +72,8 @@ def check(
     stage, 1 differs, 2 trouble (bad file, wrong signature, a crash, a
     submission killed at its limit: one line; details with --verbose).
     """
-    from tracer import checking, classcheck
+    from tracer import checking
+    from tracer.cli import classcheck
     from tracer.compare.check import deadline
 
     sizes = {k: v for k, v in (("d_in", d_in), ("d_out", d_out)) if v is not None}
