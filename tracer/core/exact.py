@@ -40,9 +40,10 @@ hold the slow path to a share of the work that no noisy machine can fake.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from decimal import Context, Decimal
+from typing import TypeVar
 
 import numpy as np
 
@@ -53,6 +54,8 @@ _WIDE = Context(prec=200)
 """For the one entry in about 10**40 whose 60 digits still leave its rounding open."""
 _EXACT = Context(prec=2000)
 """Wide enough to hold any sum of two float64s exactly (a subnormal needs 767 digits)."""
+
+F = TypeVar("F", bound=np.floating)
 
 MARGIN = 2.0**-40
 """float32: relative distance to a halfway point below which the float64 value is not trusted."""
@@ -134,9 +137,8 @@ OVER = {np.dtype(np.float32): OVER32, np.dtype(np.float64): OVER64}
 UNDER = {np.dtype(np.float32): UNDER32, np.dtype(np.float64): UNDER64}
 
 
-def _finish(x: np.ndarray, out: np.ndarray, todo: np.ndarray, nearest: object) -> np.ndarray:
+def _finish(x: np.ndarray, out: np.ndarray, todo: np.ndarray, nearest: Callable[[float], np.floating]) -> np.ndarray:
     """Decide the ``todo`` entries (flat indices) with :mod:`decimal`, and set what the thresholds decide."""
-    assert callable(nearest)
     flat = out.reshape(-1)
     xs = x.reshape(-1)
     for n in todo:
@@ -169,7 +171,7 @@ def _exp32(a: np.ndarray) -> np.ndarray:
 
 
 def _slow32(v: float) -> np.float32:
-    return _settled(v, lambda value: _nearest32(value))
+    return _settled(v, _nearest32)
 
 
 def _nearest32(value: Decimal) -> np.float32:
@@ -197,20 +199,17 @@ def _half(a: np.float32, b: np.float32) -> Decimal:
     return Decimal((fa + fb) / 2)
 
 
-def _settled(v: float, nearest: object) -> np.floating:
+def _settled(v: float, nearest: Callable[[Decimal], F]) -> F:
     """``nearest(e**v)`` from 60 digits, or from 200 where the 60 digits' error bar straddles a halfway point.
 
     :mod:`decimal`'s ``exp`` is correctly rounded to its precision, so the true
     value is within one unit of the 60th digit of the result.
     """
-    assert callable(nearest)
     value = _CTX.exp(Decimal(v))
     slack = value.scaleb(-58, _EXACT)
     if nearest(_EXACT.subtract(value, slack)) != nearest(_EXACT.add(value, slack)):
         value = _WIDE.exp(Decimal(v))
-    result = nearest(value)
-    assert isinstance(result, np.floating)
-    return result
+    return nearest(value)
 
 
 # --- float64 -------------------------------------------------------------------------------------
@@ -248,6 +247,9 @@ def _exp64(a: np.ndarray) -> np.ndarray:
 
 
 def _slow64(v: float) -> np.float64:
-    result = _settled(v, lambda value: np.float64(float(value)))
-    assert isinstance(result, np.float64)
-    return result
+    return _settled(v, _nearest64)
+
+
+def _nearest64(value: Decimal) -> np.float64:
+    """The float64 nearest ``value``: ``float`` of a Decimal rounds correctly (it reads the decimal string)."""
+    return np.float64(float(value))
