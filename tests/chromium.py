@@ -4,6 +4,12 @@ Chromium reads JSON commands from fd 3 and writes replies and events to fd 4,
 each message ending in a NUL byte.  :class:`Browser` starts a headless
 Chromium with networking features off, opens one page, and keeps every event
 so a test can look for console errors and network requests afterwards.
+
+Start-up has its own, longer budget (:data:`START_TIMEOUT`): the first
+Chromium on a freshly installed machine reads a few hundred MB from a cold disk
+and sets up its profile, which took more than 30 s on a loaded CI machine.  A
+Chromium that exits instead of answering is reported at once, with the last
+lines it wrote to stderr, rather than after the whole wait.
 """
 
 from __future__ import annotations
@@ -35,16 +41,22 @@ FLAGS = [
     "--hide-scrollbars",
     "--remote-debugging-pipe",
 ]
+START_TIMEOUT = float(os.environ.get("ATTN_TRACE_CHROMIUM_START", "240"))
+"""Seconds to wait for a newly started Chromium's first answer (``ATTN_TRACE_CHROMIUM_START`` overrides)."""
 
 
 class Browser:
     """One headless Chromium and one page in it."""
 
-    def __init__(self, timeout: float = 30.0) -> None:
-        """Start Chromium and attach to a new blank page; commands wait at most ``timeout`` seconds."""
+    def __init__(self, timeout: float = 30.0, start_timeout: float = START_TIMEOUT) -> None:
+        """Start Chromium and attach to a new blank page.
+
+        Start-up waits at most ``start_timeout`` seconds, every later command ``timeout``.
+        """
         assert EXE is not None, "chromium is not installed"
         self.timeout = timeout
         self.profile = tempfile.mkdtemp(prefix="attn-trace-chromium-")
+        self.log = tempfile.TemporaryFile()  # noqa: SIM115 -- Chromium's stderr, open as long as it runs
         to_chrome_r, to_chrome_w = os.pipe()
         from_chrome_r, from_chrome_w = os.pipe()
         high_r = fcntl.fcntl(to_chrome_r, fcntl.F_DUPFD, 10)
@@ -58,7 +70,7 @@ class Browser:
             [EXE, *FLAGS, f"--user-data-dir={self.profile}", "about:blank"],
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
+            stderr=self.log,
             close_fds=False,  # Python opens files non-inheritable, so only fds 3 and 4 are passed on
             preexec_fn=wire,
         )
@@ -69,10 +81,33 @@ class Browser:
         self.events: list[dict[str, Any]] = []
         self.next_id = 0
         threading.Thread(target=self._read, args=(from_chrome_r,), daemon=True).start()
-        target = self.call("Target.createTarget", url="about:blank")["targetId"]
-        self.session = self.call("Target.attachToTarget", targetId=target, flatten=True)["sessionId"]
-        for domain in ("Page", "Runtime", "Log", "Network"):
-            self.send(f"{domain}.enable")
+        try:
+            target = self.call("Target.createTarget", budget=start_timeout, url="about:blank")["targetId"]
+            self.session = self.call("Target.attachToTarget", targetId=target, flatten=True)["sessionId"]
+            for domain in ("Page", "Runtime", "Log", "Network"):
+                self.send(f"{domain}.enable")
+        except BaseException:
+            self.proc.kill()  # a browser that did not start is not asked to close
+            self.close()
+            raise
+
+    def _stderr(self) -> str:
+        """The last lines Chromium wrote to stderr (for error messages)."""
+        self.log.seek(0)
+        lines = self.log.read().decode(errors="replace").strip().splitlines()
+        return " | ".join(lines[-5:]) or "(nothing)"
+
+    def _next(self, deadline: float, what: str) -> dict[str, Any]:
+        """The next message from Chromium; fails early when Chromium has exited, and at ``deadline``."""
+        while True:
+            try:
+                return self.inbox.get(timeout=max(0.01, min(1.0, deadline - time.monotonic())))
+            except queue.Empty:
+                code = self.proc.poll()
+                if code is not None and self.inbox.empty():
+                    raise RuntimeError(f"{what}: Chromium exited with code {code}; stderr: {self._stderr()}") from None
+                if time.monotonic() >= deadline:
+                    raise TimeoutError(f"{what}: no answer from Chromium; stderr: {self._stderr()}") from None
 
     def _read(self, fd: int) -> None:
         buf = b""
@@ -85,17 +120,20 @@ class Browser:
                 msg, buf = buf.split(b"\0", 1)
                 self.inbox.put(json.loads(msg))
 
-    def call(self, method: str, session: str | None = None, **params: Any) -> dict[str, Any]:
-        """Send a command (to the browser, or to ``session``) and wait for its result."""
+    def call(
+        self, method: str, session: str | None = None, budget: float | None = None, **params: Any
+    ) -> dict[str, Any]:
+        """Send a command (to the browser, or to ``session``); wait ``budget`` s (or ``timeout``) for its result."""
         self.next_id += 1
         msg: dict[str, Any] = {"id": self.next_id, "method": method, "params": params}
         if session:
             msg["sessionId"] = session
         os.write(self.out, json.dumps(msg).encode() + b"\0")
         want = self.next_id
-        deadline = time.monotonic() + self.timeout
+        waited = self.timeout if budget is None else budget
+        deadline = time.monotonic() + waited
         while True:
-            reply = self.inbox.get(timeout=max(0.01, deadline - time.monotonic()))
+            reply = self._next(deadline, f"{method} (after {waited:g} s)")
             if reply.get("id") == want:
                 if "error" in reply:
                     raise RuntimeError(f"{method}: {reply['error']}")
@@ -111,7 +149,7 @@ class Browser:
         """Wait for the next ``event`` on the page."""
         deadline = time.monotonic() + self.timeout
         while True:
-            msg = self.inbox.get(timeout=max(0.01, deadline - time.monotonic()))
+            msg = self._next(deadline, f"waiting for {event} (after {self.timeout:g} s)")
             self.events.append(msg)
             if msg.get("method") == event:
                 return msg
@@ -179,11 +217,13 @@ class Browser:
     def close(self) -> None:
         """Stop this browser (only the process this object started) and remove its profile."""
         with contextlib.suppress(Exception):  # already gone
-            self.call("Browser.close")
+            self.call("Browser.close", budget=10)
         try:
             self.proc.wait(timeout=10)
         except subprocess.TimeoutExpired:
             self.proc.kill()
             self.proc.wait()
-        os.close(self.out)
+        with contextlib.suppress(OSError):  # closed by an earlier close()
+            os.close(self.out)
+        self.log.close()
         shutil.rmtree(self.profile, ignore_errors=True)

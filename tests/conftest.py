@@ -18,6 +18,7 @@ import pytest
 
 import tracer
 import tracer.pytest_plugin
+from tests import chromium
 from tests.mutation import fresh_caches, shared
 
 REQUIRED_IN_CI = ("could not import", "chromium is not installed")
@@ -64,6 +65,18 @@ def pytest_addoption(parser: pytest.Parser, pluginmanager: pytest.PytestPluginMa
     plugin = tracer.pytest_plugin
     if not pluginmanager.is_registered(plugin) and not pluginmanager.is_blocked("attn_trace"):
         pluginmanager.register(plugin, "attn_trace")
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[chromium.Browser]:
+    """One headless Chromium per test module (a fresh profile each), closed after the module's last test."""
+    if chromium.EXE is None:
+        pytest.skip("chromium is not installed")
+    b = chromium.Browser()
+    try:
+        yield b
+    finally:
+        b.close()
 
 
 @pytest.fixture(scope=shared("session"))

@@ -41,15 +41,6 @@ MEASURE = """(() => {
 })()"""
 
 
-@pytest.fixture(scope="module")
-def browser() -> chromium.Browser:
-    if chromium.EXE is None:
-        pytest.skip("chromium is not installed")
-    b = chromium.Browser()
-    yield b
-    b.close()
-
-
 @pytest.mark.parametrize("page", PAGES)
 def test_figure_text_is_readable_on_a_phone(browser: chromium.Browser, page: str) -> None:
     import json

@@ -7,7 +7,7 @@ to ``artifacts/`` (git-ignored) for a person to look at.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -17,15 +17,6 @@ from tests.chromium import EXE, Browser
 pytestmark = [pytest.mark.browser, pytest.mark.skipif(EXE is None, reason="chromium is not installed")]
 
 ARTIFACTS = Path(__file__).resolve().parent.parent / "artifacts"
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Browser]:
-    b = Browser()
-    try:
-        yield b
-    finally:
-        b.close()
 
 
 @pytest.fixture(scope="module")

@@ -11,7 +11,6 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -66,15 +65,6 @@ def test_linked_cells_are_named_links_outside_any_img() -> None:
     assert 'aria-label="query i: journey, key j: Your, 0.9544"' in omega.group(0)
     for svg in re.findall(r'<svg role="img".*?</svg>', page, re.S):
         assert "<a " not in svg
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Browser]:
-    b = Browser()
-    try:
-        yield b
-    finally:
-        b.close()
 
 
 def key(b: Browser, name: str, code: str, keycode: int, text: str = "") -> None:

@@ -10,7 +10,6 @@ Full-page screenshots of each lesson, language and width go to
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -45,15 +44,6 @@ COVERED = """(() => {
   }
   return hit;
 })()"""
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Browser]:
-    b = Browser()
-    try:
-        yield b
-    finally:
-        b.close()
 
 
 def url(lesson: str, lang: str) -> str:
