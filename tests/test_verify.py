@@ -20,10 +20,35 @@ from tracer.cli import app
 from tracer.core import serialize
 
 
-@pytest.mark.parametrize("lesson", ["simple", "trainable", "causal", "multihead"])
-def test_every_lesson_follows_from_its_inputs(lesson: str) -> None:
+@pytest.mark.parametrize("lesson", ["simple", "trainable", "causal", "multihead", "window", "gqa"])
+def test_every_lesson_follows_from_its_inputs_and_every_node_is_checked(lesson: str) -> None:
     result = tracer.trace_lesson(lesson).verify()
     assert result.ok and result.summary() == "" and result.checked > 20
+    assert result.unchecked == ()  # head splits and joins recomputed, matrix forms held to their loop forms
+
+
+@pytest.mark.parametrize(
+    ("lesson", "node"),
+    [("multihead", "split.hq"), ("multihead", "split.concat"), ("multihead", "wrap.concat"), ("gqa", "kh")],
+)
+def test_an_edit_of_a_head_split_or_join_is_named_there(lesson: str, node: str) -> None:
+    doc = serialize.to_dict(tracer.trace_lesson(lesson))
+    spec = next(n for n in doc["nodes"] if n["name"] == node)
+    assert spec["value"]["encoding"] == "list"
+    spec["value"]["data"][1] += 0.25
+    result = serialize.loads(seal(doc)).verify()
+    assert result.wrong[0].node == node, result.summary()
+
+
+def test_a_matrix_form_is_held_to_its_loop_form_within_its_checks_bound() -> None:
+    trace = tracer.trace_lesson("simple")
+    bound = next(n for n in trace.nodes if n.name == "check.omega").attrs["bound"]
+    for by, flagged in ((bound / 2, False), (bound * 4, True)):
+        doc = serialize.to_dict(trace)
+        spec = next(n for n in doc["nodes"] if n["name"] == "mat.omega")
+        spec["value"]["data"][6] += by  # mat.omega[2,1]
+        result = serialize.loads(seal(doc)).verify()
+        assert ("mat.omega[2,1]" in result.by_id) is flagged, result.summary()
 
 
 def test_overflow_and_float64_follow() -> None:

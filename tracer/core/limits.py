@@ -19,8 +19,15 @@ MAX_TRACE_CELLS = 8 * MAX_CELLS
 MAX_TRACE_VALUE_BYTES = 1 << 30
 """Most bytes of values one trace may hold in memory (1 GiB), however few bytes its file spends on them:
 a derived node costs a file almost nothing, so a 200 KB file could otherwise ask for gigabytes."""
-MAX_NODES = 100_000
+MAX_NODES = 20_000
 """Most nodes a trace file may declare (a lesson records about 60, a captured transformer block a few hundred)."""
+MAX_JSON_ITEMS = 2_000_000
+"""Most JSON values a trace file may spell out, counted before it is parsed as its commas and opening brackets.
+
+Parsing costs time and memory per value, not per byte: 20 million zeros in a
+60 MB file take seconds and hundreds of MB to parse before any node could be
+counted.  A trace written by attn-trace spells out about 10,000 (its large
+tensors are base64 strings, one value each), so this leaves room for 200 times that."""
 MAX_INPUT_BYTES = 64 << 20
 """Largest inputs or weights file read (64 MiB)."""
 MAX_TRACE_BYTES = 1 << 30

@@ -42,7 +42,7 @@ import numpy as np
 from tracer.core import files, formula, ids, limits, validate
 from tracer.core.predict import predict
 from tracer.core.trace import ELEMENT, TENSOR, Node, Ref, Trace
-from tracer.errors import TraceFormatError
+from tracer.errors import InputError, TraceFormatError
 
 FORMAT = "attn-trace"
 
@@ -71,7 +71,8 @@ _NONFINITE = {"NaN": math.nan, "Infinity": math.inf, "-Infinity": -math.inf}
 
 # -- writing -----------------------------------------------------------------
 def to_dict(trace: Trace) -> dict[str, Any]:
-    """The JSON document for ``trace``, without its digest."""
+    """The JSON document for ``trace``, without its digest (``InputError`` if it could not be read back)."""
+    fits(trace)
     done: dict[str, np.ndarray] = {}
     nodes = []
     for n in trace.nodes:
@@ -80,6 +81,33 @@ def to_dict(trace: Trace) -> dict[str, Any]:
         done[n.name] = n.value
         nodes.append(spec)
     return {"format": FORMAT, "version": FORMAT_VERSION, "meta": trace.meta, "nodes": nodes}
+
+
+def fits(trace: Trace) -> None:
+    """Refuse to write a trace that :func:`load` would refuse for its size (the limits of docs/security.md).
+
+    A file that cannot be read back is no use to anyone: say so now, with the
+    node and the limit, instead of writing gigabytes that every reader refuses.
+    """
+    if len(trace.nodes) > limits.MAX_NODES:
+        raise InputError(
+            f"this trace has {len(trace.nodes):,} nodes, past the {limits.MAX_NODES:,} a trace file may hold"
+        )
+    total = 0
+    for n in trace.nodes:
+        total += n.value.size
+        if n.value.size > limits.MAX_CELLS or total > limits.MAX_TRACE_CELLS:
+            raise InputError(
+                f"this trace's node {n.name} makes {total:,} entries in all ({n.value.size:,} in it), past what a "
+                f"trace file may hold ({limits.MAX_CELLS:,} in one node, {limits.MAX_TRACE_CELLS:,} in all): "
+                "use fewer tokens or dims"
+            )
+        size = total * n.value.dtype.itemsize
+        if size > limits.MAX_TRACE_VALUE_BYTES:
+            raise InputError(
+                f"this trace's values need {size:,} bytes by node {n.name}, past the "
+                f"{limits.MAX_TRACE_VALUE_BYTES:,} a trace file may hold: use float32, or fewer tokens or dims"
+            )
 
 
 def dumps(trace: Trace) -> str:
@@ -182,7 +210,18 @@ def loads(raw: bytes | str, name: str = "trace") -> Trace:
 
 
 def parse(raw: bytes | str, name: str = "trace") -> Any:
-    """The JSON document of a trace file's content, unchecked (``TraceFormatError`` if unreadable)."""
+    """The JSON document of a trace file's content, unchecked (``TraceFormatError`` if unreadable).
+
+    The values the text spells out are counted first (:func:`json_items`), so a
+    file of millions of tiny values is refused in one pass over its bytes
+    instead of after seconds of parsing.
+    """
+    items = json_items(raw)
+    if items > limits.MAX_JSON_ITEMS:
+        raise TraceFormatError(
+            f"{name} is not a readable trace file (it spells out about {items:,} JSON values, "
+            f"past the limit of {limits.MAX_JSON_ITEMS:,}: see docs/security.md)"
+        )
     try:
         text = raw.decode("utf-8") if isinstance(raw, bytes) else raw
         return json.loads(text, parse_constant=_reject_constant, parse_float=_finite)
@@ -199,6 +238,22 @@ def parse(raw: bytes | str, name: str = "trace") -> Any:
         raise TraceFormatError(f"{name} is not a readable trace file ({why}: {e.msg} at line {e.lineno})") from None
     except ValueError as e:
         raise TraceFormatError(f"{name} is not a readable trace file ({e})") from None
+
+
+_OTHERS = bytes(range(256)).translate(None, b",[{")
+"""Every byte but the three that start or separate JSON values: deleting these from a text leaves those three."""
+
+
+def json_items(raw: bytes | str) -> int:
+    """An upper bound on the JSON values in ``raw``, from one pass over it: its commas and opening brackets.
+
+    Every value but the first of an array or object follows a comma, and every
+    array or object opens with a bracket; a comma or bracket inside a string
+    only makes the count larger.
+    """
+    if isinstance(raw, str):
+        return raw.count(",") + raw.count("[") + raw.count("{") + 1
+    return len(raw.translate(None, _OTHERS)) + 1
 
 
 def _reject_constant(c: str) -> Any:

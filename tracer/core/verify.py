@@ -26,9 +26,12 @@ trace itself records, with the op it records:
   ``nn.Linear`` with its bias, a fused attention kernel: ``attrs["library"]``)
   added in the kernel's own order, so it follows when it is within the bound
   of its check (the ``maxabsdiff`` that reads it) of the recomputed sums;
-- ``input`` and ``const`` have no operands, and tensor-level ops whose
-  meaning a trace does not spell out (``matmul``, ``module``, head splits)
-  are listed as not checked.
+- a lesson's matrix form (``mat.omega = x @ x.T``, ``batch.mat.z``: a
+  tensor-level library result a bounded ``maxabsdiff`` holds to its loop
+  form) follows when each entry is within that check's bound of the loop
+  form's entry;
+- ``input`` and ``const`` have no operands; any other node whose meaning a
+  trace does not spell out is listed as not checked (no lesson has one).
 
 Only the value that breaks the chain is wrong: an edited ``omega[2,1]`` is
 listed, and so is every value computed from it that the editor left as it was.
@@ -57,7 +60,8 @@ def verify(trace: Trace) -> Verification:
     unchecked: list[str] = []
     flagged: set[str] = set()
     checked = 0
-    bounded = _bounded(trace)
+    partners = _partners(trace)
+    bounded = {name: bound for name, (bound, _) in partners.items()}
     for node in trace.nodes:
         bad = _mismatch(node, done, bounded.get(node.name) if "library" in node.attrs else None)
         done[node.name] = node.value
@@ -79,16 +83,42 @@ def verify(trace: Trace) -> Verification:
             first = [ids.render(node.name, node.split, [int(i) + 1 for i in w]) for w in where[:SHOWN]]
         flagged.update(first)
         wrong.append(Wrong(node.name, count, tuple(first)))
+    for name in [n for n in unchecked if n in partners]:  # library results held to their loop forms
+        bad = _beside(trace.node(name).value, *partners[name], done)
+        if bad is None:
+            continue
+        unchecked.remove(name)
+        checked += 1
+        if bad.any():
+            node = trace.node(name)
+            where = np.argwhere(bad)
+            first = [ids.render(name, node.split, [int(i) + 1 for i in w]) for w in where[:SHOWN]]
+            flagged.update(first)
+            wrong.append(Wrong(name, len(where), tuple(first)))
     return Verification(tuple(wrong), tuple(unchecked), checked, frozenset(flagged))
 
 
-def _bounded(trace: Trace) -> dict[str, float]:
-    """Library node -> the bound of the check that compares it with its loop form."""
-    out: dict[str, float] = {}
+def _beside(v: np.ndarray, bound: float, partner: str, done: Mapping[str, np.ndarray]) -> np.ndarray | None:
+    """True where a library result is further than ``bound`` from the loop form a check holds it to.
+
+    A lesson's matrix form (``mat.omega = x @ x.T``) is computed by a library
+    in an order of its own, so it cannot be recomputed bit for bit; the page's
+    check states it is within ``bound`` of the loop form (``omega``), entry by
+    entry, and that is what is verified.  None: no such loop form to compare.
+    """
+    other = done.get(partner)
+    if other is None or other.shape != v.shape or other.dtype != v.dtype:
+        return None
+    return _differs(v, other, bound)
+
+
+def _partners(trace: Trace) -> dict[str, tuple[float, str]]:
+    """Node -> (bound, loop form) for each bounded check of a library result against its loop form."""
+    out: dict[str, tuple[float, str]] = {}
     for n in trace.nodes:
-        b = n.attrs.get("bound") if n.op == "maxabsdiff" and n.args else None
+        b = n.attrs.get("bound") if n.op == "maxabsdiff" and len(n.args) == 2 else None
         if isinstance(b, int | float) and not isinstance(b, bool):
-            out[n.args[0].node] = float(b)
+            out[n.args[0].node] = (float(b), n.args[1].node)
     return out
 
 

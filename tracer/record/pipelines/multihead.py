@@ -21,7 +21,7 @@ from typing import Any
 
 import torch
 
-from tracer.core.trace import Trace
+from tracer.core.trace import TENSOR, Ref, Trace
 from tracer.errors import InputError
 from tracer.record import weights as wts
 from tracer.record.pipelines.blocks import context, projection, scores
@@ -38,7 +38,7 @@ def prepare(values: torch.Tensor, d_out: int = 2, **unknown: Any) -> dict[str, A
     if unknown:
         raise InputError(f"lesson 'multihead' takes no option {', '.join(sorted(unknown))}")
     d_in = int(values.shape[1])
-    wts.check_size(int(values.shape[0]), d_in, d_out, batch=HEADS)
+    wts.check_size(int(values.shape[0]), d_in, d_out, batch=2 * HEADS)  # 2 copies of the inputs, each in 2 heads
     if d_out % HEADS:
         raise InputError(f"d_out must be divisible by the {HEADS} heads, got {d_out}")
     heads = wts.linear_layers(d_in, d_out, seed=wts.MODULE_SEED, count=HEADS)
@@ -79,12 +79,14 @@ def wrapper_form(rec: Recorder, x: Var, up: Var, w: dict[str, torch.Tensor]) -> 
         alpha = masked_softmax(rec, omega, up, root, pre="wrap.")
         z = context(rec, "wrap.z", alpha, v, lead)
         joined = z.data.permute(1, 2, 0, 3).reshape(z.data.shape[1], z.data.shape[2], -1)
-        return rec.tensor(
-            "wrap.concat",
+        dh = int(z.data.shape[3])
+        return rec.apply(  # one step on the page; each entry's reference lets verify recompute it
             "concat",
+            "wrap.concat",
             joined,
-            [z],
+            [Ref(z.name, (f"(o-1)//{dh}+1", "b", "i", f"(o-1)%{dh}+1"))],
             "bio",
+            granularity=TENSOR,
             latex=r"Z = [\,Z^{(1)} \;\; Z^{(2)}\,]",
             text="head outputs side by side: torch.cat([head(x) for head in heads], dim=-1)",
         )
@@ -108,12 +110,14 @@ def split_form(rec: Recorder, x: Var, up: Var, w: dict[str, torch.Tensor]) -> Va
         for name, var in full.items():
             b, t, d_out = var.data.shape
             view = var.data.reshape(b, t, HEADS, d_out // HEADS).permute(2, 0, 1, 3)
-            heads[name] = rec.tensor(
-                f"split.h{name}",
+            dh = d_out // HEADS
+            heads[name] = rec.apply(
                 "split_heads",
+                f"split.h{name}",
                 view,
-                [var],
+                [Ref(var.name, ("b", "i", f"{dh}*h+c-{dh}"))],
                 "hbic",
+                granularity=TENSOR,
                 latex=rf"{name}^{{(h)}} = {name}_{{[\dots,\,(h-1)d_h+1 \,:\, h\,d_h]}}",
                 text=f"split.{name}.view(b, T, heads, d_h).transpose(1, 2)",
                 symbol=rf"{name}^{{(<i>)}}_{{<c>}}",
@@ -124,12 +128,13 @@ def split_form(rec: Recorder, x: Var, up: Var, w: dict[str, torch.Tensor]) -> Va
         alpha = masked_softmax(rec, omega, up, root, pre="split.")
         z = context(rec, "split.z", alpha, heads["v"], lead)
         h, b, t, dh = z.data.shape
-        joined = rec.tensor(
-            "split.concat",
+        joined = rec.apply(
             "join_heads",
+            "split.concat",
             z.data.permute(1, 2, 0, 3).reshape(b, t, h * dh),
-            [z],
+            [Ref(z.name, (f"(k-1)//{dh}+1", "b", "i", f"(k-1)%{dh}+1"))],
             "bik",
+            granularity=TENSOR,
             latex=r"Z = [\,Z^{(1)} \;\; Z^{(2)}\,]",
             text="split.z.transpose(1, 2).reshape(b, T, d_out)",
             symbol=r"z^{(<i>)}_{<k>}",
