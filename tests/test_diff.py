@@ -515,7 +515,7 @@ def test_a_file_of_another_format_version_is_named(tutorial: tracer.Trace, tmp_p
     doc["version"] = 99
     doc["digest"] = serialize._digest({k: v for k, v in doc.items() if k != "digest"})
     path.write_text(json.dumps(doc))
-    with pytest.raises(tracer.TraceFormatError, match=r"^v1.json has format version 99"):
+    with pytest.raises(tracer.TraceFormatError, match=r"^'v1.json' has format version 99"):
         tracer.diff(path, tutorial)
 
 

@@ -151,13 +151,13 @@ def test_json_csv_npy_pt_files(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("name", "content", "message"),
     [
-        ("x.json", b"{not json", "x.json is not valid JSON"),
+        ("x.json", b"{not json", "'x.json' is not valid JSON"),
         ("x.json", b'{"tokens": []}', 'must have an "inputs" key'),
         ("x.csv", b"1,2\n3,abc\n", "line 2, column 2 is not a number: 'abc'"),
         ("x.csv", b"\xff\xfe\x00\x01", "not a text CSV"),
         ("x.csv", b"a,b\n", "no rows of numbers"),
         ("x.npy", b"0.1 0.2\n", "not a .npy file"),
-        ("x.pt", b"not a pickle", "x.pt is not a readable PyTorch file"),
+        ("x.pt", b"not a pickle", "'x.pt' is not a readable PyTorch file"),
         ("x.txt", b"1 2 3", "unsupported inputs file type '.txt'"),
     ],
 )

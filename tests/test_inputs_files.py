@@ -54,18 +54,22 @@ def test_readers_accept(tmp_path: Path, name: str, content: bytes, rows: object,
 @pytest.mark.parametrize(
     ("name", "content", "message"),
     [
-        ("n.json", b'{"inputs": null}', "n.json: inputs must be a list of rows, got null"),
-        ("k.json", b'{"tokens": []}', 'k.json: a JSON object must have an "inputs" key (and optionally "tokens")'),
-        ("g.csv", b"1,2\n\n3,x\n", "g.csv: line 3, column 2 is not a number: 'x'"),  # file lines, blanks included
-        ("one.csv", b"a\nb\n", "one.csv: line 1, column 1 is not a number: 'a'"),  # one text column is not labels
-        ("two.csv", b"h1,h2\nh3,h4\n1,2\n", "two.csv: line 1, column 1 is not a number: 'h1'"),  # one header only
-        ("e.csv", b"a,b\n", "e.csv has no rows of numbers"),
-        ("u.csv", b"\xff\xfe\x00\x01", "u.csv is not a text CSV file"),
-        ("x.npy", b"0.1 0.2\n", "x.npy is not a .npy file (it has no NumPy header)"),
-        ("z.pt", b"PK\x03\x04 no zip", "z.pt is not a readable PyTorch file: "),
-        ("y.pt", b"plain text", "y.pt is not a readable PyTorch file (not written by torch.save)"),
-        ("noext", b"1", "unsupported inputs file type '(none)' for noext: use .json, .csv, .npy or .pt"),
-        ("t.txt", b"1", "unsupported inputs file type '.txt' for t.txt: use .json, .csv, .npy or .pt"),
+        ("n.json", b'{"inputs": null}', "'n.json': inputs must be a list of rows, got null"),
+        (
+            "k.json",
+            b'{"tokens": []}',
+            """'k.json': a JSON object must have an "inputs" key (and optionally "tokens")""",
+        ),
+        ("g.csv", b"1,2\n\n3,x\n", "'g.csv': line 3, column 2 is not a number: 'x'"),  # file lines, blanks included
+        ("one.csv", b"a\nb\n", "'one.csv': line 1, column 1 is not a number: 'a'"),  # one text column is not labels
+        ("two.csv", b"h1,h2\nh3,h4\n1,2\n", "'two.csv': line 1, column 1 is not a number: 'h1'"),  # one header only
+        ("e.csv", b"a,b\n", "'e.csv' has no rows of numbers"),
+        ("u.csv", b"\xff\xfe\x00\x01", "'u.csv' is not a text CSV file"),
+        ("x.npy", b"0.1 0.2\n", "'x.npy' is not a .npy file (it has no NumPy header)"),
+        ("z.pt", b"PK\x03\x04 no zip", "'z.pt' is not a readable PyTorch file: "),
+        ("y.pt", b"plain text", "'y.pt' is not a readable PyTorch file (not written by torch.save)"),
+        ("noext", b"1", "unsupported inputs file type '(none)' for 'noext': use .json, .csv, .npy or .pt"),
+        ("t.txt", b"1", "unsupported inputs file type '.txt' for 't.txt': use .json, .csv, .npy or .pt"),
     ],
 )
 def test_readers_refuse_with_one_line(tmp_path: Path, name: str, content: bytes, message: str) -> None:
@@ -76,17 +80,17 @@ def test_readers_refuse_with_one_line(tmp_path: Path, name: str, content: bytes,
 
 def test_a_long_cell_is_cut_in_the_message(tmp_path: Path) -> None:
     text = refused(tmp_path, "w.csv", b"1,2\n3," + b"x" * 500 + b"\n")
-    assert text.startswith("w.csv: line 2, column 2 is not a number: 'xxx") and len(text) == 200
+    assert text.startswith("'w.csv': line 2, column 2 is not a number: 'xxx") and len(text) == 200
 
 
 def test_truncated_and_pickled_npy(tmp_path: Path) -> None:
     buf = io.BytesIO()
     np.save(buf, np.zeros((2, 3)))
     text = refused(tmp_path, "t.npy", buf.getvalue()[:-5])
-    assert text.startswith("t.npy is not a numeric .npy array: ") and "48" in text  # the bytes it expected
+    assert text.startswith("'t.npy' is not a numeric .npy array: ") and "48" in text  # the bytes it expected
     buf = io.BytesIO()
     np.save(buf, np.array([{"a": 1}], dtype=object), allow_pickle=True)
-    assert refused(tmp_path, "o.npy", buf.getvalue()) == "o.npy is not a numeric .npy array: it holds Python objects"
+    assert refused(tmp_path, "o.npy", buf.getvalue()) == "'o.npy' is not a numeric .npy array: it holds Python objects"
 
 
 def test_npy_values_come_back_as_saved(tmp_path: Path) -> None:
@@ -105,10 +109,10 @@ def test_pt_files(tmp_path: Path) -> None:
     got, labels = inputs.read_file(tmp_path / "d.pt")
     assert np.array_equal(np.asarray(got), [[3.0]]) and labels == ["a"]
     for name, obj, message in [
-        ("l.pt", [1, 2], "l.pt holds a list, not a tensor"),
-        ("n.pt", None, "n.pt holds null, not a tensor"),
-        ("k.pt", {"tokens": ["a"]}, 'k.pt: a saved dict must have an "inputs" tensor (and optionally "tokens")'),
-        ("s.pt", {"inputs": "abc"}, "s.pt holds a str, not a tensor"),
+        ("l.pt", [1, 2], "'l.pt' holds a list, not a tensor"),
+        ("n.pt", None, "'n.pt' holds null, not a tensor"),
+        ("k.pt", {"tokens": ["a"]}, '\'k.pt\': a saved dict must have an "inputs" tensor (and optionally "tokens")'),
+        ("s.pt", {"inputs": "abc"}, "'s.pt' holds a str, not a tensor"),
     ]:
         torch.save(obj, tmp_path / name)
         with pytest.raises(InputError) as err:
@@ -120,7 +124,7 @@ def test_a_folder_is_not_a_file(tmp_path: Path) -> None:
     (tmp_path / "d.json").mkdir()
     with pytest.raises(InputError) as err:
         inputs.read_file(tmp_path / "d.json")
-    assert str(err.value) == f"{tmp_path / 'd.json'} is a directory, not an inputs file"
+    assert str(err.value) == f"'{tmp_path / 'd.json'}' is a directory, not an inputs file"
 
 
 def test_json_list_and_object_read_alike(tmp_path: Path) -> None:
@@ -177,14 +181,14 @@ def test_a_file_past_the_size_limit(tmp_path: Path, monkeypatch: pytest.MonkeyPa
     (tmp_path / name).write_bytes(b"1" * 19)
     with pytest.raises(InputError) as err:
         inputs.read_file(tmp_path / name)
-    assert str(err.value) == f"{tmp_path / name} is 19 bytes, past the 10-byte limit for an inputs file"
+    assert str(err.value) == f"'{tmp_path / name}' is 19 bytes, past the 10-byte limit for an inputs file"
 
 
 def test_pt_files_are_loaded_as_weights_only(tmp_path: Path) -> None:
     """A pickle of any other object is refused by torch itself, before it can run code."""
     torch.save(fractions.Fraction(1, 3), tmp_path / "f.pt")
     text = refused(tmp_path, "f.pt", (tmp_path / "f.pt").read_bytes())
-    assert text.startswith("f.pt is not a readable PyTorch file: Weights only load failed")
+    assert text.startswith("'f.pt' is not a readable PyTorch file: Weights only load failed")
 
 
 def test_torchs_own_reason_is_kept_and_cut(tmp_path: Path) -> None:
@@ -195,18 +199,18 @@ def test_torchs_own_reason_is_kept_and_cut(tmp_path: Path) -> None:
     with zipfile.ZipFile(buf, "w") as z:  # a zip archive, but not one torch.save wrote
         z.writestr("archive/x", "hello")
     text = refused(tmp_path, "z.pt", buf.getvalue())
-    assert text.startswith("z.pt is not a readable PyTorch file: ") and "hasRecord" in text and len(text) <= 300
+    assert text.startswith("'z.pt' is not a readable PyTorch file: ") and "hasRecord" in text and len(text) <= 300
     text = refused(tmp_path, "y.pt", b"PK\x03\x04 no zip" + b"x" * 400)  # its sizes cannot be read: refused
-    assert text.startswith("y.pt is not a readable PyTorch file: not a zip archive") and len(text) <= 300
+    assert text.startswith("'y.pt' is not a readable PyTorch file: not a zip archive") and len(text) <= 300
 
 
 def test_tensor_problems_name_the_file(tmp_path: Path) -> None:
     torch.save(torch.zeros(2, 2, dtype=torch.bool), tmp_path / "b.pt")
-    assert refused(tmp_path, "b.pt", (tmp_path / "b.pt").read_bytes()) == "b.pt is a tensor of booleans, not numbers"
+    assert refused(tmp_path, "b.pt", (tmp_path / "b.pt").read_bytes()) == "'b.pt' is a tensor of booleans, not numbers"
     torch.save(torch.tensor([[0.5, 1.0]], dtype=torch.float16), tmp_path / "h.pt")
     with pytest.warns(InputNote) as notes:
         got, _ = inputs.read_file(tmp_path / "h.pt")
-    assert [str(n.message) for n in notes] == ["h.pt holds float16: converted exactly to float64"]
+    assert [str(n.message) for n in notes] == ["'h.pt' holds float16: converted exactly to float64"]
     assert np.array_equal(np.asarray(got), [[0.5, 1.0]])
 
 
@@ -230,12 +234,12 @@ def test_a_missing_file_is_missing_whatever_its_type(tmp_path: Path) -> None:
     """A mistyped path is reported as missing, not as a file type we do not read."""
     with pytest.raises(InputError) as err:
         inputs.read_file(tmp_path / "inputs.jsno")
-    assert str(err.value) == f"no such file: {tmp_path / 'inputs.jsno'}"
+    assert str(err.value) == f"no such file: '{tmp_path / 'inputs.jsno'}'"
 
 
 def test_a_pt_file_cut_short_names_what_went_wrong(tmp_path: Path) -> None:
     """torch's error for a pickle that ends at once has no message: its type is named instead."""
-    assert refused(tmp_path, "cut.pt", b"\x80\x02") == "cut.pt is not a readable PyTorch file: EOFError"
+    assert refused(tmp_path, "cut.pt", b"\x80\x02") == "'cut.pt' is not a readable PyTorch file: EOFError"
 
 
 def test_a_pt_file_saved_on_a_gpu_is_read_on_the_cpu(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -252,4 +256,4 @@ def test_pt_files_stay_weights_only_whatever_the_environment(tmp_path: Path, mon
     torch.save(fractions.Fraction(1, 3), tmp_path / "f.pt")
     monkeypatch.setenv("TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD", "1")
     text = refused(tmp_path, "f.pt", (tmp_path / "f.pt").read_bytes())
-    assert text.startswith("f.pt is not a readable PyTorch file: Weights only load failed")
+    assert text.startswith("'f.pt' is not a readable PyTorch file: Weights only load failed")

@@ -252,7 +252,8 @@ def test_an_unknown_option_is_named_with_the_lesson(lesson: str) -> None:
 
 @pytest.mark.parametrize("lesson", ["trainable", "causal", "multihead"])
 def test_the_size_check_counts_every_token(lesson: str) -> None:
-    """1,024 tokens of one dim with d_out 17: the scores' products are 2 x 1,024 x 1,024 x 17 entries, past 2^25,
+    """1,024 tokens of one dim with d_out 17: the scores' products are 2 x 1,024 x 1,024 x 17 entries (twice that
+    in multihead's two heads), past 2^25,
     so the lesson's weights are refused before anything is built (counted as one token they would pass)."""
     import importlib
 
@@ -261,8 +262,10 @@ def test_the_size_check_counts_every_token(lesson: str) -> None:
     prepare = importlib.import_module(f"tracer.record.pipelines.{lesson}").prepare
     with pytest.raises(InputError) as err:
         prepare(torch.full((1024, 1), 0.01), d_out=17)
+    copies = 4 if lesson == "multihead" else 2  # multihead: each of the 2 copies of the inputs in each of 2 heads
     assert str(err.value) == (
-        "d_out 17 with 1024 tokens of 1 dims makes tensors of 35,651,584 entries, past the limit of 33,554,432"
+        f"d_out 17 with 1024 tokens of 1 dims makes tensors of {copies * 1024 * 1024 * 17:,} entries, "
+        "past the limit of 33,554,432"
     )
 
 

@@ -76,5 +76,5 @@ def test_the_library_names_the_file_not_a_flag(tmp_path: Path) -> None:
     jobs = batch.jobs([trace_lesson("simple")], ["en"], tmp_path)
     with pytest.raises(InputError) as refused:
         batch.write_all(jobs, ("html",), 4, False, False, print)
-    assert str(refused.value) == f"{tmp_path / 'index.html'} already exists"
+    assert str(refused.value) == f"'{tmp_path / 'index.html'}' already exists"
     assert (tmp_path / "index.html").read_text(encoding="utf-8") == "mine"

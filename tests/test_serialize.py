@@ -285,7 +285,7 @@ def test_a_node_that_is_not_an_object_is_named(tmp_path: Path, good_text: str, n
     path = tmp_path / "bad.json"
     path.write_text(_reseal(doc))
     with pytest.raises(
-        TraceFormatError, match=r"bad.json: malformed trace file at \$\.nodes\[0\]: .* is not of type 'object'"
+        TraceFormatError, match=r"'bad.json': malformed trace file at \$\.nodes\[0\]: .* is not of type 'object'"
     ):
         tracer.load(path)
 
@@ -389,6 +389,6 @@ def test_a_trace_file_past_the_size_limit(tmp_path: Path, good_text: str, monkey
     path.write_text(good_text)
     monkeypatch.setattr(serialize.limits, "MAX_TRACE_BYTES", 1000)
     with pytest.raises(
-        TraceFormatError, match=r"big.json is [0-9,]+ bytes, past the 1,000-byte limit for a trace file$"
+        TraceFormatError, match=r"^'[^']*big.json' is [0-9,]+ bytes, past the 1,000-byte limit for a trace file$"
     ):
         tracer.load(path)

@@ -93,7 +93,7 @@ def test_ordinary_pt_and_npz_files_still_load(tmp_path: Path) -> None:
 def test_a_csv_field_past_csv_s_limit_is_one_line(tmp_path: Path) -> None:
     (tmp_path / "in.csv").write_text("label,a,b\n" + "x" * 200_000 + ",1,2\nw,3,4\n")
     r = run("steps", "--inputs", str(tmp_path / "in.csv"))
-    assert r.exit_code == 2 and "in.csv: line" in r.output and len(r.output.splitlines()) == 1, r.output
+    assert r.exit_code == 2 and "'in.csv': line" in r.output and len(r.output.splitlines()) == 1, r.output
 
 
 def test_values_a_trace_would_need_are_counted_before_decoding(tmp_path: Path) -> None:

@@ -75,7 +75,7 @@ def test_millions_of_tiny_json_values_are_refused_before_the_parser_runs(
         raise AssertionError("the JSON parser ran")
 
     monkeypatch.setattr(serialize.json, "loads", no_parse)
-    refused = r"many.json is not a readable trace file \(it spells out about 2,00\d,\d{3} JSON values"
+    refused = r"'many.json' is not a readable trace file \(it spells out about 2,00\d,\d{3} JSON values"
     with pytest.raises(TraceFormatError, match=refused):
         serialize.load(path)
     r = CliRunner().invoke(app, ["verify", str(path)])

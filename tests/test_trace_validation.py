@@ -165,10 +165,13 @@ def test_messages_name_what_they_read_and_what_is_wrong(tmp_path: Path, doc: dic
     bad = tmp_path / "bad.json"
     bad.write_text("hello")
     cases.append(
-        (lambda: tracer.load(bad), "bad.json is not a readable trace file (not valid JSON: Expecting value at line 1)")
+        (
+            lambda: tracer.load(bad),
+            "'bad.json' is not a readable trace file (not valid JSON: Expecting value at line 1)",
+        ),
     )
     inside = bad / "t.json"  # a path through a file
-    cases.append((lambda: tracer.load(inside), f"cannot read {inside}: Not a directory"))
+    cases.append((lambda: tracer.load(inside), f"cannot read '{inside}': Not a directory"))
     for call, message in cases:
         with pytest.raises(TraceFormatError) as e:
             call()

@@ -134,7 +134,7 @@ def test_report_and_diff_name_the_edited_values_once(files: dict[str, Path], tmp
     assert rep.exit_code == 0 and rep.stderr.count("do not follow") == 1 and "omega[2,1]" in rep.stderr
     d = r.invoke(app, ["diff", str(files["ok"]), str(files["bad"])])
     assert d.exit_code == 1 and d.stderr.count("do not follow") == 1
-    assert "edited.json" in d.stderr and "ok.json:" not in d.stderr
+    assert "edited.json" in d.stderr and "'ok.json':" not in d.stderr
     same = r.invoke(app, ["diff", str(files["ok"]), str(files["ok"])])
     assert same.exit_code == 0 and same.stderr == ""
     assert json.loads(r.invoke(app, ["diff", str(files["ok"]), str(files["bad"]), "--format", "json"]).stdout)

@@ -19,6 +19,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from tracer.core.files import quoted
 from tracer.core.trace import Trace
 from tracer.errors import InputError
 
@@ -78,16 +79,16 @@ class ReportExists(InputError):
     """A report file is already there and ``force`` is off; the CLI adds how to overwrite it (``--force``)."""
 
     def __init__(self, path: Path) -> None:
-        super().__init__(f"{path} already exists")
+        super().__init__(f"{quoted(path)} already exists")
         self.path = path
 
 
 def _check(folder: Path, force: bool) -> None:
     """Refuse a link, a file where the folder goes, or (without ``force``) an existing report."""
     if folder.is_symlink():
-        raise InputError(f"{folder} is a symbolic link: attn-trace does not write through links")
+        raise InputError(f"{quoted(folder)} is a symbolic link: attn-trace does not write through links")
     if folder.exists() and not folder.is_dir():
-        raise InputError(f"{folder} exists and is not a folder")
+        raise InputError(f"{quoted(folder)} exists and is not a folder")
     if not force:
         for name in MAIN_FILES:
             if (folder / name).exists():

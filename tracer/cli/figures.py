@@ -10,6 +10,7 @@ import click
 
 from tracer.cli.group import UserError, app, status
 from tracer.cli.options import build_trace, from_option, input_options, trace_source
+from tracer.core.files import quoted
 from tracer.present.strings import LANGS
 
 
@@ -47,7 +48,7 @@ def figures(from_file: Path | None, lang: str, fmt: str, dpi: int, output: Path,
     paths = {name: output / f"{name}.{fmt}" for name in made}
     clash = [p for p in paths.values() if p.exists() or p.is_symlink()]
     if clash and not force:
-        raise UserError(f"{clash[0]} already exists; use --force to overwrite it")
+        raise UserError(f"{quoted(clash[0])} already exists; use --force to overwrite it")
     files = {
         name: _render(draw(), fmt, dpi) for name, draw in made.items()
     }  # everything drawn before a file is written
@@ -58,7 +59,7 @@ def figures(from_file: Path | None, lang: str, fmt: str, dpi: int, output: Path,
         for name, data in files.items():
             write_atomic(paths[name], data)
     except OSError as e:
-        raise UserError(f"cannot write into {output}: {e.strerror or e}") from None
+        raise UserError(f"cannot write into {quoted(output)}: {e.strerror or e}") from None
     status(f"wrote {output}: " + ", ".join(p.name for p in paths.values()))
 
 

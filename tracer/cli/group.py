@@ -16,6 +16,7 @@ from typing import Any
 import click
 
 import tracer
+from tracer.core.files import quoted
 from tracer.core.fmt import printable
 from tracer.errors import InputError, TracerError
 
@@ -127,12 +128,12 @@ def write_output(data: bytes, output: str | None, force: bool) -> None:
             raise UserError(f"{output} is a folder; give a file name")
         stream = stream_kind(path)
         if path.exists() and not force and not stream:
-            raise UserError(f"{path} already exists; use --force to overwrite it")
+            raise UserError(f"{quoted(path)} already exists; use --force to overwrite it")
         write_atomic(path, data)
     except Refused as e:
         raise UserError(str(e)) from None
     except OSError as e:  # a folder we may not look into, a full disk, a read-only file system
-        raise UserError(f"cannot write {path}: {e.strerror or e}") from None
+        raise UserError(f"cannot write {quoted(path)}: {e.strerror or e}") from None
 
 
 def status(message: str) -> None:

@@ -53,6 +53,16 @@ class Refused(OSError):
     """A destination attn-trace will not write to (a symbolic link, a folder of other files)."""
 
 
+def quoted(path: object) -> str:
+    """A file's name as messages show it: quoted, with anything unprintable escaped (``'my data.json'``).
+
+    Quoting keeps a name apart from the sentence around it (a name can hold
+    spaces, colons or words like "is not"), and ``repr``'s escapes keep a
+    newline in a name from starting a line of its own: every error stays one line.
+    """
+    return repr(str(path))
+
+
 def a_or_an(noun: str) -> str:
     """The noun with its indefinite article: ``a trace file``, ``an inputs file``."""
     return f"{'an' if noun[:1].lower() in 'aeiou' else 'a'} {noun}"
@@ -66,12 +76,12 @@ def read_limited(path: Path, limit: int, what: str = "file") -> bytes:
         if stat.S_ISDIR(st.st_mode):
             raise IsADirectoryError(21, "Is a directory", str(path))
         if not stat.S_ISREG(st.st_mode):
-            raise NotRegular(f"{path} is not a regular file (a device, pipe or socket): refused as {what}")
+            raise NotRegular(f"{quoted(path)} is not a regular file (a device, pipe or socket): refused as {what}")
         if st.st_size > limit:
-            raise NotRegular(f"{path} is {st.st_size:,} bytes, past the {limit:,}-byte limit for {what}")
+            raise NotRegular(f"{quoted(path)} is {st.st_size:,} bytes, past the {limit:,}-byte limit for {what}")
         data = f.read(limit + 1)
     if len(data) > limit:  # it grew while being read
-        raise NotRegular(f"{path} is past the {limit:,}-byte limit for {what}")
+        raise NotRegular(f"{quoted(path)} is past the {limit:,}-byte limit for {what}")
     return data
 
 
@@ -101,7 +111,9 @@ def _write_new(path: Path, data: bytes) -> None:
 def refuse_link(path: Path) -> None:
     """Raise :class:`Refused` when ``path`` is a symbolic link (written through, it could land anywhere)."""
     if path.is_symlink():
-        raise Refused(f"{path} is a symbolic link: attn-trace does not write through links; name the target itself")
+        raise Refused(
+            f"{quoted(path)} is a symbolic link: attn-trace does not write through links; name the target itself"
+        )
 
 
 def stream_kind(path: Path) -> str | None:
@@ -121,7 +133,7 @@ def stream_kind(path: Path) -> str | None:
         return "device"
     if stat.S_ISFIFO(mode):
         return "pipe"
-    raise Refused(f"{path} is a block device or a socket: attn-trace neither writes into it nor replaces it")
+    raise Refused(f"{quoted(path)} is a block device or a socket: attn-trace neither writes into it nor replaces it")
 
 
 def _write_into(path: Path, data: bytes) -> bool:
@@ -175,7 +187,9 @@ def write_folder(folder: Path, files: Mapping[str, bytes], replace: bool, is_our
     refuse_link(folder)
     here = Path(os.path.abspath(os.curdir))
     if folder == here or folder in here.parents:  # replacing it would leave the shell in a deleted folder
-        raise Refused(f"{folder} is the current folder or holds it: run attn-trace from outside the report folder")
+        raise Refused(
+            f"{quoted(folder)} is the current folder or holds it: run attn-trace from outside the report folder"
+        )
     try:
         folder.parent.mkdir(parents=True, exist_ok=True)
     except FileExistsError:  # a file where a folder should be
@@ -184,11 +198,13 @@ def write_folder(folder: Path, files: Mapping[str, bytes], replace: bool, is_our
     keep: list[Path] = []
     if folder.exists():
         if not folder.is_dir():
-            raise Refused(f"{folder} exists and is not a folder")
+            raise Refused(f"{quoted(folder)} exists and is not a folder")
         present = [p for p in folder.iterdir() if p.name != staging.MARK and not _stray_temp(p.name, is_ours)]
         others = [p.name for p in present if not (is_ours(p.name) and p.is_file() and not p.is_symlink())]
         if others:
-            raise Refused(f"{folder} holds files that are not part of a report ({others[0]}): choose another folder")
+            raise Refused(
+                f"{quoted(folder)} holds files that are not part of a report ({others[0]}): choose another folder"
+            )
         clash = [p for p in present if p.name in files]
         if clash and not replace:
             raise FileExistsError(17, "File exists", str(clash[0]))

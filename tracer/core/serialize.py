@@ -40,6 +40,7 @@ from typing import IO, Any
 import numpy as np
 
 from tracer.core import files, formula, ids, limits, validate
+from tracer.core.files import quoted
 from tracer.core.predict import predict
 from tracer.core.trace import ELEMENT, TENSOR, Node, Ref, Trace
 from tracer.errors import InputError, TraceFormatError
@@ -185,7 +186,7 @@ def load(path: str | os.PathLike[str]) -> Trace:
 
 
 def read_document(path: str | os.PathLike[str]) -> tuple[Any, str]:
-    """Read and parse a trace file's JSON without building the trace: (document, file name).
+    """Read and parse a trace file's JSON without building the trace: (document, file name as messages quote it).
 
     :func:`from_dict` checks and builds it; a caller that also wants the
     file's ``version`` (``diff`` reports it) reads it here, parsing once.
@@ -194,14 +195,14 @@ def read_document(path: str | os.PathLike[str]) -> tuple[Any, str]:
     try:
         raw = files.read_limited(p, limits.MAX_TRACE_BYTES, "trace file")
     except FileNotFoundError:
-        raise TraceFormatError(f"no such trace file: {p}") from None
+        raise TraceFormatError(f"no such trace file: {quoted(p)}") from None
     except IsADirectoryError:
-        raise TraceFormatError(f"{p} is a directory, not a trace file") from None
+        raise TraceFormatError(f"{quoted(p)} is a directory, not a trace file") from None
     except files.NotRegular as e:
         raise TraceFormatError(str(e)) from None
     except OSError as e:
-        raise TraceFormatError(f"cannot read {p}: {e.strerror}") from None
-    return parse(raw, p.name), p.name
+        raise TraceFormatError(f"cannot read {quoted(p)}: {e.strerror}") from None
+    return parse(raw, quoted(p.name)), quoted(p.name)
 
 
 def loads(raw: bytes | str, name: str = "trace") -> Trace:

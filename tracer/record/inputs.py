@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from tracer.core.files import quoted
 from tracer.core.limits import MAX_CELLS, MAX_DIM, MAX_TOKENS
 from tracer.errors import InputError, InputNote
 from tracer.record import untrusted
@@ -183,24 +184,26 @@ def _tokens(tokens: Any, t: int) -> list[str]:
 def read_file(path: str | Path) -> tuple[Any, list[str] | None]:
     """Read embeddings (and token labels, if the file has them) from a file."""
     p = Path(path)
-    untrusted.look(p, f"no such file: {p}")
+    untrusted.look(p, f"no such file: {quoted(p)}")
     if p.is_dir():
-        raise InputError(f"{p} is a directory, not an inputs file")
+        raise InputError(f"{quoted(p)} is a directory, not an inputs file")
     ext = p.suffix.lower()
     readers = {".json": read_json, ".csv": read_csv, ".npy": read_npy, ".pt": read_pt}
     if ext not in readers:
-        raise InputError(f"unsupported inputs file type {ext or '(none)'!r} for {p.name}: use .json, .csv, .npy or .pt")
+        raise InputError(
+            f"unsupported inputs file type {ext or '(none)'!r} for {quoted(p.name)}: use .json, .csv, .npy or .pt"
+        )
     return readers[ext](p)
 
 
 def read_json(p: Path) -> tuple[Any, list[str] | None]:
     """A JSON list of rows, or an object with ``inputs`` and optional ``tokens``."""
-    data = untrusted.parse_json(untrusted.read_bytes(p, "inputs file"), p.name)
+    data = untrusted.parse_json(untrusted.read_bytes(p, "inputs file"), quoted(p.name))
     rows, tokens = (data.get("inputs"), data.get("tokens")) if isinstance(data, dict) else (data, None)
     if isinstance(data, dict) and "inputs" not in data:
-        raise InputError(f'{p.name}: a JSON object must have an "inputs" key (and optionally "tokens")')
+        raise InputError(f'{quoted(p.name)}: a JSON object must have an "inputs" key (and optionally "tokens")')
     if rows is None:  # None would mean "the tutorial's inputs" to the API
-        raise InputError(f"{p.name}: inputs must be a list of rows, got null")
+        raise InputError(f"{quoted(p.name)}: inputs must be a list of rows, got null")
     return rows, tokens
 
 
@@ -210,18 +213,18 @@ def read_csv(p: Path) -> tuple[Any, list[str] | None]:
     try:
         text = untrusted.read_bytes(p, "inputs file").decode("utf-8-sig")
     except UnicodeDecodeError:
-        raise InputError(f"{p.name} is not a text CSV file") from None
+        raise InputError(f"{quoted(p.name)} is not a text CSV file") from None
     reader = csv.reader(text.splitlines())
     try:
         lines = [(n, r) for n, r in enumerate(reader, 1) if any(c.strip() for c in r)]
     except csv.Error as e:  # a field past csv's 131,072 characters, a NUL byte
-        raise InputError(f"{p.name}: line {reader.line_num} is not readable CSV: {e}") from None
+        raise InputError(f"{quoted(p.name)}: line {reader.line_num} is not readable CSV: {e}") from None
     numbered = [any(_is_number(c) for c in r) for _, r in lines]
     if lines and not numbered[0] and (len(lines) == 1 or numbered[1]):  # a header only above numbers
         lines = lines[1:]
     rows = [r for _, r in lines]
     if not rows:
-        raise InputError(f"{p.name} has no rows of numbers")
+        raise InputError(f"{quoted(p.name)} has no rows of numbers")
     labels = None
     if all(r and not _is_number(r[0]) for r in rows) and any(len(r) > 1 for r in rows):
         labels = [r[0].strip() for r in rows]
@@ -231,7 +234,7 @@ def read_csv(p: Path) -> tuple[Any, list[str] | None]:
         vals: list[Any] = []
         for c, cell in enumerate(r, 1):
             if not _is_number(cell):
-                raise InputError(f"{p.name}: line {n}, column {c} is not a number: {cell.strip()!r}"[:200])
+                raise InputError(f"{quoted(p.name)}: line {n}, column {c} is not a number: {cell.strip()!r}"[:200])
             vals.append(float(cell))
         out.append(vals)
     return out, labels
@@ -241,15 +244,15 @@ def read_npy(p: Path) -> tuple[Any, list[str] | None]:
     """A 2-d numeric ``.npy`` array (pickled objects are refused)."""
     raw = untrusted.read_bytes(p, "inputs file")
     if raw[:6] != b"\x93NUMPY":
-        raise InputError(f"{p.name} is not a .npy file (it has no NumPy header)")
+        raise InputError(f"{quoted(p.name)} is not a .npy file (it has no NumPy header)")
     untrusted.npy_shape(p, raw)
     try:
         arr = np.load(io.BytesIO(raw), allow_pickle=False)
     except ValueError as e:
         why = "it holds Python objects" if "pickle" in str(e) else str(e).splitlines()[0]
-        raise InputError(f"{p.name} is not a numeric .npy array: {why}") from None
+        raise InputError(f"{quoted(p.name)} is not a numeric .npy array: {why}") from None
     except (OSError, EOFError) as e:
-        raise InputError(f"{p.name} is not a .npy file: {e}") from None
+        raise InputError(f"{quoted(p.name)} is not a .npy file: {e}") from None
     return np.asarray(arr), None
 
 
@@ -259,23 +262,23 @@ def read_pt(p: Path) -> tuple[Any, list[str] | None]:
 
     raw = untrusted.read_bytes(p, "inputs file")
     if raw[:4] != b"PK\x03\x04" and raw[:1] != b"\x80":  # torch.save writes a zip (or, long ago, a pickle)
-        raise InputError(f"{p.name} is not a readable PyTorch file (not written by torch.save)")
-    untrusted.unpacked_size(raw, p.name, "PyTorch file")  # before torch inflates anything
+        raise InputError(f"{quoted(p.name)} is not a readable PyTorch file (not written by torch.save)")
+    untrusted.unpacked_size(raw, quoted(p.name), "PyTorch file")  # before torch inflates anything
     try:
         obj = torch.load(io.BytesIO(raw), map_location="cpu", weights_only=True)
     except Exception as e:  # an untrusted file can fail inside torch in many ways; all mean "unreadable"
         first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
-        raise InputError(f"{p.name} is not a readable PyTorch file: {first}"[:300]) from None
+        raise InputError(f"{quoted(p.name)} is not a readable PyTorch file: {first}"[:300]) from None
     if isinstance(obj, dict):
         if "inputs" not in obj:
-            raise InputError(f'{p.name}: a saved dict must have an "inputs" tensor (and optionally "tokens")')
+            raise InputError(f'{quoted(p.name)}: a saved dict must have an "inputs" tensor (and optionally "tokens")')
         obj, tokens = obj["inputs"], obj.get("tokens")
     else:
         tokens = None
     if not isinstance(obj, torch.Tensor):
-        raise InputError(f"{p.name} holds {'null' if obj is None else 'a ' + type(obj).__name__}, not a tensor")
+        raise InputError(f"{quoted(p.name)} holds {'null' if obj is None else 'a ' + type(obj).__name__}, not a tensor")
     notes: list[str] = []
-    values = untrusted.tensor_values(obj, p.name, notes)
+    values = untrusted.tensor_values(obj, quoted(p.name), notes)
     for note in notes:
         warnings.warn(InputNote(note), stacklevel=2)
     return values, tokens

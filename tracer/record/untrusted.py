@@ -33,6 +33,7 @@ from typing import Any
 import numpy as np
 
 from tracer.core import files, limits
+from tracer.core.files import quoted
 from tracer.errors import InputError
 
 
@@ -47,7 +48,7 @@ def look(p: Path, missing: str) -> None:
     except (FileNotFoundError, NotADirectoryError):
         raise InputError(missing) from None
     except OSError as e:
-        raise InputError(f"cannot read {p}: {e.strerror or e}") from None
+        raise InputError(f"cannot read {quoted(p)}: {e.strerror or e}") from None
 
 
 def read_bytes(p: Path, what: str) -> bytes:
@@ -55,13 +56,13 @@ def read_bytes(p: Path, what: str) -> bytes:
     try:
         return files.read_limited(p, limits.MAX_INPUT_BYTES, what)
     except FileNotFoundError:
-        raise InputError(f"no such file: {p}") from None
+        raise InputError(f"no such file: {quoted(p)}") from None
     except IsADirectoryError:
-        raise InputError(f"{p} is a directory, not {files.a_or_an(what)}") from None
+        raise InputError(f"{quoted(p)} is a directory, not {files.a_or_an(what)}") from None
     except files.NotRegular as e:
         raise InputError(str(e)) from None
     except OSError as e:
-        raise InputError(f"cannot read {p}: {e.strerror or e}") from None
+        raise InputError(f"cannot read {quoted(p)}: {e.strerror or e}") from None
 
 
 def _integer(text: str) -> int | float:
@@ -138,14 +139,18 @@ def npy_shape(p: Path, raw: bytes) -> None:
         reader = npf.read_array_header_1_0 if major == 1 else npf.read_array_header_2_0
         shape, _, dtype = reader(f)
     except Exception as e:  # a malformed header can fail in many ways
-        raise InputError(f"{p.name} is not a .npy file: {str(e).splitlines()[0] if str(e) else e!r}"[:300]) from None
+        raise InputError(
+            f"{quoted(p.name)} is not a .npy file: {str(e).splitlines()[0] if str(e) else e!r}"[:300]
+        ) from None
     if dtype.hasobject:
-        raise InputError(f"{p.name} is not a numeric .npy array: it holds Python objects")
+        raise InputError(f"{quoted(p.name)} is not a numeric .npy array: it holds Python objects")
     if len(shape) != 2:
-        raise InputError(f"{p.name}: inputs must be a 2-d table (tokens x dims), got shape {shape}")
+        raise InputError(f"{quoted(p.name)}: inputs must be a 2-d table (tokens x dims), got shape {shape}")
     t, d = shape
     if t > limits.MAX_TOKENS or d > limits.MAX_DIM or t * t * d > limits.MAX_CELLS:
-        raise InputError(f"{p.name}: an array of shape {shape} is too large (past the limits in docs/security.md)")
+        raise InputError(
+            f"{quoted(p.name)}: an array of shape {shape} is too large (past the limits in docs/security.md)"
+        )
 
 
 def tensor_values(t: Any, name: str, notes: list[str] | None = None) -> np.ndarray:

@@ -24,6 +24,7 @@ import numpy as np
 import torch
 
 from tracer.core import limits
+from tracer.core.files import quoted
 from tracer.errors import InputError
 from tracer.record import untrusted
 
@@ -88,19 +89,19 @@ def linear(d_in: int, d_out: int, seed: int = LINEAR_SEED) -> dict[str, torch.Te
 def load(path: str | Path, d_in: int) -> dict[str, torch.Tensor]:
     """Weights from a file; each must be d_in x d_out with the same d_out, all finite."""
     p = Path(path)
-    untrusted.look(p, f"no such weights file: {p}")
+    untrusted.look(p, f"no such weights file: {quoted(p)}")
     ext = p.suffix.lower()
     if ext not in (".json", ".pt", ".npz"):
         raise InputError(f"unsupported weights file type {ext or '(none)'!r}: use .json, .pt or .npz")
     data = untrusted.read_bytes(p, "weights file")
     if ext in (".pt", ".npz"):
         untrusted.unpacked_size(
-            data, p.name, "weights file"
+            data, quoted(p.name), "weights file"
         )  # a zip archive: its declared sizes, before anything is inflated
     raw: dict[str, Any]
     try:
         if ext == ".json":
-            raw = untrusted.parse_json(data, p.name)
+            raw = untrusted.parse_json(data, quoted(p.name))
         elif ext == ".pt":
             raw = torch.load(io.BytesIO(data), map_location="cpu", weights_only=True)
         elif ext == ".npz":
@@ -112,26 +113,26 @@ def load(path: str | Path, d_in: int) -> dict[str, torch.Tensor]:
         raise
     except Exception as e:  # an untrusted file can fail in many ways; all mean "unreadable"
         raise InputError(
-            f"{p.name} is not a readable weights file: {str(e).splitlines()[0] if str(e) else e!r}"
+            f"{quoted(p.name)} is not a readable weights file: {str(e).splitlines()[0] if str(e) else e!r}"
         ) from None
     if not isinstance(raw, dict):
-        raise InputError(f"{p.name} must hold W_query, W_key and W_value")
+        raise InputError(f"{quoted(p.name)} must hold W_query, W_key and W_value")
     missing = [n for n in NAMES if n not in raw]
     if missing:
-        raise InputError(f"{p.name} lacks {', '.join(missing)}")
+        raise InputError(f"{quoted(p.name)} lacks {', '.join(missing)}")
     out = {}
     for name in NAMES:
-        t = torch.as_tensor(_numbers(raw[name], f"{p.name}: {name}"))
+        t = torch.as_tensor(_numbers(raw[name], f"{quoted(p.name)}: {name}"))
         if t.ndim != 2 or t.shape[0] != d_in or t.shape[1] < 1:
             raise InputError(
-                f"{p.name}: {name} must be {d_in} x d_out (the inputs have {d_in} dims), got {tuple(t.shape)}"
+                f"{quoted(p.name)}: {name} must be {d_in} x d_out (the inputs have {d_in} dims), got {tuple(t.shape)}"
             )
         if not torch.isfinite(t).all() or not torch.isfinite(t.to(torch.float32)).all():
-            raise InputError(f"{p.name}: {name} has values that are not finite in float32")
+            raise InputError(f"{quoted(p.name)}: {name} has values that are not finite in float32")
         out[name] = t
     widths = {t.shape[1] for t in out.values()}
     if len(widths) != 1:
-        raise InputError(f"{p.name}: W_query, W_key and W_value must have the same number of columns")
+        raise InputError(f"{quoted(p.name)}: W_query, W_key and W_value must have the same number of columns")
     return out
 
 
