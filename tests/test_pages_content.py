@@ -172,7 +172,7 @@ def test_trainable_says_that_nn_linear_changes_the_numbers() -> None:
 
 @pytest.mark.parametrize("lang", LANGS)
 def test_the_tutorial_says_what_the_book_says_and_sets_the_tool_apart(lang: str) -> None:
-    """Weights as probabilities, softmax's gradients, the key named before its heatmap; the tool's caveats in a note."""
+    """Probabilities, softmax's gradients, the key named before its heatmap; the tool's caveats in footnotes."""
     p = page("simple", lang)
     paras = [(b.text, getattr(b, "note", False)) for b in blocks(p) if hasattr(b, "text") and hasattr(b, "math")]
     prose = " ".join(t for t, note in paras if not note)
@@ -184,4 +184,5 @@ def test_the_tutorial_says_what_the_book_says_and_sets_the_tool_apart(lang: str)
     heat_at = next(n for n, b in enumerate(order) if getattr(b, "anchor", "") == "fig-omega")
     assert key_at < heat_at
     machine = {"en": "same on every machine", "zh": "在每台机器上都一样"}[lang]
-    assert machine not in prose and any(machine in t for t, note in paras if note)
+    notes = [n.text.text for s in p.sections for n in s.notes]
+    assert machine not in prose and any(machine in t for t in notes)  # the tool's caveat is a footnote
