@@ -119,6 +119,7 @@ class Narrative:
     summary: str
     stages: dict[str, Stage]
     nodes: dict[str, NodeText] = field(default_factory=dict)
+    filled: bool = False  # its placeholders hold a trace's values (:func:`tracer.present.facts.fill`)
 
     def node(self, name: str) -> NodeText:
         """What the narrative says about node ``name`` (empty when it says nothing)."""

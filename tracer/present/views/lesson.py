@@ -16,6 +16,7 @@ from collections.abc import Sequence
 
 from tracer.core.trace import Node, Trace
 from tracer.errors import InputError
+from tracer.present.facts import fill
 from tracer.present.narrative import Narrative, Stage
 from tracer.present.strings import Strings
 from tracer.present.views.code import blocks
@@ -96,6 +97,7 @@ def section(ctx: LessonCtx, n: int, stage: str, story: Stage, code: Sequence[Blo
 
 def build(trace: Trace, story: Narrative, decimals: int = 4) -> Page:
     """The page of ``trace`` told by ``story`` (its language is the page's)."""
+    story = fill(trace, story)  # a shipped narrative's statements about its example, for this trace
     s = Strings(story.lang)
     ctx = LessonCtx(trace, s, decimals, story=story)
     q = trace.query
