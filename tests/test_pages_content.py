@@ -186,3 +186,20 @@ def test_the_tutorial_says_what_the_book_says_and_sets_the_tool_apart(lang: str)
     machine = {"en": "same on every machine", "zh": "在每台机器上都一样"}[lang]
     notes = [n.text.text for s in p.sections for n in s.notes]
     assert machine not in prose and any(machine in t for t in notes)  # the tool's caveat is a footnote
+
+
+@pytest.mark.parametrize("lang", LANGS)
+@pytest.mark.parametrize("name", ("simple", *LESSONS, "window", "gqa"))
+def test_the_key_is_introduced_in_words_before_a_heatmap_labels_an_axis_with_it(name: str, lang: str) -> None:
+    """A heatmap's columns are "key j" (键 j): the prose before the first one says what a key is."""
+    from tracer.present.report import narrative_of
+    from tracer.present.views.model import Figure, Para
+
+    t = trace(name)
+    p = page(name, lang) if name == "simple" else lesson.build(t, narrative_of(t, lang))
+    seq = blocks(p)
+    axis = {"en": "key j", "zh": "键 j"}[lang]
+    first = next(n for n, b in enumerate(seq) if isinstance(b, Figure) and axis in b.svg)
+    said = " ".join(b.text for b in seq[:first] if isinstance(b, Para))
+    role = {"en": r"(called a key|key.{0,60}(answers|compared))", "zh": r"(叫作键|键.{0,60}(回答|比较))"}
+    assert re.search(role[lang], said), name
