@@ -133,3 +133,21 @@ def test_notes_survive_other_options(lang: str) -> None:
     for name, opts in (("window", {"window": 2}), ("gqa", {"heads": 6, "groups": 3, "d_out": 12})):
         p = lesson.build(tracer.trace_lesson(name, **opts), narrative.load(name, lang))
         assert [n.n for s in p.sections for n in s.notes] == [1, 2]
+
+
+@pytest.mark.parametrize("lang", LANGS)
+def test_a_captured_page_footnotes_the_machine_dependence_of_its_sums(lang: str) -> None:
+    """Captured code's matrix products: the text says they agree up to rounding, the note says why it varies."""
+    import torch
+
+    from tracer.present.report import narrative_of
+
+    def attend(x: torch.Tensor) -> torch.Tensor:
+        return torch.softmax(x @ x.T, dim=-1) @ x
+
+    t = tracer.trace_torch(attend, torch.arange(12, dtype=torch.float32).reshape(4, 3) / 10)
+    p = lesson.build(t, narrative_of(t, lang))
+    for word in TOOL[lang]:
+        assert word not in " ".join(body(p)), word
+    notes = [n.text.text for s in p.sections for n in s.notes]
+    assert notes and all(("thread" if lang == "en" else "线程") in n for n in notes)
