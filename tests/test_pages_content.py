@@ -203,3 +203,24 @@ def test_the_key_is_introduced_in_words_before_a_heatmap_labels_an_axis_with_it(
     said = " ".join(b.text for b in seq[:first] if isinstance(b, Para))
     role = {"en": r"(called a key|key.{0,60}(answers|compared))", "zh": r"(叫作键|键.{0,60}(回答|比较))"}
     assert re.search(role[lang], said), name
+
+
+@pytest.mark.parametrize("lang", LANGS)
+@pytest.mark.parametrize(
+    "name, opts",
+    [("window", {}), ("window", {"window": 2}), ("gqa", {}), ("gqa", {"heads": 6, "groups": 3, "d_out": 12})],
+)
+def test_window_and_gqa_note_their_rounding_too(name: str, opts: dict[str, int], lang: str) -> None:
+    """The rounding rule holds on the newer pages, with their default and with other options."""
+    from tracer.present.report import narrative_of
+
+    s = Strings(lang)
+    t = tracer.trace_lesson(name, **opts)
+    said: set[str] = set()
+    for eq in (b for b in blocks(lesson.build(t, narrative_of(t, lang))) if isinstance(b, Equation)):
+        for kind in ("rounding", "rounding_product"):
+            if eq.note == s(f"lesson.{kind}", n=4):
+                said.add(kind)
+        claim = _claims(eq)
+        if claim and claim[1]:
+            assert claim[0] in said, f"{name} {opts} {lang}: {eq.step} shows rounded numbers without a note"
