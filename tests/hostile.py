@@ -100,7 +100,11 @@ def spread(doc: dict[str, Any], strings: list[str], shift: int = 0) -> dict[str,
         table["summary"] = nxt() + " $" + latex_forms(nxt())[0] + "$"
         for stage in table["stages"].values():
             stage["title"] = nxt()
-            stage["text"] = f"{nxt()}\n\n${latex_forms(nxt())[0]}$ {nxt()}\n\n$${latex_forms(nxt())[1]}$$"
+            notes = list(stage.get("notes") or {})  # footnotes too: their texts hostile, cited from the text
+            cited = "".join(f"[^{k}]" for k in notes)
+            stage["text"] = f"{nxt()}{cited}\n\n${latex_forms(nxt())[0]}$ {nxt()}\n\n$${latex_forms(nxt())[1]}$$"
+            if notes:
+                stage["notes"] = {k: nxt() for k in notes}
             stage["note"] = nxt()
     return out
 

@@ -69,3 +69,30 @@ def test_the_glossary_rejects_the_variants_a_reader_found() -> None:
     rights = ("焦点查询", "第 1 个分量", "求指数（以 $e$ 为底）", "随机失活（`nn.Dropout`）", 'show = ["dropout.keep"]')
     for right in rights:
         assert offences("zh", right) == [], right
+
+
+@pytest.mark.parametrize("lesson", CHECKED)
+def test_notebooks_use_the_glossary(lesson: str) -> None:
+    """The zh notebook's prose cells (its code cells are Python: ``nn.Dropout`` stays) hold no variant."""
+    import tracer
+    from tracer.present.notebook import cells
+
+    prose = [c["source"] for c in cells(tracer.trace_lesson(lesson), "zh") if c["cell_type"] == "markdown"]
+    text = "\n".join(p if isinstance(p, str) else "".join(p) for p in prose)
+    assert "焦点查询" in text or lesson != "simple"
+    assert offences("zh", text) == []
+
+
+@pytest.mark.parametrize("lesson", CHECKED)
+def test_explain_speaks_the_glossary(lesson: str) -> None:
+    """``explain --lang zh`` of the first entry of every node, its notes included, holds no variant in its words."""
+    import tracer
+    from tracer.present.explain import explain
+
+    t = tracer.trace_lesson(lesson)
+    ids: dict[str, str] = {}
+    for step in t.steps():  # the first entry of every node
+        ids.setdefault(step.id.split("[")[0], step.id)
+    text = "\n".join(explain(t, i, lang="zh") for i in ids.values())
+    words = re.sub(r"^\S+ = |运算：\S+|阶段：\S+", "", text, flags=re.M)  # step ids, op and stage names are ids
+    assert offences("zh", words) == []

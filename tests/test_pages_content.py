@@ -172,7 +172,7 @@ def test_trainable_says_that_nn_linear_changes_the_numbers() -> None:
 
 @pytest.mark.parametrize("lang", LANGS)
 def test_the_tutorial_says_what_the_book_says_and_sets_the_tool_apart(lang: str) -> None:
-    """Weights as probabilities, softmax's gradients, the key named before its heatmap; the tool's caveats in a note."""
+    """Probabilities, softmax's gradients, the key named before its heatmap; the tool's caveats in footnotes."""
     p = page("simple", lang)
     paras = [(b.text, getattr(b, "note", False)) for b in blocks(p) if hasattr(b, "text") and hasattr(b, "math")]
     prose = " ".join(t for t, note in paras if not note)
@@ -184,4 +184,43 @@ def test_the_tutorial_says_what_the_book_says_and_sets_the_tool_apart(lang: str)
     heat_at = next(n for n, b in enumerate(order) if getattr(b, "anchor", "") == "fig-omega")
     assert key_at < heat_at
     machine = {"en": "same on every machine", "zh": "在每台机器上都一样"}[lang]
-    assert machine not in prose and any(machine in t for t, note in paras if note)
+    notes = [n.text.text for s in p.sections for n in s.notes]
+    assert machine not in prose and any(machine in t for t in notes)  # the tool's caveat is a footnote
+
+
+@pytest.mark.parametrize("lang", LANGS)
+@pytest.mark.parametrize("name", ("simple", *LESSONS, "window", "gqa"))
+def test_the_key_is_introduced_in_words_before_a_heatmap_labels_an_axis_with_it(name: str, lang: str) -> None:
+    """A heatmap's columns are "key j" (键 j): the prose before the first one says what a key is."""
+    from tracer.present.report import narrative_of
+    from tracer.present.views.model import Figure, Para
+
+    t = trace(name)
+    p = page(name, lang) if name == "simple" else lesson.build(t, narrative_of(t, lang))
+    seq = blocks(p)
+    axis = {"en": "key j", "zh": "键 j"}[lang]
+    first = next(n for n, b in enumerate(seq) if isinstance(b, Figure) and axis in b.svg)
+    said = " ".join(b.text for b in seq[:first] if isinstance(b, Para))
+    role = {"en": r"(called a key|key.{0,60}(answers|compared))", "zh": r"(叫作键|键.{0,60}(回答|比较))"}
+    assert re.search(role[lang], said), name
+
+
+@pytest.mark.parametrize("lang", LANGS)
+@pytest.mark.parametrize(
+    "name, opts",
+    [("window", {}), ("window", {"window": 2}), ("gqa", {}), ("gqa", {"heads": 6, "groups": 3, "d_out": 12})],
+)
+def test_window_and_gqa_note_their_rounding_too(name: str, opts: dict[str, int], lang: str) -> None:
+    """The rounding rule holds on the newer pages, with their default and with other options."""
+    from tracer.present.report import narrative_of
+
+    s = Strings(lang)
+    t = tracer.trace_lesson(name, **opts)
+    said: set[str] = set()
+    for eq in (b for b in blocks(lesson.build(t, narrative_of(t, lang))) if isinstance(b, Equation)):
+        for kind in ("rounding", "rounding_product"):
+            if eq.note == s(f"lesson.{kind}", n=4):
+                said.add(kind)
+        claim = _claims(eq)
+        if claim and claim[1]:
+            assert claim[0] in said, f"{name} {opts} {lang}: {eq.step} shows rounded numbers without a note"

@@ -75,3 +75,12 @@ def test_the_check_table_lines_up_in_chinese() -> None:
     assert rows
     columns = {width(line[: line.index(line.split()[2])]) for line in rows if len(line.split()) > 2}
     assert len(columns) == 1, rows  # the step ids start in the same terminal column on every row
+
+
+def test_an_input_matrix_over_query_and_key_is_not_called_a_token_component() -> None:
+    """``dropout.keep[1,1]`` is a draw of the dropout mask, not component 1 of token 1."""
+    t = tracer.trace_lesson("causal")
+    for lang, wrong in (("en", "component"), ("zh", "分量")):
+        assert wrong not in explain(t, "dropout.keep[1,1]", lang=lang)
+        assert wrong not in explain(t, "mask.tril[2,1]", lang=lang)
+    assert "component 1 of token 1" in explain(t, "x[1,1]")

@@ -212,9 +212,11 @@ def stage_story(trace: Trace, stage: str, s: Strings) -> dict[str, object]:
     order = {n.name: k for k, n in enumerate(trace.nodes)}
     shown.sort(key=lambda n: order[n.name])
     summed = [n.name for n in shown if n.op == "sum" and _products(trace, n) and "i" in n.axes]
+    notes = {"order": s("capture.note_order")} if any(kind(n) == "sum" for n in main) else {}
     table: dict[str, object] = {
         "title": title,
         "text": "\n\n".join(paras) or title,
+        "notes": notes,  # op_sum cites it: how a library's order of addition depends on the machine
         "show": [n.name for n in shown] + checks,
         "write": summed[: max(2, len([n for n in attn if n.op == "sum"]))],
         "heatmap": [n.name for n in shown if _square(n)][: max(2, len(attn))],

@@ -164,7 +164,10 @@ def _bound_note(trace: Trace, step: Step, s: Strings) -> str:
 
 def _input_note(trace: Trace, step: Step, s: Strings) -> str:
     tokens = trace.tokens
-    if step.node.axes[:1] == ("i",) and step.index and step.index[0] < len(tokens):
+    axes = step.node.axes
+    if "j" in axes:  # a (query, key) matrix given as input, a mask or a dropout draw: not a token's component
+        return s("explain.input")
+    if axes[:1] == ("i",) and step.index and step.index[0] < len(tokens):
         token = f"{tokens[step.index[0]]!r}"
         if len(step.index) > 1:
             return s("explain.input_comp", c=step.index[1] + 1, i=step.index[0] + 1, token=token)

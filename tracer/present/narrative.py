@@ -22,7 +22,11 @@ stage report (:mod:`tracer.present.views.lesson`) features, by node name:
 * ``heatmap``: (…, i, j) nodes drawn as heatmaps (one per head);
 * ``bars``: sums with terms (``z``) drawn as stacked contributions.
 
-A stage table may hold more string keys (``note``, ``why`` …).
+A stage table may hold more string keys (``note``, ``why`` …), and a
+``[stages.<name>.notes]`` table of footnotes: a paragraph cites one with a
+``[^key]`` marker, and the page numbers it and sets it at the end of the
+section (what a sentence would say about the tool rather than about
+attention, a library kernel or the test suite, goes there).
 
 What a reader sees under a table or a figure is written here too, never
 made from node names: an optional ``[nodes."<name>"]`` table per node holds
@@ -46,6 +50,7 @@ change to the renderers.
 
 from __future__ import annotations
 
+import re
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -66,6 +71,7 @@ class Stage:
     write: tuple[str, ...] = ()
     heatmap: tuple[str, ...] = ()
     bars: tuple[str, ...] = ()
+    notes: dict[str, str] = field(default_factory=dict)  # footnotes: key -> text, cited as [^key]
 
     def lists(self) -> dict[str, list[str]]:
         """The node-selection lists that are set, as TOML would hold them."""
@@ -113,6 +119,7 @@ class Narrative:
     summary: str
     stages: dict[str, Stage]
     nodes: dict[str, NodeText] = field(default_factory=dict)
+    filled: bool = False  # its placeholders hold a trace's values (:func:`tracer.present.facts.fill`)
 
     def node(self, name: str) -> NodeText:
         """What the narrative says about node ``name`` (empty when it says nothing)."""
@@ -134,7 +141,10 @@ class Narrative:
         out: dict[str, Any] = {
             "title": self.title,
             "summary": self.summary,
-            "stages": {n: {"title": s.title, "text": s.text, **s.extra, **s.lists()} for n, s in self.stages.items()},
+            "stages": {
+                n: {"title": s.title, "text": s.text, **s.extra, **s.lists(), **({"notes": s.notes} if s.notes else {})}
+                for n, s in self.stages.items()
+            },
         }
         if self.nodes:
             out["nodes"] = {n: t.to_dict() for n, t in self.nodes.items()}
@@ -197,10 +207,14 @@ def _names(table: dict[str, Any], key: str) -> tuple[str, ...]:
 
 def _stage(table: dict[str, Any]) -> Stage:
     lists = ("show", *SELECT)
-    extra = {k: str(v) for k, v in table.items() if k not in ("title", "text", *lists)}
+    extra = {k: str(v) for k, v in table.items() if k not in ("title", "text", "notes", *lists)}
     show = _names(table, "show") if "show" in table else None
     picks = {k: _names(table, k) for k in SELECT}
-    return Stage(str(table["title"]), str(table["text"]), extra, show, **picks)
+    notes = table.get("notes", {})
+    if not isinstance(notes, dict) or not all(isinstance(v, str) for v in notes.values()):
+        raise ValueError("notes must be a table of footnote texts")
+    said = {str(k): v for k, v in notes.items()}
+    return Stage(str(table["title"]), str(table["text"]), extra, show, **picks, notes=said)
 
 
 def _node(name: str, table: dict[str, Any]) -> NodeText:
@@ -217,3 +231,24 @@ def _node(name: str, table: dict[str, Any]) -> NodeText:
         if not isinstance(v, str):
             raise ValueError(f"nodes.{name}.{k} must be text")
     return NodeText(row=row, **texts)
+
+
+_MARK = re.compile(r"\[\^([A-Za-z0-9_-]+)\]")
+
+
+def footnoted(stage: Stage) -> str:
+    """A stage's text for a notebook's Markdown cell: footnote markers as superscript numbers, the notes below.
+
+    Notebook viewers (Jupyter, VS Code) read no Markdown footnotes, so the
+    notes are numbered within the cell and listed under a rule.
+    """
+    order: list[str] = []
+
+    def one(m: re.Match[str]) -> str:
+        if m.group(1) not in order:
+            order.append(m.group(1))
+        return f"<sup>{order.index(m.group(1)) + 1}</sup>"
+
+    text = _MARK.sub(one, stage.text)
+    notes = [f"<sup>{n}</sup> {' '.join(stage.notes[k].split())}" for n, k in enumerate(order, 1) if k in stage.notes]
+    return text if not notes else text.rstrip() + "\n\n---\n\n" + "\n\n".join(notes) + "\n"

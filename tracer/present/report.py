@@ -23,6 +23,7 @@ import numpy as np
 from tracer.core.trace import Trace
 from tracer.errors import InputError
 from tracer.present import narrative
+from tracer.present.facts import fill
 from tracer.present.narrative import Narrative
 
 FORMATS = ("html", "md")
@@ -123,4 +124,4 @@ def narrative_of(trace: Trace, lang: str) -> Narrative:
         from tracer.present import captured
 
         return captured.narrative(trace, lang)
-    return narrative.load(name, lang)
+    return fill(trace, narrative.load(name, lang))  # the example's sizes and counts, read from the trace

@@ -24,6 +24,8 @@ from tracer.present.figures.space import Point, Space
 
 FOCUS = "#c2410c"  # the query, wherever it appears
 OTHER = "#64748b"
+LABEL = {FOCUS: "#9a3412", OTHER: marks.MUTED}
+"""Each arrow colour's text: a shade darker, so a token label keeps 4.5:1 on the grey panes of the 3-D box."""
 MANY = 24  # more tokens than this: only the query is labelled
 WIDE = 340.0  # natural width in CSS px
 TALL = 280.0
@@ -88,7 +90,7 @@ def _labels(room: Room, origin: Point, tips: Sequence[Point], tokens: Sequence[s
         box, leader = room.place((tx, ty), (tx - origin[0], ty - origin[1]), w, SIZE * 1.25)
         if leader is not None:
             out.append(line(*leader, c, 0.6))
-        out.append(text(box[0] + 2.0, (box[1] + box[3]) / 2 + SIZE * 0.35, s, "start", c))
+        out.append(text(box[0] + 2.0, (box[1] + box[3]) / 2 + SIZE * 0.35, s, "start", LABEL[c]))
     return out
 
 

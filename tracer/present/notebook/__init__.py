@@ -96,7 +96,8 @@ def cells(trace: Trace, lang: str = "en", pipeline: str | None = None) -> list[d
     out.append(_cell("code", cell_id(lesson, "traced"), traced_cell(trace, everything)))
     for n, stage in enumerate(page_order(trace), 1):  # the order the report's sections follow
         prose = story.stage(stage)
-        out.append(_cell("markdown", cell_id(lesson, stage), f"## {n}. {prose.title}\n\n{prose.text}\n"))
+        text = f"## {n}. {prose.title}\n\n{narrative.footnoted(prose)}\n"
+        out.append(_cell("markdown", cell_id(lesson, stage), text))
         for k, code in enumerate(per_stage.get(stage, []), 1):
             out.append(_cell("code", cell_id(lesson, stage, k), code))
     return out

@@ -15,7 +15,8 @@ import unicodedata
 from functools import lru_cache
 from typing import Any
 
-from jinja2 import Environment, FileSystemLoader, StrictUndefined, select_autoescape
+from jinja2 import Environment, FileSystemLoader, StrictUndefined, pass_context, select_autoescape
+from jinja2.runtime import Context
 from markupsafe import Markup, escape
 
 from tracer.present.render.mdmath import aligned
@@ -25,6 +26,8 @@ from tracer.present.strings import Strings, templates_dir
 _MD_SPECIAL = re.compile(r"([\\`*_\[\]{}#+!|$~])")
 _SPANS = re.compile(r"(\$[^$]*\$|`[^`]*`)")
 """Inline spans of prose we write: ``$maths$`` and ```code```."""
+_REF = re.compile(r"\[\^(\d+)\]")
+"""A numbered footnote marker (:mod:`tracer.present.views.notes`)."""
 _STICK = re.compile(r"[，。：；、！？）」』,.:;!?)\]]*")
 """Punctuation that must not begin a line: kept with the maths before it."""
 
@@ -44,7 +47,7 @@ def environment() -> Environment:
     env.filters["mathml"] = mathml
     env.filters["chunk"] = chunk
     env.filters["pieces"] = pieces
-    env.filters["prose"] = prose
+    env.filters["prose"] = _prose
     env.filters["plain"] = plain
     env.filters["md"] = md
     env.filters["mdprose"] = mdprose
@@ -160,11 +163,32 @@ def fence(text: str) -> str:
     return "`" * max(3, longest + 1)
 
 
-def prose(para: Any) -> Markup:
+@pass_context
+def _prose(context: Context, para: Any) -> Markup:
+    """The ``prose`` filter: :func:`prose`, footnote links named in the page's language."""
+    return prose(para, lambda n: str(context.call(context.resolve("gettext"), "common.note_ref", n=n)))
+
+
+def _linked(text: str, label: Any) -> Markup:
+    """Escaped text whose numbered footnote markers are superscript links to their notes (and targets back)."""
+    out = []
+    for n, part in enumerate(_REF.split(text)):
+        if n % 2:
+            name = label(part) if label else part
+            link = '<a href="#note-%s" id="note-ref-%s" role="doc-noteref" aria-label="%s">%s</a>'
+            out.append(Markup(f'<sup class="fnref">{link}</sup>') % (part, part, name, part))
+        else:
+            out.append(escape(part))
+    return Markup("").join(out)
+
+
+def prose(para: Any, label: Any = None) -> Markup:
     """A paragraph (or a caption) for HTML: escaped text, with ``$...$`` spans as MathML and ```...``` as code.
 
     Spans are read only when the paragraph allows math (text we write); plain
-    strings (captions that may hold a token) are only escaped.
+    strings (captions that may hold a token) are only escaped.  In text we
+    write, a numbered footnote marker ``[^3]`` becomes a link to note 3,
+    named ``label(3)`` for a screen reader.
     """
     if isinstance(para, str):
         return escape(para)
@@ -184,7 +208,7 @@ def prose(para: Any) -> Markup:
         elif n % 2:
             out.append(Markup("<code>%s</code>") % part[1:-1])
         else:
-            out.append(escape(part))
+            out.append(_linked(part, label))
     return Markup("").join(out)
 
 
@@ -213,7 +237,7 @@ def plain(para: Any) -> str:
     if not para.math:
         return str(para.text)
     return "".join(
-        (_plain_latex(part[1:-1]) if part.startswith("$") else part[1:-1]) if n % 2 else part
+        (_plain_latex(part[1:-1]) if part.startswith("$") else part[1:-1]) if n % 2 else _REF.sub("", part)
         for n, part in enumerate(_SPANS.split(para.text))
     )
 
@@ -277,6 +301,6 @@ def mdprose(para: Any, cell: bool = False) -> str:
         if n % 2:
             span = f"${markdown_math(part[1:-1])}$" if part.startswith("$") else part
             out.append(mdcell(span) if cell else span)
-        else:
-            out.append(md(part))
+        else:  # a numbered footnote marker stays a Markdown footnote reference, [^3]
+            out.append("".join(f"[^{p}]" if k % 2 else md(p) for k, p in enumerate(_REF.split(part))))
     return "".join(out)

@@ -19,6 +19,7 @@ from tracer.present.views.early import inputs, scores
 from tracer.present.views.late import context, pairs, recap
 from tracer.present.views.model import Page
 from tracer.present.views.normalize import normalize, overflow
+from tracer.present.views.notes import number
 from tracer.present.views.order import TUTORIAL
 from tracer.present.views.stops import stops
 from tracer.version import __version__
@@ -50,7 +51,7 @@ def build(trace: Trace, lang: str = "en", decimals: int = 4, scaled: Overflow | 
         "matrix": pairs,
     }
     shown = (*(builders[stage](ctx) for stage in TUTORIAL), recap(ctx))  # the notebook walks this order too
-    sections = with_code(shown, code.blocks(trace, s))
+    sections = number(with_code(shown, code.blocks(trace, s)))
     ui = {k: s(f"page.{k}") for k in ("nav_prev", "nav_next", "nav_label", "nav_keys", "contents")}
     return Page(
         lang=lang,

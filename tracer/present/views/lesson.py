@@ -16,12 +16,14 @@ from collections.abc import Sequence
 
 from tracer.core.trace import Node, Trace
 from tracer.errors import InputError
+from tracer.present.facts import fill
 from tracer.present.narrative import Narrative, Stage
 from tracer.present.strings import Strings
 from tracer.present.views.code import blocks
 from tracer.present.views.common import focus, unfollowed
 from tracer.present.views.model import Block, Formula, Page, Para, Section
 from tracer.present.views.nodes import LessonCtx, node_blocks, values_table
+from tracer.present.views.notes import keys, number
 from tracer.present.views.order import stage_order
 from tracer.present.views.stops import stops
 from tracer.present.views.worked import bars, heatmaps, written
@@ -31,16 +33,31 @@ PART_SUFFIXES = (".p", ".s", ".t")
 """Nodes whose names end so are the parts of a sum (products, running sums, terms)."""
 
 
-def prose(text: str, anchor: str) -> list[Block]:
-    """Narrative text as blocks: paragraphs split at blank lines; a ``$$...$$`` paragraph is a formula."""
+def prose(text: str, anchor: str, notes: dict[str, str] | None = None) -> list[Block]:
+    """Narrative text as blocks: paragraphs split at blank lines; a ``$$...$$`` paragraph is a formula.
+
+    A ``[^key]`` marker in a paragraph cites the footnote ``notes[key]`` (the
+    stage's ``[stages.<name>.notes]`` table); every note is cited once.
+    """
+    notes = notes or {}
     out: list[Block] = []
+    cited: list[str] = []
     for n, chunk in enumerate(p.strip() for p in text.strip().split("\n\n")):
         if not chunk:
             continue
         if chunk.startswith("$$") and chunk.endswith("$$") and len(chunk) > 4:
             out.append(Formula(f"{anchor}-f{n + 1}", chunk[2:-2].strip()))
-        else:
-            out.append(Para(" ".join(chunk.split()), math=True))
+            continue
+        mine = keys(chunk)
+        missing = [k for k in mine if k not in notes]
+        if missing:
+            raise InputError(f"stage {anchor!r}: footnote [^{missing[0]}] has no text in its notes table")
+        cited += mine
+        said = tuple((k, Para(" ".join(notes[k].split()), math=True)) for k in dict.fromkeys(mine))
+        out.append(Para(" ".join(chunk.split()), math=True, notes=said))
+    unused = sorted(set(notes) - set(cited))
+    if unused:
+        raise InputError(f"stage {anchor!r}: footnote {unused[0]!r} is never cited in the text")
     return out
 
 
@@ -57,7 +74,7 @@ def section(ctx: LessonCtx, n: int, stage: str, story: Stage, code: Sequence[Blo
     A heatmap follows the table of its matrix (the same numbers, shaded), not the stage's last table.
     """
     tr = ctx.trace
-    blocks: list[Block] = prose(story.text, stage)
+    blocks: list[Block] = prose(story.text, stage, story.notes)
     nodes = featured(tr, stage, story)
     for node in nodes:
         blocks += node_blocks(ctx, node, stage)
@@ -80,6 +97,7 @@ def section(ctx: LessonCtx, n: int, stage: str, story: Stage, code: Sequence[Blo
 
 def build(trace: Trace, story: Narrative, decimals: int = 4) -> Page:
     """The page of ``trace`` told by ``story`` (its language is the page's)."""
+    story = fill(trace, story)  # a shipped narrative's statements about its example, for this trace
     s = Strings(story.lang)
     ctx = LessonCtx(trace, s, decimals, story=story)
     q = trace.query
@@ -87,7 +105,7 @@ def build(trace: Trace, story: Narrative, decimals: int = 4) -> Page:
         raise InputError(f"the focus query {q} is not one of the {ctx.t} tokens")
     code = blocks(trace, s)
     order = stage_order(trace)
-    sections = tuple(section(ctx, n + 1, st, story.stage(st), code.get(st, ())) for n, st in enumerate(order))
+    sections = number(tuple(section(ctx, n + 1, st, story.stage(st), code.get(st, ())) for n, st in enumerate(order)))
     summary = (
         (s("lesson.summary_lesson"), str(trace.meta.get("lesson", story.lesson))),
         (s("page.summary_tokens"), str(ctx.t)),

@@ -115,13 +115,40 @@ class Para:
 
     With ``math``, ``$...$`` spans in the text are inline LaTeX (only for
     text we write: never set it on text that holds a token).
+
+    Footnotes: a ``math`` paragraph may mark a footnote with ``[^key]`` and
+    give its text in ``notes`` as ``(key, Para)``.  The page numbers them
+    once, in reading order (:func:`tracer.present.views.notes.number`): the
+    marker becomes ``[^3]``, the note goes to the end of its section, and the
+    renderers link the two both ways.  What a sentence says about the tool
+    (library kernels, machines, test suites) goes there, so the text speaks
+    of attention.
     """
 
     text: str
     note: bool = False
     math: bool = False
     interactive: bool = False  # speaks of clicking the figures: left out where they are images (Markdown)
+    notes: tuple[tuple[str, Para], ...] = ()  # footnotes not yet numbered: marker key -> text
     kind: Literal["para"] = "para"
+
+
+@dataclass(frozen=True)
+class Note:
+    """A numbered footnote (page-wide number ``n``), listed at the end of its section."""
+
+    n: int
+    text: Para
+
+    @property
+    def anchor(self) -> str:
+        """The note's id on the page (its reference links here)."""
+        return f"note-{self.n}"
+
+    @property
+    def ref(self) -> str:
+        """The id of the reference in the text (the note links back there)."""
+        return f"note-ref-{self.n}"
 
 
 @dataclass(frozen=True)
@@ -167,6 +194,7 @@ class Section:
     anchor: str
     title: str | Para
     blocks: tuple[Block, ...]
+    notes: tuple[Note, ...] = ()  # its footnotes, numbered page-wide
 
 
 @dataclass(frozen=True)

@@ -258,8 +258,10 @@ def values_table(ctx: LessonCtx, nodes: list[Node], anchor_id: str, section: int
     head = (Num(ctx.s("lesson.col_what")), Num(ctx.s("lesson.col_value")))
     bounds = [r.cells[1].text for r in rows if r.cells[1].text.startswith("≤")]
     named = title or str(section)
-    text = ctx.s("lesson.values_caption", title=named)
+    said = Para(ctx.s("lesson.values_caption", title=named), math=True)
     if "bound" not in ctx.said and bounds:  # said once, where it applies, with a bound the table shows
-        text = ctx.s("lesson.values_caption_bound", title=named, bound=bounds[0], dtype=ctx.trace.dtype)
+        note = Para(ctx.s("lesson.bound_note", bound=bounds[0], dtype=ctx.trace.dtype), math=True)
+        text = ctx.s("lesson.values_caption_bound", title=named, bound=bounds[0])
+        said = Para(text, math=True, notes=(("bound", note),))  # the machine-dependent part: a footnote
         ctx.said.add("bound")
-    return Table(anchor_id, Para(text, math=True), head, tuple(rows))
+    return Table(anchor_id, said, head, tuple(rows))

@@ -87,16 +87,13 @@ def normalize(ctx: Ctx) -> Section:
     ]
     svg = bars.grouped("fig-weights", tr.tokens, q, series, s("norm.ylabel"))
     blocks.append(Figure("fig-weights", "fig-weights", svg, s("norm.fig_alt", n=ctx.t, q=q), s("norm.fig_caption")))
-    blocks.append(
-        said(
-            s(
-                "norm.checks",
-                naive=portable.check_text(tr.node("check.naive")),
-                torch=portable.check_text(tr.node("check.torch")),
-            )
-        )
+    checks = s(
+        "norm.checks",
+        naive=portable.check_text(tr.node("check.naive")),
+        torch=portable.check_text(tr.node("check.torch")),
     )
-    blocks.append(said(s("norm.checks_note"), note=True))  # about the tool, not about attention: set apart
+    # what the bound says about the tool (library kernels, machines) is a footnote, not the text
+    blocks.append(Para(checks, math=True, notes=(("bound", said(s("norm.checks_note", dtype=tr.dtype))),)))
     return Section("normalize", s("norm.title"), tuple(blocks))
 
 
