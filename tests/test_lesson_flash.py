@@ -35,8 +35,8 @@ def _loop(s: torch.Tensor, vb: torch.Tensor, order: list[int], pre: str) -> dict
     dt = s.dtype
     out: dict[str, torch.Tensor] = {}
     m_all, c_all = torch.zeros(t, n, dtype=dt), torch.zeros(t, n, dtype=dt)
-    dm_all, l_all, lold_all, r_all = (torch.zeros(t, n, dtype=dt) for _ in range(4))
-    o_all, oold_all, pv_all = (torch.zeros(t, n, vb.shape[-1], dtype=dt) for _ in range(3))
+    dm_all, l_all, r_all = (torch.zeros(t, n, dtype=dt) for _ in range(3))
+    o_all, pv_all = (torch.zeros(t, n, vb.shape[-1], dtype=dt) for _ in range(2))
     shift_all, p_all = torch.zeros(t, n, b, dtype=dt), torch.zeros(t, n, b, dtype=dt)
     m = torch.full((t,), -math.inf, dtype=dt)
     ell = torch.zeros(t, dtype=dt)
@@ -50,14 +50,13 @@ def _loop(s: torch.Tensor, vb: torch.Tensor, order: list[int], pre: str) -> dict
         pv = p @ vb[u]
         m_all[:, u], dm_all[:, u], c_all[:, u], r_all[:, u] = m_new, m - safe, c, r
         shift_all[:, u], p_all[:, u], pv_all[:, u] = s[:, u] - safe[:, None], p, pv
-        lold_all[:, u], oold_all[:, u] = ell * c, o * c[:, None]
         ell, o, m = ell * c + r, o * c[:, None] + pv, m_new
         l_all[:, u], o_all[:, u] = ell, o
     terms = p_all[..., None] * vb[None]  # [i, u, j, c]
     out.update({f"{pre}bmax": s.max(dim=2).values, f"{pre}m": m_all, f"{pre}shift": shift_all, f"{pre}p": p_all})
     out.update({f"{pre}rowsum.s": p_all.cumsum(dim=2), f"{pre}rowsum": r_all, f"{pre}dm": dm_all, f"{pre}c": c_all})
     out.update({f"{pre}pv.t": terms, f"{pre}pv.s": terms.cumsum(dim=2), f"{pre}pv": pv_all})
-    out.update({f"{pre}lold": lold_all, f"{pre}l": l_all, f"{pre}oold": oold_all, f"{pre}o": o_all})
+    out.update({f"{pre}l": l_all, f"{pre}o": o_all})
     out[f"{pre}z"] = o / ell[:, None]
     return out
 
@@ -181,7 +180,7 @@ def test_one_block_as_wide_as_the_text_is_the_ordinary_softmax_up_to_the_last_di
         assert np.array_equal(t.tensor(a)[:, 0], t.tensor(b)), (a, b)
     for a, b in (("flash.m", "causal.max"), ("flash.l", "causal.sum"), ("flash.rowsum", "causal.sum")):
         assert np.array_equal(t.tensor(a)[:, 0], t.tensor(b)), (a, b)
-    assert not t.tensor("flash.c").any() and not t.tensor("flash.lold").any()  # c = e^(-inf) = 0: nothing before
+    assert not t.tensor("flash.c").any()  # c = e^(-inf) = 0: nothing before
     p, v = t.tensor("flash.p")[:, 0], t.tensor("v")
     terms = (p[:, :, None] * v[None]).astype(p.dtype)
     deferred = np.cumsum(terms, axis=1, dtype=p.dtype)[:, -1] / t.tensor("flash.l")[:, :1]
@@ -225,7 +224,7 @@ def test_every_exponential_is_exact_and_almost_none_takes_the_slow_path() -> Non
 def test_verify_follows_every_value_it_can_and_names_the_running_ones() -> None:
     result = tracer.trace_lesson("flash", block=4).verify()
     assert result.ok and not result.wrong
-    assert set(result.unchecked) == {f"{p}.{n}" for p in ("flash", "rev") for n in ("m", "dm", "lold", "oold")}
+    assert set(result.unchecked) == {f"{p}.{n}" for p in ("flash", "rev") for n in ("m", "dm", "l", "o")}
 
 
 @pytest.mark.parametrize("bad", [0, -2, 2.5, True, "3"])

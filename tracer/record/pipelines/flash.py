@@ -14,7 +14,9 @@ matrix is never formed.
 Axes: ``i`` the query, ``u`` the block, ``j`` a key's place in its block
 (key ``(u-1)·B + j``), ``c`` a component.  A running quantity reads its own
 value at the previous block (``u-1``); before the first block ``m = -inf``,
-``l = 0`` and ``o = 0`` (``attrs["start"]``).  Stage ``ordinary`` computes
+``l = 0`` and ``o = 0`` (``attrs["start"]``); ``l`` and ``o`` are op
+``rescale_add``, ``prev × c + new`` rounded twice (a multiplication, then an
+addition), as the loop computes them.  Stage ``ordinary`` computes
 the causal lesson's softmax and context vectors from the same scores, and
 ``check.flash`` the largest difference, with the rounding bound of
 :mod:`tracer.record.pipelines.flashbound`.  Ids: ``docs/step-ids.md``.
@@ -145,35 +147,26 @@ def online(rec: Recorder, s: Var, vb: Var, pre: str = "flash.", reverse: bool = 
         part_latex=(r"p_{<i,u,j>}\, v^{(<u>,<j>)}_{<c>}", r"\sum_{m=1}^{<j>} p_{<i,u>m}\, v^{(<u>,m)}_{<c>}"),
         part_text=(f"{pre}p[<i>,<u>,<j>] × {vn}[<u>,<j>,<c>]", f"Σ_{{m≤<j>}} {pre}p[<i>,<u>,m] × {vn}[<u>,m,<c>]"),
     )  # fmt: skip
-    lsum, lold = torch.zeros(t, n, dtype=rec.dtype), torch.zeros(t, n, dtype=rec.dtype)
-    acc, oold = torch.zeros(t, n, d, dtype=rec.dtype), torch.zeros(t, n, d, dtype=rec.dtype)
+    lsum, acc = torch.zeros(t, n, dtype=rec.dtype), torch.zeros(t, n, d, dtype=rec.dtype)
     prev = None
-    for u in order:  # l and o: one multiplication and one addition per block, in the dtype
-        lold[:, u] = (lsum[:, prev] if prev is not None else torch.zeros(t, dtype=rec.dtype)) * c.data[:, u]
-        lsum[:, u] = lold[:, u] + rows.data[:, u]
-        was = acc[:, prev] if prev is not None else torch.zeros(t, d, dtype=rec.dtype)
-        oold[:, u] = was * c.data[:, u].unsqueeze(1)
-        acc[:, u] = oold[:, u] + pv.data[:, u]
+    for u in order:  # l and o: one multiplication, then one addition, per block, each rounded in the dtype
+        was = lsum[:, prev] if prev is not None else torch.zeros(t, dtype=rec.dtype)
+        lsum[:, u] = was * c.data[:, u] + rows.data[:, u]
+        had = acc[:, prev] if prev is not None else torch.zeros(t, d, dtype=rec.dtype)
+        acc[:, u] = had * c.data[:, u].unsqueeze(1) + pv.data[:, u]
         prev = u
-    lo = _prev(
-        rec, "mul", f"{pre}lold", lold, [Ref(f"{pre}l", ("i", before)), Ref(f"{pre}c", ("i", "u"))], "iu", "0",
-        symbol=rf"\ell_{{<i,{before}>}}\, c_{{<i,u>}}", latex=rf"\ell_{{<i,{before}>}}\, c_{{<i,u>}}",
-        text=f"{pre}l[<i>,<{before}>] × {pre}c[<i>,<u>]",
-    )  # fmt: skip
-    ell = rec.elementwise(
-        "add", f"{pre}l", [lo("i", "u"), rows("i", "u")], "iu",
+    ell = _prev(
+        rec, "rescale_add", f"{pre}l", lsum,
+        [Ref(f"{pre}l", ("i", before)), Ref(f"{pre}c", ("i", "u")), Ref(f"{pre}rowsum", ("i", "u"))], "iu", "0",
         symbol=r"\ell_{<i,u>}", latex=rf"\ell_{{<i,u>}} = \ell_{{<i,{before}>}}\, c_{{<i,u>}} + r_{{<i,u>}}",
-        text=f"{pre}lold[<i>,<u>] + {pre}rowsum[<i>,<u>]",
+        text=f"{pre}l[<i>,<{before}>] × {pre}c[<i>,<u>] + {pre}rowsum[<i>,<u>]",
     )  # fmt: skip
-    oo = _prev(
-        rec, "mul", f"{pre}oold", oold, [Ref(f"{pre}o", ("i", before, "c")), Ref(f"{pre}c", ("i", "u"))], "iuc", "0",
-        symbol=rf"o^{{(<i,{before}>)}}_{{<c>}}\, c_{{<i,u>}}", latex=rf"o^{{(<i,{before}>)}}_{{<c>}}\, c_{{<i,u>}}",
-        text=f"{pre}o[<i>,<{before}>,<c>] × {pre}c[<i>,<u>]",
-    )  # fmt: skip
-    o = rec.elementwise(
-        "add", f"{pre}o", [oo("i", "u", "c"), pv("i", "u", "c")], "iuc", symbol=r"o^{(<i,u>)}_{<c>}",
+    o = _prev(
+        rec, "rescale_add", f"{pre}o", acc,
+        [Ref(f"{pre}o", ("i", before, "c")), Ref(f"{pre}c", ("i", "u")), Ref(f"{pre}pv", ("i", "u", "c"))], "iuc", "0",
+        symbol=r"o^{(<i,u>)}_{<c>}",
         latex=rf"o^{{(<i,u>)}}_{{<c>}} = o^{{(<i,{before}>)}}_{{<c>}}\, c_{{<i,u>}} + P_{{<i,u,c>}}",
-        text=f"{pre}oold[<i>,<u>,<c>] + {pre}pv[<i>,<u>,<c>]",
+        text=f"{pre}o[<i>,<{before}>,<c>] × {pre}c[<i>,<u>] + {pre}pv[<i>,<u>,<c>]",
     )  # fmt: skip
     return rec.elementwise(
         "div", f"{pre}z", [o("i", str(last), "c"), ell("i", str(last))], "ic", symbol=r"z^{(<i>)}_{<c>}",
@@ -238,13 +231,13 @@ def build(
         bound = flash_bound(s.data, vb.data, block, rec.dtype)
         rec.maxabsdiff(
             "check.flash", z, zc, latex=r"\max \lvert z - z^{\mathrm{causal}} \rvert", text="max |flash.z − causal.z|",
-            bound=bound,
+            bound=bound, traced=True,
         )  # fmt: skip
     with rec.stage("reverse"):
         back = online(rec, s, vb, "rev.", reverse=True)
         rec.maxabsdiff(
             "check.rev", back, zc, latex=r"\max \lvert z^{\mathrm{rev}} - z^{\mathrm{causal}} \rvert",
-            text="max |rev.z − causal.z|", bound=bound,
+            text="max |rev.z − causal.z|", bound=bound, traced=True,
         )  # fmt: skip
     info = {"lesson": "flash", "tokens": tokens, "query": query, "stages": list(STAGES), "block": block, "blocks": n}
     return rec.trace({**meta, **info, "weights": weights_meta})
