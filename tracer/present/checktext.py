@@ -35,6 +35,8 @@ def run_label(s: Strings, r: CheckResult, run: str) -> str:
         return s("check.run_train", p=spec.dropout, seed=spec.seed)
     if run == "short":
         return s("check.run_short", n=spec.short)
+    if run == "block":
+        return s("check.run_block", b=spec.block)
     return s("check.run_eval")
 
 
