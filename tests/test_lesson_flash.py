@@ -276,3 +276,11 @@ def test_narratives_agree_and_name_real_nodes() -> None:
                 assert story.node(name).caption, name
             for name in [*st.heatmap, *st.bars]:
                 assert story.node(name).figure and story.node(name).alt, name
+
+
+def test_explain_writes_the_rescale_with_its_numbers() -> None:
+    out = CliRunner().invoke(app, ["explain", "flash.l[5,2]", "--lesson", "flash"])
+    assert out.exit_code == 0, out.output
+    assert "flash.l[5,1] × flash.c[5,2] + flash.rowsum[5,2]" in out.output and "= 3.6915" in out.output
+    back = CliRunner().invoke(app, ["explain", "rev.m[5,1]", "--lesson", "flash"])
+    assert "max(0.0624, 0.1544) = 0.1544" in back.output, back.output
