@@ -92,6 +92,7 @@ OPTION_OF = {
     "query": "--query",
     "spec": "--pipeline",
     "torch": "--torch",
+    "block": "--block",
 }
 """The CLI option that carries each library argument named in an :class:`~tracer.errors.InputError`."""
 

@@ -55,6 +55,7 @@ def input_options(func: F) -> F:
             metavar="FILE.py:FN",
             help="Capture your own torch code: FN() builds and runs it and returns the output tensor.",
         ),
+        click.option("--block", type=int, help="Lesson flash: keys per block of the online softmax (default 2)."),
     ]
     for opt in reversed(opts):
         func = opt(func)
@@ -77,6 +78,7 @@ def build_trace(
     groups: int | None = None,
     pipeline: str | None = None,
     torch_fn: str | None = None,
+    block: int | None = None,
 ) -> tracer.Trace:
     """Validate the input options and run the lesson."""
     from tracer import api
@@ -89,6 +91,7 @@ def build_trace(
             {"--weights": weights is not None, "--d-out": d_out is not None, "--pipeline": pipeline is not None}
         )
         others.update({"--window": window is not None, "--heads": heads is not None, "--groups": groups is not None})
+        others.update({"--block": block is not None})
         clash = [k for k, v in others.items() if v]
         if clash:
             raise UserError(
@@ -122,7 +125,7 @@ def build_trace(
     if pipeline is not None:
         from tracer.record import custom
 
-        own = (weights, d_out, window, heads, groups)
+        own = (weights, d_out, window, heads, groups, block)
         if lesson != "simple" or any(v is not None for v in own):
             raise UserError("--pipeline replaces the lesson: --lesson and the lessons' options do not apply")
         return custom.run(pipeline, ex)
@@ -134,6 +137,8 @@ def build_trace(
     for name, value in (("window", window), ("heads", heads), ("groups", groups)):
         if value is not None:
             extra[name] = value
+    if block is not None:
+        extra["block"] = block
     return api.run(lesson, ex, **extra)
 
 

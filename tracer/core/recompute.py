@@ -64,7 +64,9 @@ _COMPARE: dict[str, Callable[..., Any]] = {
     ">=": np.greater_equal,
 }
 _CHOICES = frozenset({"masked_fill", "where", "compare", "not", "cast", "tril", "triu"})
-KINDS = COPIES | _BINARY.keys() | _UNARY.keys() | _CHOICES
+RESCALE = "rescale_add"
+"""``a × b + c``, a multiplication then an addition, each rounded: lesson flash's running sum and accumulator."""
+KINDS = COPIES | _BINARY.keys() | _UNARY.keys() | _CHOICES | {RESCALE}
 """Every op :func:`exact` may recompute."""
 
 CHUNK = 1 << 20
@@ -72,9 +74,19 @@ CHUNK = 1 << 20
 
 
 def exact(node: Node, done: Mapping[str, np.ndarray]) -> np.ndarray | None:
-    """The values ``node`` must hold given its operands' recorded values (``done``), or None (see above)."""
+    """The values ``node`` must hold given its operands' recorded values (``done``), or None (see above).
+
+    A node that reads its own previous entry (a running quantity over blocks,
+    ``attrs["start"]`` its value before the first) is recomputed from its
+    *recorded* previous entry, as a running sum is; an operand entry before
+    the first reads ``start``.
+    """
     if node.op not in KINDS or not node.args:
         return None
+    if any(r.node == node.name for r in node.args):
+        if _number(node.attrs.get("start")) is None:
+            return None
+        done = {**done, node.name: node.value}
     v = node.value
     out = np.empty(v.shape, dtype=v.dtype)
     rows = v.shape[0] if v.ndim else 1
@@ -110,6 +122,9 @@ def _entries(node: Node, done: Mapping[str, np.ndarray], start: int, stop: int) 
         for x, ok in got:
             np.copyto(out, x, where=ok)
         return out
+    before = _number(node.attrs.get("start"))
+    if before is not None:  # before the first block: the running quantity's start
+        got = [(np.where(ok, x, x.dtype.type(before)), np.ones_like(ok)) for x, ok in got]
     if not all(bool(np.all(ok)) for _, ok in got):
         return None
     return _compute(node, [x for x, _ in got], shape)
@@ -121,6 +136,8 @@ def _compute(node: Node, xs: list[np.ndarray], shape: tuple[int, ...]) -> np.nda
     with np.errstate(all="ignore"):
         if op in _BINARY and len(xs) == 2 and all(x.dtype == dt for x in xs):
             return np.asarray(_BINARY[op](xs[0], xs[1], dtype=dt))
+        if op == RESCALE and len(xs) == 3 and all(x.dtype == dt for x in xs):
+            return np.asarray(np.add(np.multiply(xs[0], xs[1], dtype=dt), xs[2], dtype=dt))
         if op in _UNARY and len(xs) == 1 and xs[0].dtype == dt:
             return np.asarray(_UNARY[op](xs[0]), dtype=dt)
         if op == "compare" and len(xs) == 2 and node.attrs.get("sign") in _COMPARE:

@@ -146,7 +146,9 @@ def context(r: CheckResult, lang: str) -> dict[str, Any]:
         "html_lang": html_lang(lang),
         "title": s("check.page_title", lesson=r.lesson),
         "subtitle": s("check.title", name=r.name or "?", lesson=r.lesson),
-        "roles_head": s("check.roles") if roles else s("check.no_roles"),
+        "roles_head": s("check.roles")
+        if roles
+        else s("check.no_roles_flash" if r.lesson == "flash" else "check.no_roles"),
         "roles": roles,
         "verdict": verdict,
         "cards": [card(r, s, x, n) for n, x in enumerate(r.stages, 1)],

@@ -35,6 +35,8 @@ def run_label(s: Strings, r: CheckResult, run: str) -> str:
         return s("check.run_train", p=spec.dropout, seed=spec.seed)
     if run == "short":
         return s("check.run_short", n=spec.short)
+    if run == "block":
+        return s("check.run_block", b=spec.block)
     return s("check.run_eval")
 
 
@@ -46,7 +48,7 @@ def status_name(s: Strings, status: str) -> str:
 def role_lines(s: Strings, r: CheckResult) -> list[str]:
     """One line per weight role: which of the student's parameters plays it."""
     if not r.roles:
-        return [s("check.no_roles")]
+        return [s("check.no_roles_flash" if r.lesson == "flash" else "check.no_roles")]
     shown = [x for x in r.roles if not x.role.endswith("_other")]
     return [s("check.roles")] + [f"  {s('check.role_line', role=x.role, param=x.param, how=x.how)}" for x in shown]
 

@@ -81,6 +81,10 @@ def equation(trace: Trace, step: Step, decimals: int = DECIMALS) -> str:
     if op in ("mul", "div", "sub", "add") and len(vals) == 2:
         sign = {"mul": "×", "div": "/", "sub": "−", "add": "+"}[op]
         return f"{head} = {vals[0]} {sign} {factor(vals[1])} = {v}"
+    if op == "rescale_add" and len(vals) == 3:  # lesson flash: the running sum rescaled, the block's part added
+        return f"{head} = {vals[0]} × {factor(vals[1])} + {factor(vals[2])} = {v}"
+    if op == "maximum" and len(vals) == 2:
+        return f"{head} = max({vals[0]}, {vals[1]}) = {v}"
     if op == "masked_fill" and len(vals) == 2:
         masked = step.node.value.dtype.type(step.value) != trace[ins[0]].node.value.dtype.type(trace[ins[0]].value)
         why = "masked" if masked else "kept"

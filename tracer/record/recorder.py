@@ -422,7 +422,17 @@ class Recorder:
             attrs=attrs,
         )
 
-    def maxabsdiff(self, name: str, a: Var, b: Var, *, latex: str, text: str, bound: np.ndarray | None = None) -> Var:
+    def maxabsdiff(
+        self,
+        name: str,
+        a: Var,
+        b: Var,
+        *,
+        latex: str,
+        text: str,
+        bound: np.ndarray | None = None,
+        traced: bool = False,
+    ) -> Var:
         """Record max |a - b| over all entries: how far two forms of one quantity agree.
 
         When ``a`` comes from a library kernel (a BLAS matrix product, torch's
@@ -430,13 +440,18 @@ class Recorder:
         elementwise bound of ``|a − b|`` that the maths fixes
         (:mod:`tracer.core.bounds`).  Its largest entry, rounded up to two
         digits, is stored as the attribute ``bound``: reports print that, never
-        the residual itself, which stays in the trace.
+        the residual itself, which stays in the trace.  With ``traced`` both
+        operands are traced primitives, exact on every machine (two orders of
+        one computation, as lesson flash's online and ordinary softmax): the
+        bound is the maths' rounding bound, and pages print the residual too.
         """
         gap = torch.where(a.data == b.data, 0.0, (a.data - b.data).abs())  # equal infinities (masked) do agree
         value = gap.amax() if a.data.numel() else torch.zeros(())
-        attrs = {}
+        attrs: dict[str, Any] = {}
         if bound is not None:
             attrs["bound"] = bounds.shown(float(np.max(bound)) if np.size(bound) else 0.0)
+            if traced:
+                attrs["forms"] = "traced"
         return self.tensor(name, "maxabsdiff", value, [a, b], (), latex=latex, text=text, attrs=attrs)
 
     @staticmethod

@@ -353,6 +353,61 @@ CATALOGUE = (
     ),
 )
 
+FLASH: tuple[Entry, ...] = (
+    Entry(
+        "flash_no_rescale",
+        ("context",),
+        "The running sum and the accumulator are never rescaled: when a block raises the running max from m_old "
+        "to m_new, what was added so far was measured against m_old; multiply both l and o by "
+        "exp(m_old − m_new) before adding the new block.",
+        "累加和与累加器都没有重新缩放：某一块把运行最大值从 m_old 抬到 m_new 时，之前加进来的各项都是相对 m_old 算的；"
+        "加上新块之前，应当把 l 和 o 都乘以 exp(m_old − m_new)。",
+        lambda c: None,  # tested on the results by flashcheck, which calls the function at three sizes
+    ),
+    Entry(
+        "flash_sum_only",
+        ("context",),
+        "The running sum l is rescaled but the output accumulator o is not: when the running max rises, the old "
+        "values keep too large a weight; multiply o by the same factor exp(m_old − m_new) as l.",
+        "累加和 l 重新缩放了，输出的累加器 o 却没有：运行最大值上升时，旧的值向量保留了过大的权重；"
+        "应当把 o 也乘以与 l 相同的重缩放因子 exp(m_old − m_new)。",
+        lambda c: None,
+    ),
+    Entry(
+        "flash_block_max",
+        ("context",),
+        "The exponentials are not taken against the running max: either a block's exponentials use that "
+        "block's own max while the rescale uses the running one, or m is never updated after a block; "
+        "use m_new = max(m, block max) in exp(s − m_new) and keep it as the new m.",
+        "求指数时用的不是运行最大值：要么块内的指数用的是这一块自己的最大值，而重新缩放用的是运行最大值，"
+        "要么每一块之后都没有更新 m；应当在 exp(s − m_new) 中使用 m_new = max(m, 块内最大值)，并把它存为新的 m。",
+        lambda c: None,
+    ),
+    Entry(
+        "flash_divide_inside",
+        ("context",),
+        "The accumulator is divided by the running sum inside the loop: o / l after each block mixes normalized "
+        "and unnormalized terms (and dividing again at the end divides twice); keep o unnormalized in the loop "
+        "and divide once, z = o / l, after the last block.",
+        "在循环里就用累加和去除累加器：每一块之后做 o / l，会把已归一化和未归一化的项混在一起"
+        "（最后再除一次就除了两次）；"
+        "循环中应当让 o 保持未归一化，在最后一块之后只除一次：z = o / l。",
+        lambda c: None,
+    ),
+    Entry(
+        "flash_tail_dropped",
+        ("context",),
+        "The last, shorter block is dropped: with block_size = {block} only the first {kept} of {tokens} keys are "
+        "visited (range(0, T − B + 1, B) or T // B blocks); loop over range(0, T, B) and cut the last block at T.",
+        "最后那个较短的块被丢掉了：block_size = {block} 时，{tokens} 个键中只访问了前 {kept} 个"
+        "（range(0, T − B + 1, B) 或 T // B 个块）；应当遍历 range(0, T, B)，并在 T 处截断最后一块。",
+        lambda c: None,
+    ),
+)
+"""Lesson flash's mistakes (:mod:`.online` computes each, :mod:`.flashcheck` tests them on the results)."""
+
+CATALOGUE = (*CATALOGUE, *FLASH)
+
 BY_CODE = {e.code: e for e in (*CATALOGUE, *STRUCTURE)}
 
 

@@ -46,6 +46,7 @@ class Spec:
     short: int = 0  # tokens of a shorter sequence whose result must be the first rows of the full one (0: none)
     dropout: float = 0.0  # p of the train-mode run (0: no train-mode run)
     form: str = ""  # lesson multihead: "wrap" when the student's module is the book's wrapper of heads
+    block: int = 0  # lesson flash: the second block size it is called with (one that does not divide T)
 
     @property
     def is_class(self) -> bool:
@@ -187,6 +188,24 @@ SPECS: dict[str, Spec] = {
         short=4,
     ),
 }
+SPECS["flash"] = Spec(
+    "flash",
+    ("q", "k", "v", "block_size"),
+    (2,),
+    789,
+    3,
+    2,
+    1,
+    False,
+    (
+        Q("z", "context", "flash.z"),
+        Q("z", "context", "flash.z", run="block"),
+        Q("short", "context", "flash.z", run="short"),
+    ),
+    short=5,
+    block=4,
+)
+"""Lesson flash checks a function of queries, keys and values (:mod:`.flashcheck`), not a module."""
 
 
 WRAP = (

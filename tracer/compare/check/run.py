@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from tracer.compare.check import align, build, deadline, lessons, marks, resize, roles, student, wrapper
+from tracer.compare.check import align, build, deadline, flashcheck, lessons, marks, resize, roles, student, wrapper
 from tracer.compare.check.catalogue import BY_CODE, diagnose
 from tracer.compare.check.context import Context, Hit
 from tracer.compare.check.model import Divergence, Match, Quantity, Seen, StageResult
@@ -42,6 +42,13 @@ def check(
     if lesson not in lessons.SPECS:
         raise InputError(f"unknown lesson {lesson!r}: choose from {', '.join(lessons.SPECS)}")
     spec = lessons.SPECS[lesson]
+    if lesson == "flash":
+        if d_out is not None or d_in is not None:
+            raise InputError("lesson flash checks a function of q, k and v: --d-out and --d-in do not apply")
+        source = source or student.source_of(obj)
+        with deadline.limit(deadline.SECONDS if timeout is None else timeout, f"the check of {_name(obj)}"):
+            label = f"{Path(source).name}:{_name(obj)}" if source else _name(obj)
+            return flashcheck.check(obj, source, label)
     if d_out is not None or d_in is not None:
         spec = lessons.sized(spec, d_out, d_in)
     source = source or student.source_of(obj)

@@ -120,7 +120,7 @@ def cell(ctx: LessonCtx, node: Node, full: tuple[int, ...]) -> Num:
         text = str(int(v))
     else:
         text = ctx.given(v, node.name) if node.op == "input" else ctx.num(v)
-    masked = node.op == "masked_fill" and np.isneginf(v)
+    masked = node.op in ("masked_fill", "max", "maximum") and np.isneginf(v)  # hidden keys; a max over none of them
     return Num(text, sid, "masked" if masked else ("" if np.isfinite(v) else "bad"))
 
 

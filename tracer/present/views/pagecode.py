@@ -74,6 +74,12 @@ def _same_keys_line(trace: Trace, m: re.Match[str], checked: dict[str, str]) -> 
     return f"the same keys as the repeated groups: {float(np.asarray(trace.tensor('check.kh'))) == 0}"
 
 
+def _bound_line(trace: Trace, m: re.Match[str], checked: dict[str, str]) -> str:
+    # lesson flash: the online softmax's context vectors beside the ordinary ones, within the bound the trace states
+    node = trace.node("check.rev" if checked.get(m[1]) == "rev.z" else "check.flash")
+    return f"within the bound: {float(node.value) <= float(node.attrs.get('bound', 0.0))}"
+
+
 PRINTS: dict[re.Pattern[str], Callable[[Trace, re.Match[str], dict[str, str]], str]] = {
     re.compile(r'^print\("keys each query sees:", \(~(\w+)\)\.sum\(dim=-1\)\.tolist\(\)\)$'): _seen_line,
     re.compile(r'^print\("row sums:", \[round\(s, 4\) for s in (\w+)\.sum\(dim=-1\)\.tolist\(\)\]\)$'): _rows_line,
@@ -81,6 +87,9 @@ PRINTS: dict[re.Pattern[str], Callable[[Trace, re.Match[str], dict[str, str]], s
     re.compile(r'^print\("the same keys as the repeated groups:", torch\.equal\(\w+, \w+\)\)$'): _same_keys_line,
     re.compile(r'^print\("sum of the weights:", round\((\w+)\.sum\(\)\.item\(\), 4\)\)$'): _sum_line,
     re.compile(r'^print\("the two ways agree:", torch\.allclose\(\w+, \w+\)\)$'): _agree_line,
+    re.compile(
+        r'^print\("within the bound:", \((\w+) - ordinary\)\.abs\(\)\.max\(\)\.item\(\) <= [\d.e+-]+\)$'
+    ): _bound_line,
 }
 """The lessons' own ``print`` lines and what they print, from the trace and the steps checked so far."""
 

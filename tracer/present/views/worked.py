@@ -158,6 +158,8 @@ def equation(ctx: LessonCtx, step: Step) -> Equation:
         chain.append(f"e^{{{vals[0]}}}")
     elif op == "max":
         chain.append(rf"\max({', '.join(_cut(vals))})")
+    elif op == "rescale_add" and len(vals) == 3:  # lesson flash: the running sum rescaled, then the block's part added
+        chain.append(rf"{vals[0]} \times {vals[1]} + {vals[2]}")
     written = _formula(ctx, step)
     if ctx.text(step.node).formula:  # the narrative names the entry itself (a head's z): its left side is the page's
         lhs, *named = split_steps(written)

@@ -31,4 +31,8 @@ LESSONS: dict[str, tuple[str, str]] = {
         "tracer.record.pipelines.gqa",
         "Grouped-query attention: H query heads share G key/value groups; G = H is multi-head, G = 1 multi-query.",
     ),
+    "flash": (
+        "tracer.record.pipelines.flash",
+        "FlashAttention's online softmax: blocks of B keys, running max and sum, rescaled output; B = T is one block.",
+    ),
 }

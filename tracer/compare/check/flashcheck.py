@@ -1,0 +1,134 @@
+"""``check --lesson flash``: a student's online softmax, called at three sizes, against the lesson's result.
+
+The subject is a function ``flash_attention(q, k, v, block_size)`` (a
+``causal=True`` keyword may follow) returning causal attention's context
+vectors ``[T, d_v]`` for queries, keys and values ``[T, d]``, computed with
+an explicit loop over blocks of ``block_size`` keys (``docs/check.md``).
+Its inputs are the lesson's queries, keys and values (the causal lesson's
+weights, ``torch.manual_seed(789)``) of the tutorial's six tokens *in reverse
+order*: in the tutorial's order key 1 holds every row's largest score, so the
+running max never rises and a loop that forgets to rescale would still be
+right; reversed, it rises on most rows.  The function is called
+
+* at the lesson's block size, B = 2 (run ``eval``);
+* at B = 4, which does not divide T = 6 (run ``block``): a block size
+  written into the loop, or a last block that is dropped, shows here;
+* on the first five tokens, B = 2 (run ``short``): another T, with a last
+  block of one key; causal attention's first rows must not change.
+
+Each result must be the lesson's (``flash.z`` of the reference trace, its
+first rows for ``short``) within :mod:`.align`'s tolerance.  Where one is
+not, each mistake of :mod:`.online` is computed on the same inputs at the
+same sizes: the first whose results the student's match at every size is
+the diagnosis.
+"""
+
+from __future__ import annotations
+
+import traceback
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from tracer.compare.check import align, lessons, online
+from tracer.compare.check.context import Hit
+from tracer.compare.check.model import Divergence, Match, Seen, StageResult
+from tracer.compare.check.result import CheckResult
+from tracer.compare.check.student import StudentError, _failure, _one_line
+from tracer.core.trace import Step, Trace
+from tracer.errors import InputError
+from tracer.record.inputs import tutorial
+
+BLOCK = 2
+"""The lesson's block size."""
+
+
+def reference() -> Trace:
+    """The flash lesson on the tutorial's tokens in reverse order, B = 2 (the check's reference)."""
+    from tracer.record.pipelines import flash
+
+    rows, tokens = tutorial()
+    x = torch.tensor(rows[::-1], dtype=torch.float32)
+    meta = {"dtype": "float32", "n_tokens": 6, "dim": 3, "source": {"kind": "tutorial", "order": "reversed"}}
+    extra = flash.prepare(x, block=BLOCK)
+    return flash.build(x, tokens[::-1], 2, torch.float32, meta, **extra)
+
+
+def check(obj: Any, source: str | None, label: str) -> CheckResult:
+    """Check the function ``obj`` (see the module docstring)."""
+    if not callable(obj) or isinstance(obj, type):
+        raise InputError(f"lesson flash checks a function flash_attention(q, k, v, block_size), not {obj!r}")
+    spec = lessons.SPECS["flash"]
+    trace = reference()
+    q, k, v = (torch.from_numpy(np.array(trace.tensor(n))) for n in ("q", "k", "v"))
+    sizes = {"eval": (6, BLOCK), "block": (6, spec.block), "short": (spec.short, BLOCK)}
+    got: dict[str, np.ndarray | None] = {}
+    for run, (t, b) in sizes.items():
+        got[run] = _call(obj, q[:t], k[:t], v[:t], b)
+    want = np.asarray(trace.tensor("flash.z"), dtype=np.float64)
+    stages = [_stage(q_, want[: sizes[q_.run][0]], got[q_.run]) for q_ in spec.quantities]
+    bad = next((s for s in stages if s.status == "differs"), None)
+    if bad is None:
+        return CheckResult("flash", stages, None, None, [], trace, [], label)
+    for s in stages[stages.index(bad) + 1 :]:
+        if s.status == "differs":
+            s.status = "consequence"
+    hit = _diagnose(q, k, v, sizes, got)
+    t = sizes[bad.quantity.run][0]
+    div = _divergence(trace, bad, want[:t], got[bad.quantity.run], source)
+    return CheckResult("flash", stages, div, hit, [], trace, [], label)
+
+
+def _call(fn: Any, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, b: int) -> np.ndarray | None:
+    """The student's result as a float64 ``[T, d]`` array (None: another shape); a crash is a StudentError."""
+    name = str(getattr(fn, "__qualname__", None) or getattr(fn, "__name__", None) or type(fn).__name__)
+    with torch.no_grad():
+        try:
+            out = fn(q.clone(), k.clone(), v.clone(), b)
+        except (KeyboardInterrupt, InputError):
+            raise
+        except BaseException as e:  # SystemExit too: the student's code, not ours
+            args = f"T = {q.shape[0]}, block_size = {b}"
+            raise StudentError(f"{name} raised {_failure(e)} ({args})", traceback.format_exc(), _one_line(e)) from None
+    if not isinstance(out, torch.Tensor) or not out.is_floating_point():
+        raise InputError(f"{name} returned {type(out).__name__}, not a tensor of floating-point values")
+    a = out.detach().to(torch.float64).cpu().numpy()
+    while a.ndim > 2 and a.shape[0] == 1:  # an unsqueezed batch of one
+        a = a[0]
+    return a.copy() if a.shape == (q.shape[0], v.shape[1]) else None
+
+
+def _stage(q: Any, want: np.ndarray, got: np.ndarray | None) -> StageResult:
+    if got is None:
+        return StageResult(q, "differs", None, None, "shape")
+    m = Match(Seen("output", "return", got), (0, 1), 0, align.error(got, want))
+    return StageResult(q, "match", m) if align.close(got, want) else StageResult(q, "differs", None, m)
+
+
+def _diagnose(
+    q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, sizes: dict[str, tuple[int, int]], got: dict[str, Any]
+) -> Hit | None:
+    """The first mistake whose results the student's match at every size."""
+    qq, kk, vv = (np.asarray(x, dtype=np.float64) for x in (q, k, v))
+    if any(g is None for g in got.values()):
+        return None
+    for code, forms in online.MISTAKES.items():
+        for form, loop in forms.items():
+            if all(align.close(got[r], loop(qq[:t], kk[:t], vv[:t], b)) for r, (t, b) in sizes.items()):
+                t, b = sizes["block"]
+                detail = {"form": form, "block": str(b), "tokens": str(t), "kept": str((t // b) * b)}
+                return Hit(None, ("flash.m", "flash.c", "flash.l", "flash.o", "flash.z"), detail, code)
+    return None
+
+
+def _divergence(
+    trace: Trace, s: StageResult, want: np.ndarray, got: np.ndarray | None, source: str | None
+) -> Divergence:
+    node = trace.node("flash.z")
+    idx = align.first_difference(want, got) if got is not None else (0, 0)
+    element = Step(trace, node, tuple(int(i) for i in idx)).id
+    student = float(got[idx]) if got is not None else None
+    where = Path(source).name if source else ""
+    return Divergence(s.quantity.run, "context", "z", "flash.z", element, float(want[idx]), student, "output", where)
