@@ -56,6 +56,28 @@ class _Formatter:
         return (self.max_width - len(text)) * " " + text
 
 
+class _BoolFormatter(_Formatter):
+    """A boolean tensor's entries: ``True`` and ``False``, right-aligned to the widest (torch's non-float branch)."""
+
+    def __init__(self, values: np.ndarray) -> None:
+        self.max_width = 5 if bool(np.any(values == 0)) else 4
+
+    def format(self, value: float) -> str:
+        text = "True" if value else "False"
+        return (self.max_width - len(text)) * " " + text
+
+
+class _IntFormatter(_Formatter):
+    """An integer tensor's entries (``torch.arange``): whole numbers, no point, right-aligned to the widest."""
+
+    def __init__(self, values: np.ndarray) -> None:
+        self.max_width = max((len(str(int(v))) for v in values.reshape(-1)), default=1)
+
+    def format(self, value: float) -> str:
+        text = str(int(value))
+        return (self.max_width - len(text)) * " " + text
+
+
 def _summarized(a: np.ndarray) -> np.ndarray:
     """The values a summarized print shows (torch's ``get_summarized_data``), to size the numbers by."""
     if a.ndim == 0:
@@ -92,10 +114,12 @@ def _nested(a: np.ndarray, indent: int, summarize: bool, f: _Formatter) -> str:
 
 
 def tensor(value: object, dtype: str = "float32", parameter: bool = False, requires_grad: bool = False) -> str:
-    """What ``print(t)`` shows for a floating-point tensor ``t`` holding ``value``.
+    """What ``print(t)`` shows for a floating-point or boolean tensor ``t`` holding ``value``.
 
     ``dtype`` is the tensor's (float32 is PyTorch's default and is not
-    named; float64 adds ``dtype=torch.float64``).  A ``parameter`` prints as
+    named; float64 adds ``dtype=torch.float64``; ``bool`` and ``int64``,
+    also defaults PyTorch does not name, print ``True``/``False`` and whole
+    numbers).  A ``parameter`` prints as
     ``Parameter containing:`` and ``requires_grad=True``; a view of one
     (``layer.weight.T``) is ``requires_grad`` too, even with gradients off.
     Only CPU tensors without a gradient history are covered: the pages'
@@ -104,11 +128,13 @@ def tensor(value: object, dtype: str = "float32", parameter: bool = False, requi
     a = np.asarray(value, dtype=np.float64)
     summarize = a.size > THRESHOLD
     prefix = "tensor("
-    body = "[]" if a.size == 0 else _nested(a, len(prefix), summarize, _Formatter(_summarized(a) if summarize else a))
+    shown = _summarized(a) if summarize else a
+    f = {"bool": _BoolFormatter, "int64": _IntFormatter}.get(dtype, _Formatter)(shown)
+    body = "[]" if a.size == 0 else _nested(a, len(prefix), summarize, f)
     suffixes = []
     if a.size == 0:
         suffixes.append(f"size={tuple(a.shape)}")
-    if dtype != "float32":
+    if dtype not in ("float32", "bool", "int64"):
         suffixes.append(f"dtype=torch.{dtype}")
     if parameter or requires_grad:
         suffixes.append("requires_grad=True")

@@ -40,6 +40,10 @@ TURNED = re.compile(r"^(?P<base>[\w.]+)\.(?:transpose\((?P<a>\d+), (?P<b>\d+)\)|
 TRACED_VALUE = re.compile(r'TRACED\["([^"]+)"\]')
 DEFAULT_MADE = re.compile(r"^\s*(\w+) = .*\btorch\.(?:ones|zeros|empty)\((?![^)]*dtype)")
 """A tensor made without a dtype: PyTorch's default, float32, whatever the trace's dtype."""
+BOOLEAN = re.compile(r"^\s*(\w+) = (?:.*\.bool\(\)|(?P<a>~?\w+) [|&^] (?P<b>~?\w+))\s*(?:#.*)?$")
+"""A boolean tensor made: ``x.bool()``, or ``a | b`` (``&``, ``^``) of two boolean tensors."""
+INTEGER = re.compile(r"^torch\.arange\((?![^)]*dtype)[^)]*\)(?: *(?://|\+|-|\*) *\w+)*$")
+"""An integer tensor: ``torch.arange(n)`` without a dtype, and whole-number arithmetic on it."""
 PARAMETER = re.compile(r"\.(weight|bias)(?P<view>\.T)?$")
 """A layer's own parameter (``Parameter containing:``) or its transpose, a view that still requires grad."""
 
@@ -151,7 +155,7 @@ def page_form(trace: Trace, source: str) -> tuple[str, tuple[str, ...]]:
             continue  # about the traced ids: the notebook's concern
         shown = SHOW.match(line)
         if shown:
-            dtype = made.get(shown["expr"], trace.dtype)
+            dtype = made.get(shown["expr"], "int64" if INTEGER.match(shown["expr"]) else trace.dtype)
             code, lines, one = _printed(trace, shown["name"], shown["expr"], dtype)
             rest = shown["rest"] or ""
             if one and not said_one:
@@ -163,6 +167,9 @@ def page_form(trace: Trace, source: str) -> tuple[str, tuple[str, ...]]:
         default = DEFAULT_MADE.match(line)
         if default:
             made[default[1]] = "float32"
+        boolean = BOOLEAN.match(line)
+        if boolean and all(made.get((boolean[k] or "").lstrip("~")) == "bool" for k in ("a", "b") if boolean[k]):
+            made[boolean[1]] = "bool"
         line = TRACED_VALUE.sub(lambda m: fmt_literal(trace, m[1]), line)
         if stripped.startswith("print("):
             printed.append(_known(trace, stripped, checked))
