@@ -13,6 +13,11 @@ difference the maths allows (:mod:`tracer.core.bounds`).  So, for print:
 * a bounded check is shown as ``≤ bound`` (:func:`check_text`), and only if
   the residual broke the bound (a real error, not rounding) as the residual.
 
+A bounded check whose two operands are both traced (``attrs["traced"]``:
+lesson rope's scores with both positions shifted, against the scores) is no
+library result: its operands keep their own values, and it prints as
+``residual ≤ bound``, since the residual is the same on every machine too.
+
 The trace keeps every exact value: ``trace["check.omega"].value`` is this
 machine's residual, and ``trace.tensor("mat.omega")`` the library's result.
 """
@@ -48,7 +53,7 @@ def check_text(node: Node) -> str:
     if b is None:
         return fmt.sci(float(node.value))
     if float(node.value) <= b:
-        return f"≤ {fmt.sci(b, 1)}"
+        return f"{fmt.sci(float(node.value))} ≤ {fmt.sci(b, 1)}" if node.attrs.get("traced") else f"≤ {fmt.sci(b, 1)}"
     return f"{fmt.sci(float(node.value))} > {fmt.sci(b, 1)}"
 
 
@@ -56,7 +61,7 @@ def loop_forms(trace: Trace) -> dict[str, str]:
     """Library node -> its loop form, read from the bounded checks (``mat.omega`` -> ``omega``)."""
     out: dict[str, str] = {}
     for node in trace.nodes:
-        if bound(node) is not None and len(node.args) == 2:
+        if bound(node) is not None and len(node.args) == 2 and not node.attrs.get("traced"):
             lib, loop = node.args[0].node, node.args[1].node
             if trace.node(lib).value.shape == trace.node(loop).value.shape:
                 out[lib] = loop

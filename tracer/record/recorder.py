@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from tracer.core import bounds, exact
+from tracer.core import bounds, exact, trig
 from tracer.core.trace import ELEMENT, TENSOR, Node, Ref, Trace
 
 
@@ -202,7 +202,7 @@ class Recorder:
         split: Sequence[int] | None = None,
         fill: float = float("-inf"),
     ) -> Var:
-        """One of ``mul``, ``add``, ``sub``, ``div`` (two operands), ``exp`` (one) or
+        """One of ``mul``, ``add``, ``sub``, ``div`` (two operands), ``exp``, ``cos``, ``sin`` (one) or
         ``masked_fill`` (value, mask: entries where the mask is non-zero become
         ``fill``), broadcast over ``axes``.
 
@@ -211,7 +211,8 @@ class Recorder:
         multiplication by its reciprocal there): every entry is one correctly
         rounded IEEE operation, which is what the trace file relies on.
         ``exp`` is correctly rounded too (:func:`tracer.core.exact.exp`), not
-        left to a vector library whose last bit depends on the CPU.
+        left to a vector library whose last bit depends on the CPU; so are
+        ``cos`` and ``sin`` (:mod:`tracer.core.trig`).
         """
         out = _axes(axes)
         ts = [a.aligned(out) for a in args]
@@ -228,6 +229,8 @@ class Recorder:
         attrs: dict[str, Any] = {}
         if op == "exp" and len(ts) == 1:
             value = torch.from_numpy(exact.exp(ts[0].contiguous().numpy()))
+        elif op in ("cos", "sin") and len(ts) == 1:
+            value = torch.from_numpy(getattr(trig, op)(ts[0].contiguous().numpy()))
         elif op in fns and len(ts) == 2:
             value = fns[op](ts[0], ts[1])
         elif op == "masked_fill" and len(ts) == 2:
@@ -422,7 +425,17 @@ class Recorder:
             attrs=attrs,
         )
 
-    def maxabsdiff(self, name: str, a: Var, b: Var, *, latex: str, text: str, bound: np.ndarray | None = None) -> Var:
+    def maxabsdiff(
+        self,
+        name: str,
+        a: Var,
+        b: Var,
+        *,
+        latex: str,
+        text: str,
+        bound: np.ndarray | None = None,
+        traced: bool = False,
+    ) -> Var:
         """Record max |a - b| over all entries: how far two forms of one quantity agree.
 
         When ``a`` comes from a library kernel (a BLAS matrix product, torch's
@@ -430,13 +443,18 @@ class Recorder:
         elementwise bound of ``|a − b|`` that the maths fixes
         (:mod:`tracer.core.bounds`).  Its largest entry, rounded up to two
         digits, is stored as the attribute ``bound``: reports print that, never
-        the residual itself, which stays in the trace.
+        the residual itself, which stays in the trace.  With ``traced``, both
+        operands are traced forms (the same bits everywhere) and ``bound`` is
+        what the maths allows between them: pages print the residual and the
+        bound, and neither operand is replaced (:mod:`tracer.core.portable`).
         """
         gap = torch.where(a.data == b.data, 0.0, (a.data - b.data).abs())  # equal infinities (masked) do agree
         value = gap.amax() if a.data.numel() else torch.zeros(())
         attrs = {}
         if bound is not None:
             attrs["bound"] = bounds.shown(float(np.max(bound)) if np.size(bound) else 0.0)
+            if traced:
+                attrs["traced"] = True
         return self.tensor(name, "maxabsdiff", value, [a, b], (), latex=latex, text=text, attrs=attrs)
 
     @staticmethod

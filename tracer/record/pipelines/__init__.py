@@ -31,4 +31,8 @@ LESSONS: dict[str, tuple[str, str]] = {
         "tracer.record.pipelines.gqa",
         "Grouped-query attention: H query heads share G key/value groups; G = H is multi-head, G = 1 multi-query.",
     ),
+    "rope": (
+        "tracer.record.pipelines.rope",
+        "Rotary position embeddings: queries and keys turned pair by pair by m·θ; scores depend only on m − n.",
+    ),
 }
