@@ -20,7 +20,7 @@ import hashlib
 import tracer
 from tracer.core import portable
 from tracer.core.serialize import dumps
-for lesson in ("simple", "trainable", "causal", "multihead", "window", "gqa"):
+for lesson in ("simple", "trainable", "causal", "multihead", "window", "gqa", "rope"):
     canon = portable.canonical(tracer.trace_lesson(lesson))
     print(lesson, hashlib.sha256(dumps(canon).encode()).hexdigest())
 """

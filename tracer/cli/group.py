@@ -91,6 +91,8 @@ OPTION_OF = {
     "query": "--query",
     "spec": "--pipeline",
     "torch": "--torch",
+    "base": "--base",
+    "offset": "--offset",
 }
 """The CLI option that carries each library argument named in an :class:`~tracer.errors.InputError`."""
 

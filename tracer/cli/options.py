@@ -55,6 +55,8 @@ def input_options(func: F) -> F:
             metavar="FILE.py:FN",
             help="Capture your own torch code: FN() builds and runs it and returns the output tensor.",
         ),
+        click.option("--base", type=float, help="Lesson rope: the base of the frequencies θ_p (default 10000)."),
+        click.option("--offset", type=int, help="Lesson rope: how far both positions are shifted (default 100)."),
     ]
     for opt in reversed(opts):
         func = opt(func)
@@ -77,6 +79,8 @@ def build_trace(
     groups: int | None = None,
     pipeline: str | None = None,
     torch_fn: str | None = None,
+    base: float | None = None,
+    offset: int | None = None,
 ) -> tracer.Trace:
     """Validate the input options and run the lesson."""
     from tracer import api
@@ -89,6 +93,7 @@ def build_trace(
             {"--weights": weights is not None, "--d-out": d_out is not None, "--pipeline": pipeline is not None}
         )
         others.update({"--window": window is not None, "--heads": heads is not None, "--groups": groups is not None})
+        others.update({"--base": base is not None, "--offset": offset is not None})
         clash = [k for k, v in others.items() if v]
         if clash:
             raise UserError(
@@ -122,7 +127,8 @@ def build_trace(
     if pipeline is not None:
         from tracer.record import custom
 
-        own = (weights, d_out, window, heads, groups)
+        own: tuple[object, ...] = (weights, d_out, window, heads, groups)
+        own += (base, offset)
         if lesson != "simple" or any(v is not None for v in own):
             raise UserError("--pipeline replaces the lesson: --lesson and the lessons' options do not apply")
         return custom.run(pipeline, ex)
@@ -134,6 +140,9 @@ def build_trace(
     for name, value in (("window", window), ("heads", heads), ("groups", groups)):
         if value is not None:
             extra[name] = value
+    for name, given in (("base", base), ("offset", offset)):
+        if given is not None:
+            extra[name] = given
     return api.run(lesson, ex, **extra)
 
 

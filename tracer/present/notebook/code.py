@@ -20,7 +20,8 @@ Cell = str
 """The source of one code cell."""
 
 CODE = {
-    name: f"tracer.present.notebook.{name}" for name in ("simple", "trainable", "causal", "multihead", "window", "gqa")
+    name: f"tracer.present.notebook.{name}"
+    for name in ("simple", "trainable", "causal", "multihead", "window", "gqa", "rope")
 }
 """Lesson -> module whose ``cells(trace)`` gives each stage's code cells."""
 
