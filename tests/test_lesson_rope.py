@@ -107,8 +107,8 @@ def textbook(x: torch.Tensor, d_out: int, offset: int) -> dict[str, torch.Tensor
         _pairs(out, f"shift.{n}", out[n], s_ang, "half")
     _parts(out, "shift.omega", out["shift.q"][:, None, :] * out["shift.k"][None, :, :])
     for n in ("q", "k"):
-        _pairs(out, f"il.{n}", out[n], ang, "interleaved")
-    _parts(out, "il.omega", out["il.q"][:, None, :] * out["il.k"][None, :, :])
+        _pairs(out, f"other.{n}", out[n], ang, "interleaved")
+    _parts(out, "other.omega", out["other.q"][:, None, :] * out["other.k"][None, :, :])
     h = d_out // 2
     perm = torch.stack((torch.arange(h), torch.arange(h) + h), dim=1).flatten()
     back = torch.argsort(perm)
@@ -119,7 +119,7 @@ def textbook(x: torch.Tensor, d_out: int, offset: int) -> dict[str, torch.Tensor
         out[f"perm.back.{n}"] = out[f"perm.r{n}"][:, back]
     _parts(out, "perm.omega", out["perm.rq"][:, None, :] * out["perm.rk"][None, :, :])
     out["check.shift"] = (out["shift.omega"] - out["omega"]).abs().max()
-    out["check.il"] = (out["il.omega"] - out["omega"]).abs().max()
+    out["check.other"] = (out["other.omega"] - out["omega"]).abs().max()
     out["check.perm"] = (out["perm.omega"] - out["omega"]).abs().max()
     out["check.perm.q"] = out["check.perm.k"] = torch.tensor(0.0)
     return out
@@ -140,7 +140,7 @@ def test_every_node_is_the_textbook_rope(d_out: int, offset: int, dtype: str) ->
         tol = {"rtol": 1e-4, "atol": 2e-4} if dtype == "float32" else {"rtol": 1e-10, "atol": 1e-11}
         if node.name.startswith("check."):
             tol = {"rtol": 0.0, "atol": 1e-4 if dtype == "float32" else 1e-10}
-            if node.name == "check.il":
+            if node.name == "check.other":
                 tol = {"rtol": 1e-4, "atol": 1e-4}
         assert got.shape == exp.shape and np.allclose(got, exp, equal_nan=True, **tol), node.name
     assert t.verify().ok
@@ -157,7 +157,7 @@ def test_a_score_depends_only_on_the_distance_within_the_bound(d_out: int, offse
     off_by_one = rope_half(q, pos + 1, BASE) @ rope_half(k, pos, BASE).T
     assert (off_by_one - torch.tensor(t.tensor("omega"))).abs().max() > 10 * check.attrs["bound"]
     if d_out > 2:  # one pair is paired alike by both conventions
-        assert np.max(np.abs(t.tensor("il.omega") - t.tensor("omega"))) > 10 * check.attrs["bound"]
+        assert np.max(np.abs(t.tensor("other.omega") - t.tensor("omega"))) > 10 * check.attrs["bound"]
 
 
 def test_the_bound_grows_with_the_offset_and_is_tight_enough_to_catch_one_position() -> None:
@@ -182,7 +182,7 @@ def test_permuted_columns_map_interleaved_onto_half_split_exactly(d_out: int) ->
     check = t["check.perm"].node
     assert float(check.value) <= check.attrs["bound"]
     if d_out > 2:  # with one pair the two conventions are the same pairing
-        assert float(t["check.il"].value) > 1e-2
+        assert float(t["check.other"].value) > 1e-2
 
 
 def test_token_one_is_not_turned_and_lengths_are_kept() -> None:
@@ -194,7 +194,7 @@ def test_token_one_is_not_turned_and_lengths_are_kept() -> None:
         assert np.allclose(a.astype(float) ** 2 + b**2, ra.astype(float) ** 2 + rb**2, rtol=1e-6)
     assert t.tensor("rope.theta").tolist() == [1.0, np.float32(0.01)]
     assert t["rope.q.x[2,2]"].inputs == ("q[2,2]",) and t["rope.q.y[2,2]"].inputs == ("q[2,4]",)
-    assert t["il.q.x[2,2]"].inputs == ("q[2,3]",) and t["il.q.y[2,2]"].inputs == ("q[2,4]",)
+    assert t["other.q.x[2,2]"].inputs == ("q[2,3]",) and t["other.q.y[2,2]"].inputs == ("q[2,4]",)
     assert t["perm.W_query[1,2]"].inputs == ("W_query[1,3]",)
 
 

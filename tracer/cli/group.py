@@ -93,6 +93,7 @@ OPTION_OF = {
     "torch": "--torch",
     "base": "--base",
     "offset": "--offset",
+    "style": "--rope-style",
 }
 """The CLI option that carries each library argument named in an :class:`~tracer.errors.InputError`."""
 

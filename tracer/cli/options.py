@@ -57,6 +57,12 @@ def input_options(func: F) -> F:
         ),
         click.option("--base", type=float, help="Lesson rope: the base of the frequencies θ_p (default 10000)."),
         click.option("--offset", type=int, help="Lesson rope: how far both positions are shifted (default 100)."),
+        click.option(
+            "--rope-style",
+            "rope_style",
+            type=click.Choice(["half", "interleaved"]),
+            help="Lesson rope: pairs (x_p, x_p+d/2) as rotate_half (default), or neighbours (x_2p-1, x_2p).",
+        ),
     ]
     for opt in reversed(opts):
         func = opt(func)
@@ -81,6 +87,7 @@ def build_trace(
     torch_fn: str | None = None,
     base: float | None = None,
     offset: int | None = None,
+    rope_style: str | None = None,
 ) -> tracer.Trace:
     """Validate the input options and run the lesson."""
     from tracer import api
@@ -93,7 +100,7 @@ def build_trace(
             {"--weights": weights is not None, "--d-out": d_out is not None, "--pipeline": pipeline is not None}
         )
         others.update({"--window": window is not None, "--heads": heads is not None, "--groups": groups is not None})
-        others.update({"--base": base is not None, "--offset": offset is not None})
+        others.update({"--base": base is not None, "--offset": offset is not None, "--rope-style": bool(rope_style)})
         clash = [k for k, v in others.items() if v]
         if clash:
             raise UserError(
@@ -128,7 +135,7 @@ def build_trace(
         from tracer.record import custom
 
         own: tuple[object, ...] = (weights, d_out, window, heads, groups)
-        own += (base, offset)
+        own += (base, offset, rope_style)
         if lesson != "simple" or any(v is not None for v in own):
             raise UserError("--pipeline replaces the lesson: --lesson and the lessons' options do not apply")
         return custom.run(pipeline, ex)
@@ -140,7 +147,7 @@ def build_trace(
     for name, value in (("window", window), ("heads", heads), ("groups", groups)):
         if value is not None:
             extra[name] = value
-    for name, given in (("base", base), ("offset", offset)):
+    for name, given in (("base", base), ("offset", offset), ("style", rope_style)):
         if given is not None:
             extra[name] = given
     return api.run(lesson, ex, **extra)

@@ -44,6 +44,9 @@ def cells(trace: Trace) -> dict[str, list[Cell]]:
     kind, seed, d_out = weights_of(trace)
     info = trace.meta.get("rope", {})
     base, offset = float(info.get("base", 10000.0)), int(info.get("offset", 100))
+    half_main = info.get("style", "half") == "half"
+    main, alt = ("apply_rope", "apply_rope_complex") if half_main else ("apply_rope_complex", "apply_rope")
+    defs, alt_defs = ((ROTATE_HALF, APPLY_ROPE), (APPLY_ROPE_COMPLEX,))[:: 1 if half_main else -1]
     inputs = inputs_cell(trace, trace.tensor("x")) + lines(check(trace, "x", "inputs"))
     projections = lines(
         f"queries = {project(kind, 'inputs', 'W_query')}",
@@ -53,7 +56,7 @@ def cells(trace: Trace) -> dict[str, list[Cell]]:
         check(trace, "k", "keys"),
         check(trace, "v", "values"),
     )
-    rope = definitions(ROTATE_HALF, APPLY_ROPE) + lines(
+    rope = definitions(*defs) + lines(
         f"base = {base!r}",
         "positions = torch.arange(context_length)  # token i sits at position m = i - 1",
         "theta = 1.0 / base ** (torch.arange(0, d_out, 2, dtype=dtype) / d_out)",
@@ -62,8 +65,8 @@ def cells(trace: Trace) -> dict[str, list[Cell]]:
         check(trace, "rope.angle", "angles"),
         check(trace, "rope.cos", "angles.cos()"),
         check(trace, "rope.sin", "angles.sin()"),
-        "queries_rot = apply_rope(queries, positions, base)",
-        "keys_rot = apply_rope(keys, positions, base)  # the values are not rotated",
+        f"queries_rot = {main}(queries, positions, base)",
+        f"keys_rot = {main}(keys, positions, base)  # the values are not rotated",
         check(trace, "rope.q", "queries_rot"),
         check(trace, "rope.k", "keys_rot"),
     )
@@ -84,22 +87,24 @@ def cells(trace: Trace) -> dict[str, list[Cell]]:
     shift = lines(
         f"offset = {offset}",
         "moved = positions + offset  # every token moved by the same number of places",
-        "shifted_scores = apply_rope(queries, moved, base) @ apply_rope(keys, moved, base).T",
+        f"shifted_scores = {main}(queries, moved, base) @ {main}(keys, moved, base).T",
         check(trace, "shift.omega", "shifted_scores"),
     )
-    il = definitions(APPLY_ROPE_COMPLEX) + lines(
-        "queries_il = apply_rope_complex(queries, positions, base)",
-        "keys_il = apply_rope_complex(keys, positions, base)",
-        check(trace, "il.q", "queries_il"),
-        check(trace, "il.omega", "queries_il @ keys_il.T"),
+    other = definitions(*alt_defs) + lines(
+        f"queries_other = {alt}(queries, positions, base)",
+        f"keys_other = {alt}(keys, positions, base)",
+        check(trace, "other.q", "queries_other"),
+        check(trace, "other.omega", "queries_other @ keys_other.T"),
     )
+    to_il = "torch.stack((torch.arange(half), torch.arange(half) + half), dim=1).flatten()"
+    to_half = "torch.cat((torch.arange(0, d_out, 2), torch.arange(1, d_out, 2)))"
     wq, wk = ("W_query", "W_key") if kind != "linear" else ("W_query.weight.T", "W_key.weight.T")
     perm = lines(
         "half = d_out // 2",
-        "perm = torch.stack((torch.arange(half), torch.arange(half) + half), dim=1).flatten()  # 1, 3, 2, 4",
+        f"perm = {to_il if half_main else to_half}  # 1, 3, 2, 4 when d_out = 4",
         check(trace, "perm.W_query", f"{wq}[:, perm]"),
-        f"queries_p = apply_rope_complex(inputs @ {wq}[:, perm], positions, base)",
-        f"keys_p = apply_rope_complex(inputs @ {wk}[:, perm], positions, base)",
+        f"queries_p = {alt}(inputs @ {wq}[:, perm], positions, base)",
+        f"keys_p = {alt}(inputs @ {wk}[:, perm], positions, base)",
         check(trace, "perm.rq", "queries_p"),
         "back = torch.argsort(perm)",
         check(trace, "perm.back.q", "queries_p[:, back]"),
@@ -113,6 +118,6 @@ def cells(trace: Trace) -> dict[str, list[Cell]]:
         "normalize": [normalize],
         "context": [context],
         "shift": [shift],
-        "il": [il],
+        "other": [other],
         "perm": [perm],
     }

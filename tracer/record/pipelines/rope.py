@@ -17,8 +17,9 @@ Then what the lesson proves:
   the bound :func:`tracer.record.pipelines.rotary.bound` derives (the
   ``bound`` of ``check.shift``, which holds the residual): a score depends
   only on ``m − n``;
-- ``il``: the interleaved convention on the same queries and keys rotates
-  other pairs, so its scores differ (``check.il``);
+- ``other``: the other convention (interleaved, unless ``style`` is) on the
+  same queries and keys rotates other pairs, so its scores differ
+  (``check.other``);
 - ``perm``: with the projections' columns permuted (``perm.W_query``),
   the interleaved rotation gives the half-split one's numbers exactly, in
   the permuted order (``check.perm.q`` and ``check.perm.k`` are 0), and
@@ -37,21 +38,24 @@ import numpy as np
 import torch
 
 from tracer.core import bounds, trig
+from tracer.core.ids import index_expr
 from tracer.core.trace import Ref, Trace
 from tracer.errors import InputError
 from tracer.record import weights as wts
 from tracer.record.pipelines.blocks import context
 from tracer.record.pipelines.causal import causal_masks, masked_softmax
-from tracer.record.pipelines.rotary import angles, bound, rotate, scores
+from tracer.record.pipelines.rotary import STYLES, angles, bound, rotate, scores
 from tracer.record.pipelines.trainable import inputs_and_weights, projections, sqrt_dk
 from tracer.record.recorder import Recorder, Var
 
-STAGES = ("inputs", "projections", "rope", "scores", "normalize", "context", "shift", "il", "perm")
+STAGES = ("inputs", "projections", "rope", "scores", "normalize", "context", "shift", "other", "perm")
 BASE = 10000.0
 OFFSET = 100
 """The default shift of both positions: far enough that the angles are new, not a multiple of 2π."""
 D_OUT = 4
 CAUSAL = r"\alpha^{\mathrm{causal}}"
+OTHER = {"half": "interleaved", "interleaved": "half"}
+"""Stage ``other`` rotates with the convention the main line does not use."""
 
 
 def prepare(
@@ -60,6 +64,7 @@ def prepare(
     d_out: int = D_OUT,
     base: float = BASE,
     offset: int = OFFSET,
+    style: str = "half",
     **unknown: Any,
 ) -> dict[str, Any]:
     """Lesson trainable's weights, ``d_out`` wide (even), and a validated base and offset."""
@@ -71,10 +76,12 @@ def prepare(
         raise InputError(f"must be a finite number above 1, got {base!r}", arg="base")
     if isinstance(offset, bool) or not isinstance(offset, int) or abs(offset) > 2**20:
         raise InputError(f"must be a whole number of positions, at most 2**20 in size, got {offset!r}", arg="offset")
+    if style not in STYLES:
+        raise InputError(f"must be one of {', '.join(STYLES)}, got {style!r}", arg="style")
     built, info = wts.choose(weights, int(values.shape[1]), d_out, int(values.shape[0]))
     if int(built["W_query"].shape[1]) % 2:
         raise InputError("RoPE rotates pairs of components: the weights file's width must be even")
-    return {"weights": built, "weights_meta": info, "base": float(base), "offset": offset}
+    return {"weights": built, "weights_meta": info, "base": float(base), "offset": offset, "style": style}
 
 
 def build(
@@ -87,6 +94,7 @@ def build(
     weights_meta: dict[str, Any],
     base: float = BASE,
     offset: int = OFFSET,
+    style: str = "half",
 ) -> Trace:
     """Run the lesson."""
     rec = Recorder(dtype)
@@ -104,8 +112,8 @@ def build(
             text=f"{base:g} ** (−2 (<p> − 1) / {d})",
         )
         angle, cos, sin = angles(rec, "rope.", pos, theta)
-        rq = rotate(rec, "rope.q", q, cos, sin, "half", "q")
-        rk = rotate(rec, "rope.k", k, cos, sin, "half", "k")
+        rq = rotate(rec, "rope.q", q, cos, sin, style, "q")
+        rk = rotate(rec, "rope.k", k, cos, sin, style, "k")
     with rec.stage("scores"):
         omega = scores(rec, "omega", rq, rk)
         root = sqrt_dk(rec, rk)
@@ -115,27 +123,36 @@ def build(
     with rec.stage("context"):
         context(rec, "z", alpha, v, ())
     with rec.stage("shift"):
-        _shift(rec, pos, theta, (q, k), (rq, rk), angle, omega, offset)
-    with rec.stage("il"):
-        iq = rotate(rec, "il.q", q, cos, sin, "interleaved", "q")
-        ik = rotate(rec, "il.k", k, cos, sin, "interleaved", "k")
-        il = scores(rec, "il.omega", iq, ik)
+        _shift(rec, pos, theta, (q, k), (rq, rk), angle, omega, offset, style)
+    other = OTHER[style]
+    with rec.stage("other"):
+        oq = rotate(rec, "other.q", q, cos, sin, other, "q")
+        ok = rotate(rec, "other.k", k, cos, sin, other, "k")
+        alt = scores(rec, "other.omega", oq, ok)
         rec.maxabsdiff(
-            "check.il",
-            il,
+            "check.other",
+            alt,
             omega,
-            latex=r"\max \lvert \omega^{\mathrm{il}} - \omega \rvert",
-            text="max |il.omega − omega|",
+            latex=r"\max \lvert \omega^{\mathrm{other}} - \omega \rvert",
+            text="max |other.omega − omega|",
         )
     with rec.stage("perm"):
-        _perm(rec, x, w, (rq, rk), (cos, sin), omega)
+        _perm(rec, x, w, (rq, rk), (cos, sin), omega, other)
     info = {"lesson": "rope", "tokens": tokens, "query": query, "stages": list(STAGES)}
-    rope = {"base": base, "offset": offset, "style": "half", "d": d}
+    rope = {"base": base, "offset": offset, "style": style, "d": d}
     return rec.trace({**meta, **info, "weights": weights_meta, "rope": rope})
 
 
 def _shift(
-    rec: Recorder, pos: Var, theta: Var, qk: tuple[Var, Var], rot: tuple[Var, Var], angle: Var, omega: Var, offset: int
+    rec: Recorder,
+    pos: Var,
+    theta: Var,
+    qk: tuple[Var, Var],
+    rot: tuple[Var, Var],
+    angle: Var,
+    omega: Var,
+    offset: int,
+    style: str,
 ) -> None:
     """Both positions moved by ``offset``: the same scores, within the bound of the two computations' rounding."""
     off = rec.constant("shift.offset", float(offset), symbol=r"\Delta", text=f"the shift of every position, {offset}")
@@ -150,11 +167,11 @@ def _shift(
     )
     s_angle, s_cos, s_sin = angles(rec, "shift.", moved, theta, r"\phi'")
     q, k = qk
-    sq = rotate(rec, "shift.q", q, s_cos, s_sin, "half", "q")
-    sk = rotate(rec, "shift.k", k, s_cos, s_sin, "half", "k")
+    sq = rotate(rec, "shift.q", q, s_cos, s_sin, style, "q")
+    sk = rotate(rec, "shift.k", k, s_cos, s_sin, style, "k")
     moved_omega = scores(rec, "shift.omega", sq, sk)
     rq, rk = rot
-    limit = bound(q, k, rq, rk, angle, "half") + bound(q, k, sq, sk, s_angle, "half")
+    limit = bound(q, k, rq, rk, angle, style) + bound(q, k, sq, sk, s_angle, style)
     rec.maxabsdiff(
         "check.shift",
         moved_omega,
@@ -166,15 +183,18 @@ def _shift(
     )
 
 
-def _perm(rec: Recorder, x: Var, w: dict[str, Var], rot: tuple[Var, Var], trig_: tuple[Var, Var], omega: Var) -> None:
-    """The projections' columns permuted so that interleaved pairs are the half-split ones: the same rotations."""
+def _perm(
+    rec: Recorder, x: Var, w: dict[str, Var], rot: tuple[Var, Var], trig_: tuple[Var, Var], omega: Var, other: str
+) -> None:
+    """The projections' columns permuted so that the other convention's pairs are this one's: the same rotations."""
     d = int(w["W_query"].data.shape[1])
     h = d // 2
-    # component c of the permuted layout is component perm(c) of the original: 2p-1 <- p, 2p <- p + d/2
-    pick = f"(c+1)//2+(1-c%2)*{h}"
-    order = [(c + 1) // 2 + (1 - c % 2) * h - 1 for c in range(1, d + 1)]
-    back = f"2*c-1-{2 * h - 1}*((c-1)//{h})"  # and back: p <- 2p-1, p + d/2 <- 2p
-    inverse = [2 * c - 1 - (2 * h - 1) * ((c - 1) // h) - 1 for c in range(1, d + 1)]
+    # half-split to interleaved: component c of the permuted layout is component π(c): 2p-1 <- p, 2p <- p + d/2
+    to_il = f"(c+1)//2+(1-c%2)*{h}"
+    to_half = f"2*c-1-{2 * h - 1}*((c-1)//{h})"  # and back, π⁻¹: p <- 2p-1, p + d/2 <- 2p
+    pick, back = (to_il, to_half) if other == "interleaved" else (to_half, to_il)
+    order = [_at(pick, c) - 1 for c in range(1, d + 1)]
+    inverse = [_at(back, c) - 1 for c in range(1, d + 1)]
     syms = {"W_query": "W^{Q}", "W_key": "W^{K}"}
     pw = {}
     for name, sym in syms.items():
@@ -201,7 +221,7 @@ def _perm(rec: Recorder, x: Var, w: dict[str, Var], rot: tuple[Var, Var], trig_:
             latex=rf"\bar {letter}^{{(<i>)}}_{{<c>}} = \sum_k x^{{(<i>)}}_k \bar {syms[name]}_{{k<c>}}",
             text=f"Σ_k x[<i>,k] × perm.{name}[k,<c>]",
         )
-        turned = rotate(rec, f"perm.r{letter}", proj, cos, sin, "interleaved", rf"\bar {letter}")
+        turned = rotate(rec, f"perm.r{letter}", proj, cos, sin, other, rf"\bar {letter}")
         rotated.append(turned)
         again = rec.apply(
             "getitem",
@@ -234,3 +254,10 @@ def _perm(rec: Recorder, x: Var, w: dict[str, Var], rot: tuple[Var, Var], trig_:
         bound=limit,
         traced=True,
     )
+
+
+def _at(expr: str, c: int) -> int:
+    """The 1-based component an index expression of ``c`` names (the trace's own arithmetic)."""
+    got = index_expr(expr)({"c": c})
+    assert got is not None
+    return int(got)
