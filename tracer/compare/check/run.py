@@ -24,7 +24,7 @@ def check(
     timeout: float | None = None,
     d_out: int | None = None,
     d_in: int | None = None,
-    rope_style: str | None = None,
+    rope_style: object = None,  # "half" or "interleaved"; checked below (sizes reach here as **dict[str, int])
 ) -> CheckResult:
     """Check ``obj`` (a function for lesson ``simple``, a module or a factory of one otherwise) against ``lesson``.
 
