@@ -36,7 +36,9 @@ def case(path: Path) -> object:
 @pytest.mark.parametrize("path", [case(p) for p in FILES])
 def test_corpus_verdict(path: Path) -> None:
     want = expectation(path)
-    res = CliRunner().invoke(app, ["check", f"{path}:{want['name']}", "--lesson", want["lesson"], "--format", "json"])
+    args = ["check", f"{path}:{want['name']}", "--lesson", want["lesson"], "--format", "json"]
+    args += ["--rope-style", want["style"]] if "style" in want else []  # lesson rope: the pairing the code uses
+    res = CliRunner().invoke(app, args)
     assert res.exit_code == int(want["exit"]), res.output
     doc = json.loads(res.stdout)
     assert doc["ok"] is (want["exit"] == "0")
