@@ -259,3 +259,37 @@ def test_the_page_states_residual_and_bound() -> None:
     page = report.build(t, "en", formats=("md",))["index.md"].decode()
     check = t["check.shift"].node
     assert f"{float(check.value):.2e} ≤ {check.attrs['bound']:.1e}" in page
+
+
+def test_an_edited_cos_is_found_by_verify() -> None:
+    import dataclasses
+
+    t = tracer.trace_lesson("rope")
+    nodes = list(t.nodes)
+    at = next(n for n, node in enumerate(nodes) if node.name == "rope.cos")
+    value = np.array(nodes[at].value)
+    value[3, 1] = np.float32(0.5)
+    nodes[at] = dataclasses.replace(nodes[at], value=value)
+    result = tracer.Trace(nodes, t.meta).verify()
+    assert not result.ok and result.wrong[0].node == "rope.cos" and result.wrong[0].ids == ("rope.cos[4,2]",)
+
+
+CORPUS = ROOT / "tests" / "check_corpus"
+
+
+def test_check_takes_the_style_from_python_and_refuses_it_elsewhere() -> None:
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("rope_complex", CORPUS / "rope_complex.py")
+    assert spec is not None and spec.loader is not None
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    assert tracer.check(mod.RotaryAttention, lesson="rope", rope_style="interleaved").ok
+    wrong = tracer.check(mod.RotaryAttention, lesson="rope")
+    assert not wrong.ok and wrong.diagnosis == "rope_style_other"
+    with pytest.raises(InputError, match="rope_style is half or interleaved"):
+        tracer.check(mod.RotaryAttention, lesson="rope", rope_style="diagonal")
+    res = CliRunner().invoke(
+        app, ["check", f"{CORPUS / 'rope_half.py'}:RoPEAttention", "--lesson", "causal", "--rope-style", "half"]
+    )
+    assert res.exit_code == 2 and "--rope-style goes with --lesson rope" in res.output and "Traceback" not in res.output
