@@ -45,6 +45,6 @@ def hashes(extra: dict[str, str]) -> str:
 @pytest.mark.slow
 def test_canonical_traces_do_not_depend_on_kernels() -> None:
     base = hashes(SETTINGS[0])
-    assert base.count("\n") == 6  # one line per lesson
+    assert base.count("\n") == 7  # one line per lesson
     for extra in SETTINGS[1:]:
         assert hashes(extra) == base, extra
