@@ -36,7 +36,9 @@ def case(path: Path) -> object:
 @pytest.mark.parametrize("path", [case(p) for p in FILES])
 def test_corpus_verdict(path: Path) -> None:
     want = expectation(path)
-    res = CliRunner().invoke(app, ["check", f"{path}:{want['name']}", "--lesson", want["lesson"], "--format", "json"])
+    args = ["check", f"{path}:{want['name']}", "--lesson", want["lesson"], "--format", "json"]
+    args += ["--rope-style", want["style"]] if "style" in want else []  # lesson rope: the pairing the code uses
+    res = CliRunner().invoke(app, args)
     assert res.exit_code == int(want["exit"]), res.output
     doc = json.loads(res.stdout)
     assert doc["ok"] is (want["exit"] == "0")
@@ -57,7 +59,8 @@ def test_corpus_covers_the_catalogue() -> None:
     correct = [w for w in wants if w["exit"] == "0"]
     assert len(FILES) >= 20 and len(correct) >= 6
     assert {e.code for e in (*CATALOGUE, *STRUCTURE)} <= {w.get("diagnosis") for w in wants}
-    assert {w["lesson"] for w in correct} == {"simple", "trainable", "causal", "multihead", "window", "gqa", "flash"}
+    lessons = {"simple", "trainable", "causal", "multihead", "window", "gqa", "flash", "rope"}
+    assert {w["lesson"] for w in correct} == lessons
     assert sum(1 for p in FILES if "two_bugs" in p.stem) >= 2
 
 

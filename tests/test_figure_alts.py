@@ -19,7 +19,7 @@ from tracer.present.views.alts import masked
 ROOT = Path(__file__).resolve().parent.parent
 PAGES = [
     f"{lesson}/{lang}"
-    for lesson in ("tutorial", "trainable", "causal", "multihead", "window", "gqa", "flash")
+    for lesson in ("tutorial", "trainable", "causal", "multihead", "window", "gqa", "flash", "rope")
     for lang in ("en", "zh")
 ]
 TOKENS = ("Your", "journey", "starts", "with", "one", "step")

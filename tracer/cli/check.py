@@ -43,6 +43,12 @@ FORMATS = ["text", "json", "html", "csv", "gradescope"]
     help="Megabytes of memory one submission may allocate (default 2048; 0: no limit).",
 )
 @click.option("-j", "--jobs", type=click.IntRange(min=1), help="Submissions checked at once (default: the cores).")
+@click.option(
+    "--rope-style",
+    "rope_style",
+    type=click.Choice(["half", "interleaved"]),
+    help="Lesson rope: the pairing your code uses, rotate_half's (x_p, x_p+d/2) (default) or neighbours.",
+)
 def check(
     spec: str,
     lesson: str,
@@ -56,6 +62,7 @@ def check(
     timeout: float | None,
     memory: float | None,
     jobs: int | None,
+    rope_style: str | None,
 ) -> None:
     """Check your attention code against a lesson: does it compute the lesson at every stage?
 
@@ -77,6 +84,9 @@ def check(
     from tracer.compare.check import deadline
 
     sizes = {k: v for k, v in (("d_in", d_in), ("d_out", d_out)) if v is not None}
+    if rope_style is not None and lesson != "rope":
+        raise UserError("--rope-style goes with --lesson rope")
+    lesson = "rope-interleaved" if rope_style == "interleaved" else lesson  # the lesson checked with other pairs
     opts = checking.Options(
         lesson,
         lang,

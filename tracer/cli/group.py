@@ -93,6 +93,9 @@ OPTION_OF = {
     "spec": "--pipeline",
     "torch": "--torch",
     "block": "--block",
+    "base": "--base",
+    "offset": "--offset",
+    "style": "--rope-style",
 }
 """The CLI option that carries each library argument named in an :class:`~tracer.errors.InputError`."""
 

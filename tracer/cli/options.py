@@ -56,6 +56,14 @@ def input_options(func: F) -> F:
             help="Capture your own torch code: FN() builds and runs it and returns the output tensor.",
         ),
         click.option("--block", type=int, help="Lesson flash: keys per block of the online softmax (default 2)."),
+        click.option("--base", type=float, help="Lesson rope: the base of the frequencies θ_p (default 10000)."),
+        click.option("--offset", type=int, help="Lesson rope: how far both positions are shifted (default 100)."),
+        click.option(
+            "--rope-style",
+            "rope_style",
+            type=click.Choice(["half", "interleaved"]),
+            help="Lesson rope: pairs (x_p, x_p+d/2) as rotate_half (default), or neighbours (x_2p-1, x_2p).",
+        ),
     ]
     for opt in reversed(opts):
         func = opt(func)
@@ -79,6 +87,9 @@ def build_trace(
     pipeline: str | None = None,
     torch_fn: str | None = None,
     block: int | None = None,
+    base: float | None = None,
+    offset: int | None = None,
+    rope_style: str | None = None,
 ) -> tracer.Trace:
     """Validate the input options and run the lesson."""
     from tracer import api
@@ -92,6 +103,7 @@ def build_trace(
         )
         others.update({"--window": window is not None, "--heads": heads is not None, "--groups": groups is not None})
         others.update({"--block": block is not None})
+        others.update({"--base": base is not None, "--offset": offset is not None, "--rope-style": bool(rope_style)})
         clash = [k for k, v in others.items() if v]
         if clash:
             raise UserError(
@@ -125,7 +137,8 @@ def build_trace(
     if pipeline is not None:
         from tracer.record import custom
 
-        own = (weights, d_out, window, heads, groups, block)
+        own: tuple[object, ...] = (weights, d_out, window, heads, groups, block)
+        own += (base, offset, rope_style)
         if lesson != "simple" or any(v is not None for v in own):
             raise UserError("--pipeline replaces the lesson: --lesson and the lessons' options do not apply")
         return custom.run(pipeline, ex)
@@ -134,11 +147,9 @@ def build_trace(
         extra["weights"] = weights
     if d_out is not None:
         extra["d_out"] = d_out
-    for name, value in (("window", window), ("heads", heads), ("groups", groups)):
-        if value is not None:
-            extra[name] = value
-    if block is not None:
-        extra["block"] = block
+    lessons_own: dict[str, object] = {"window": window, "heads": heads, "groups": groups, "block": block}
+    lessons_own |= {"base": base, "offset": offset, "style": rope_style}
+    extra |= {name: value for name, value in lessons_own.items() if value is not None}
     return api.run(lesson, ex, **extra)
 
 

@@ -13,6 +13,12 @@ difference the maths allows (:mod:`tracer.core.bounds`).  So, for print:
 * a bounded check is shown as ``≤ bound`` (:func:`check_text`), and only if
   the residual broke the bound (a real error, not rounding) as the residual.
 
+A bounded check whose two operands are both traced (``attrs["forms"] ==
+"traced"``: lesson flash's online softmax against the ordinary one, lesson
+rope's scores with both positions shifted against the scores) is no library
+result: its operands keep their own values, and it prints as ``residual ≤
+bound``, since the residual is the same on every machine too.
+
 The trace keeps every exact value: ``trace["check.omega"].value`` is this
 machine's residual, and ``trace.tensor("mat.omega")`` the library's result.
 """
@@ -29,7 +35,7 @@ from tracer.core.trace import Node, Trace
 
 CHECK = "maxabsdiff"
 TRACED = "traced"
-"""``attrs["forms"]`` of a bounded check of two traced forms (lesson flash's online and ordinary softmax):
+"""``attrs["forms"]`` of a bounded check of two traced forms (lesson flash's online and ordinary softmax, rope's shift):
 both are exact on every machine, so neither is replaced and the residual is printed beside the bound."""
 
 

@@ -10,8 +10,9 @@ trace itself records, with the op it records:
 - ``mul``, ``add``, ``sub``, ``div``, running sums (``acc``, each from the
   *recorded* previous sum), totals (``sum``), ``max`` and ``masked_fill`` are
   single IEEE operations or copies: they must match bit for bit;
-- ``exp`` and ``softmax`` come from library kernels: they must match a
-  float64 recomputation, ``exp`` to a few units in the last place, a softmax
+- ``exp``, ``cos``, ``sin`` and ``softmax`` come from library kernels (or
+  :mod:`tracer.core.exact` and :mod:`tracer.core.trig`): they must match a
+  float64 recomputation, ``exp``, ``cos`` and ``sin`` to a few units in the last place, a softmax
   within the bound the maths gives for its longest row and widest spread
   (:func:`tracer.core.bounds.softmax_rel`: a long row's sum, added in any
   order, may move more than a few units);
@@ -51,6 +52,7 @@ from tracer.core.verdict import SHOWN, Verification, Wrong
 __all__ = ["SHOWN", "Verification", "Wrong", "verify"]
 
 _ULPS = 8  # kernels' exp and softmax agree with float64 to a few units in the last place
+_UNARY = {"exp": np.exp, "cos": np.cos, "sin": np.sin}
 
 
 def verify(trace: Trace) -> Verification:
@@ -136,7 +138,7 @@ def _mismatch(node: Node, done: Mapping[str, np.ndarray], bound: float | None = 
         guess = predict(node.op, node.axes, v.shape, args, node.attrs, done, v.dtype, like=like)
         if guess is not None and guess.shape == v.shape:
             return _differs(v, guess, bound)
-    if node.op in ("exp", "softmax") and len(args) == 1 and "index" in args[0]:
+    if node.op in ("exp", "cos", "sin", "softmax") and len(args) == 1 and "index" in args[0]:
         src = done[args[0]["node"]]
         over = node.attrs.get("over")
         index = tuple(over if x == "*" else x for x in args[0]["index"]) if over else tuple(args[0]["index"])
@@ -144,8 +146,8 @@ def _mismatch(node: Node, done: Mapping[str, np.ndarray], bound: float | None = 
         if x is None or src.dtype != v.dtype:
             return None
         with np.errstate(all="ignore"):
-            if node.op == "exp":
-                ref = np.exp(np.broadcast_to(x, v.shape))
+            if node.op in _UNARY:
+                ref = _UNARY[node.op](np.broadcast_to(x, v.shape))
             elif over in node.axes:
                 ax = node.axes.index(str(over))
                 e = np.exp(x - np.max(x, axis=ax, keepdims=True))

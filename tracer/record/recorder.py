@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from tracer.core import bounds, exact
+from tracer.core import bounds, exact, trig
 from tracer.core.trace import ELEMENT, TENSOR, Node, Ref, Trace
 
 
@@ -202,7 +202,7 @@ class Recorder:
         split: Sequence[int] | None = None,
         fill: float = float("-inf"),
     ) -> Var:
-        """One of ``mul``, ``add``, ``sub``, ``div`` (two operands), ``exp`` (one) or
+        """One of ``mul``, ``add``, ``sub``, ``div`` (two operands), ``exp``, ``cos``, ``sin`` (one) or
         ``masked_fill`` (value, mask: entries where the mask is non-zero become
         ``fill``), broadcast over ``axes``.
 
@@ -211,7 +211,8 @@ class Recorder:
         multiplication by its reciprocal there): every entry is one correctly
         rounded IEEE operation, which is what the trace file relies on.
         ``exp`` is correctly rounded too (:func:`tracer.core.exact.exp`), not
-        left to a vector library whose last bit depends on the CPU.
+        left to a vector library whose last bit depends on the CPU; so are
+        ``cos`` and ``sin`` (:mod:`tracer.core.trig`).
         """
         out = _axes(axes)
         ts = [a.aligned(out) for a in args]
@@ -228,6 +229,8 @@ class Recorder:
         attrs: dict[str, Any] = {}
         if op == "exp" and len(ts) == 1:
             value = torch.from_numpy(exact.exp(ts[0].contiguous().numpy()))
+        elif op in ("cos", "sin") and len(ts) == 1:
+            value = torch.from_numpy(getattr(trig, op)(ts[0].contiguous().numpy()))
         elif op in fns and len(ts) == 2:
             value = fns[op](ts[0], ts[1])
         elif op == "masked_fill" and len(ts) == 2:

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from tracer.compare.check import groups as G
 from tracer.compare.check import hypotheses as H
 from tracer.compare.check import published as P
+from tracer.compare.check import rotations as R
 from tracer.compare.check import windows as W
 from tracer.compare.check.context import Context, Hit
 
@@ -274,6 +275,62 @@ CATALOGUE: tuple[Entry, ...] = (
         "键值组是用 repeat 而不是 repeat_interleave 铺开的：查询头 h 读的是第 (h − 1) mod G + 1 组，"
         "而不是第 ⌈h / {r}⌉ 组，头 1 和头 2 不再共用一组；应当使用 keys.repeat_interleave(group_size, dim=1)。",
         G.repeat_not_interleave,
+    ),
+    Entry(
+        "rope_style_other",
+        ("rope",),
+        "Your code pairs the components the {used} way, while the check expects the {checked} pairing: both are "
+        "RoPE, but with the same weights they are different models. If you meant the {used} convention, check "
+        "again with --rope-style {used}.",
+        "你的代码按 {used} 方式配对分量，而这次检查要求的是 {checked} 方式：两者都是旋转位置编码，但用同样的权重时"
+        "是两个不同的模型。如果你本来就想用 {used} 约定，请加上 --rope-style {used} 再检查一次。",
+        R.other_style,
+    ),
+    Entry(
+        "rope_pairs_mixed",
+        ("rope",),
+        "The two conventions are mixed: the cos and sin tables are laid out for one pairing (repeat_interleave "
+        "for neighbours, or cat for halves) but the partner of each component is taken by the other "
+        "(rotate_half, or neighbours swapped), so components are turned by the angle of another pair.",
+        "两种约定被混用了：cos 和 sin 表按一种配对方式排列（相邻配对用 repeat_interleave，前后两半用 cat），"
+        "而每个分量的搭档却按另一种方式选取（rotate_half，或交换相邻分量），所以分量转过的是另一对的角度。",
+        R.pairs_mixed,
+    ),
+    Entry(
+        "rope_direction",
+        ("rope",),
+        "The pairs are turned the wrong way: the sine's sign is flipped (x cos φ + y sin φ for the first member), "
+        "a rotation by −mθ; rotate_half must return (−x2, x1), not (x2, −x1).",
+        "分量对转反了方向：sin 的符号反了（第一个分量算成了 x cos φ + y sin φ），转过的是 −mθ；"
+        "rotate_half 应当返回 (−x2, x1)，而不是 (x2, −x1)。",
+        R.wrong_direction,
+    ),
+    Entry(
+        "rope_theta_exponent",
+        ("rope",),
+        "The frequencies are base^(−i/d) instead of base^(−2i/d): the exponent lost its factor 2 "
+        "(torch.arange(d // 2) / d where torch.arange(0, d, 2) / d is meant), so the slow pairs turn too fast.",
+        "频率算成了 base^(−i/d)，而不是 base^(−2i/d)：指数少了因子 2"
+        "（应当是 torch.arange(0, d, 2) / d，而不是 torch.arange(d // 2) / d），慢速的分量对转得太快了。",
+        R.theta_exponent,
+    ),
+    Entry(
+        "rope_positions",
+        ("rope",),
+        "The positions start at {start} instead of 0: the first token must not be turned at all "
+        "(positions = torch.arange(T)); with the queries and keys both shifted the scores survive, "
+        "but a KV cache that adds tokens later would not.",
+        "位置从 {start} 而不是从 0 开始：第一个词元应当完全不转（positions = torch.arange(T)）；"
+        "查询和键一起平移时注意力分数不变，但之后往 KV 缓存里追加词元时就会出错。",
+        R.positions_off,
+    ),
+    Entry(
+        "rope_values",
+        ("rope", "context"),
+        "RoPE is applied to the values {how_en} the queries and keys: a value carries what a token says, not where "
+        "it is; only the queries and keys are rotated, so that their dot product depends on the distance.",
+        "{how_zh}：值向量承载的是词元说了什么，而不是它在哪里；只有查询和键需要旋转，这样它们的点积才只取决于距离。",
+        R.values_rotated,
     ),
 )
 

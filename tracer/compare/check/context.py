@@ -48,7 +48,7 @@ class Context:
     @property
     def causal(self) -> bool:
         """True for the lessons with a causal mask."""
-        return self.spec.name in ("causal", "multihead", "gqa")
+        return self.spec.name in ("causal", "multihead", "gqa", "rope")
 
     @property
     def tokens(self) -> int:

@@ -47,6 +47,7 @@ class Spec:
     dropout: float = 0.0  # p of the train-mode run (0: no train-mode run)
     form: str = ""  # lesson multihead: "wrap" when the student's module is the book's wrapper of heads
     block: int = 0  # lesson flash: the second block size it is called with (one that does not divide T)
+    style: str = ""  # lesson rope: the pairing the student's code should use, "half" or "interleaved"
 
     @property
     def is_class(self) -> bool:
@@ -187,6 +188,29 @@ SPECS: dict[str, Spec] = {
         ),
         short=4,
     ),
+    "rope": Spec(
+        "rope",
+        ("d_in", "d_out", "context_length"),
+        (3, 4, 6),
+        123,
+        3,
+        4,
+        1,
+        True,
+        (
+            *_qkv(""),
+            Q("q_rot", "rope", "rope.q"),
+            Q("k_rot", "rope", "rope.k"),
+            Q("omega", "scores", "omega", True, "s"),
+            Q("masked", "mask", "neg.omega", True, "s", after=("masked_scaled",)),
+            Q("masked_scaled", "scaling", "neg.scaled", True, "s", after=("alpha",)),
+            Q("alpha", "weights", "causal.alpha"),
+            Q("z", "context", "z"),
+            Q("short", "mask", "z", run="short"),
+        ),
+        short=4,
+        style="half",
+    ),
 }
 SPECS["flash"] = Spec(
     "flash",
@@ -206,6 +230,8 @@ SPECS["flash"] = Spec(
     block=4,
 )
 """Lesson flash checks a function of queries, keys and values (:mod:`.flashcheck`), not a module."""
+SPECS["rope-interleaved"] = replace(SPECS["rope"], style="interleaved")
+"""Lesson rope checked with the interleaved pairing (``--rope-style interleaved``): the same lesson, other pairs."""
 
 
 WRAP = (
@@ -278,13 +304,16 @@ def reference(spec: Spec, roles: dict[str, Role]) -> Trace:
     if spec.name == "trainable":
         trace = module.build(x, tokens, 2, torch.float32, meta, weights=w, weights_meta=info)
         return trace
-    own = {"window": {"window": spec.args[3]}, "gqa": {"heads": spec.heads, "groups": spec.args[-1]}}
+    if spec.name == "rope":
+        own: dict[str, dict[str, Any]] = {"rope": {"style": spec.style}}
+    else:
+        own = {"window": {"window": spec.args[3]}, "gqa": {"heads": spec.heads, "groups": spec.args[-1]}}
     extra = module.prepare(x, d_out=spec.d_out, **own.get(spec.name, {}))
     if spec.form == "wrap":
         extra["wrap"] = w
     elif spec.name == "causal":
         extra.update(weights=w, weights_meta=info, module=w)
-    elif spec.name == "window":
+    elif spec.name in ("window", "rope"):
         extra.update(weights=w, weights_meta=info)
     elif spec.name == "gqa":
         extra["weights"] = {**extra["weights"], **w}

@@ -24,6 +24,7 @@ def check(
     timeout: float | None = None,
     d_out: int | None = None,
     d_in: int | None = None,
+    rope_style: object = None,  # "half" or "interleaved"; checked below (sizes reach here as **dict[str, int])
 ) -> CheckResult:
     """Check ``obj`` (a function for lesson ``simple``, a module or a factory of one otherwise) against ``lesson``.
 
@@ -35,12 +36,18 @@ def check(
     ``d_out`` builds the module with another output width than the lesson's
     (not for lesson ``simple``; for ``multihead`` a multiple of its two heads),
     ``d_in`` for embeddings of another width (:func:`lessons.embeddings`).
+    ``rope_style`` (lesson ``rope``): the pairing the code should use,
+    ``half`` (``rotate_half``, the default) or ``interleaved``.
     A module that maps ``d`` to ``d`` (one width parameter such as
     ``embed_dim``, or weights that only fit that way) is checked with
     ``d_in = d_out`` (note ``square``).
     """
     if lesson not in lessons.SPECS:
         raise InputError(f"unknown lesson {lesson!r}: choose from {', '.join(lessons.SPECS)}")
+    if rope_style is not None:
+        if lesson != "rope" or rope_style not in ("half", "interleaved"):
+            raise InputError(f"rope_style is half or interleaved, for lesson rope only (got {rope_style!r})")
+        lesson = "rope" if rope_style == "half" else "rope-interleaved"
     spec = lessons.SPECS[lesson]
     if lesson == "flash":
         if d_out is not None or d_in is not None:

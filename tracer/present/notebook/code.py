@@ -20,10 +20,10 @@ Cell = str
 """The source of one code cell."""
 
 CODE = {
-    name: f"tracer.present.notebook.{name}" for name in ("simple", "trainable", "causal", "multihead", "window", "gqa")
+    name: f"tracer.present.notebook.{name}"
+    for name in ("simple", "trainable", "causal", "multihead", "window", "gqa", "flash", "rope")
 }
 """Lesson -> module whose ``cells(trace)`` gives each stage's code cells."""
-CODE["flash"] = "tracer.present.notebook.flash"
 
 
 def lesson_cells(trace: Trace) -> dict[str, list[Cell]]:

@@ -35,4 +35,8 @@ LESSONS: dict[str, tuple[str, str]] = {
         "tracer.record.pipelines.flash",
         "FlashAttention's online softmax: blocks of B keys, running max and sum, rescaled output; B = T is one block.",
     ),
+    "rope": (
+        "tracer.record.pipelines.rope",
+        "Rotary position embeddings: queries and keys turned pair by pair by m·θ; scores depend only on m − n.",
+    ),
 }
