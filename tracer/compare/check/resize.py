@@ -21,6 +21,7 @@ import numpy as np
 import torch
 
 from tracer.compare.check import align, roles, student, wrapper
+from tracer.compare.check.evidence import MODES, Other
 from tracer.compare.check.lessons import Spec
 from tracer.compare.check.model import Role
 from tracer.errors import InputError
@@ -49,29 +50,57 @@ def describe(spec: Spec, got: dict[str, Any]) -> str:
 
 def differs(build: Any, spec: Spec) -> tuple[str, str] | None:
     """``(sizes, what went wrong)`` when the module rebuilt with :func:`sizes` does not compute the lesson."""
+    return judge(spec, gather(build, spec))
+
+
+def gather(build: Any, spec: Spec) -> Other:
+    """The student's half: build the module at :func:`sizes`, find its weights, call it in eval and train mode.
+
+    Only data comes back (:class:`Other`); :func:`judge` compares it with the
+    lesson computed from those weights on inputs of its own.
+    """
     got = sizes(spec)
-    said = describe(spec, got)
     try:
         module = build(got)
     except student.StudentError as e:
-        return said, f"building it raised {e.cause}"
+        return Other(f"building it raised {e.cause}")
     except InputError as e:
-        return said, f"it cannot be built ({e})"
+        return Other(f"it cannot be built ({e})")
     x = _inputs(spec, got["d_in"])
     try:
         found = _roles(module, spec, got["d_in"], got["d_out"])
     except InputError as e:
-        return said, f"its weights do not follow the sizes ({e})"
-    want = _reference(spec, found, x.to(torch.float64).numpy(), got["d_out"])
-    for mode in ("eval", "train"):
+        return Other(f"its weights do not follow the sizes ({e})")
+    results: dict[str, np.ndarray | str] = {}
+    for mode in MODES:
         module.train(mode == "train")
         run = student.call(module, x, SEED)
-        if run.error is not None:
-            return said, f"in {mode} mode it raised {run.error.cause}"
         out = run.output
-        if not isinstance(out, torch.Tensor) or not out.is_floating_point():
-            return said, f"in {mode} mode it returned {type(out).__name__}"
-        value = out.detach().to(torch.float64).numpy()
+        if run.error is not None:
+            results[mode] = f"raised {run.error.cause}"
+        elif not isinstance(out, torch.Tensor) or not out.is_floating_point():
+            results[mode] = f"returned {type(out).__name__}"
+        else:
+            results[mode] = out.detach().to(torch.float64).numpy().copy()
+    module.eval()
+    return Other("", found, results)
+
+
+def judge(spec: Spec, other: Other) -> tuple[str, str] | None:
+    """The judge's half: the second build's results against the lesson computed here from its weights."""
+    got = sizes(spec)
+    said = describe(spec, got)
+    if other.problem:
+        return said, other.problem
+    x = _inputs(spec, got["d_in"])
+    try:
+        want = _reference(spec, other.roles, x.to(torch.float64).numpy(), got["d_out"])
+    except (KeyError, ValueError, IndexError) as e:  # weights that do not fit the sizes asked for
+        return said, f"its weights do not follow the sizes ({type(e).__name__})"
+    for mode in MODES:
+        value = other.results.get(mode, "returned nothing")
+        if isinstance(value, str):
+            return said, f"in {mode} mode it {value}"
         if value.shape != want.shape:
             return said, f"its result has shape {tuple(value.shape)} instead of {tuple(want.shape)}"
         if not align.close(value, want):
@@ -82,7 +111,6 @@ def differs(build: Any, spec: Spec) -> tuple[str, str] | None:
                     "as if its dropout rate were fixed"
                 )
             return said, f"its result differs from the lesson's by up to {err:.3g}"
-    module.eval()
     return None
 
 

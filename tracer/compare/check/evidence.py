@@ -1,0 +1,286 @@
+"""What the student's run hands back to the judge: plain data, and how it crosses the pipe unchanged.
+
+The check is two halves.  :mod:`.gather` runs the student's code (builds the
+module, finds which parameters are the query, key and value weights, runs it
+on the lesson's inputs, on a shorter sequence and, built again, at other
+sizes) and keeps only data: the student's tensors, the weights it found, the
+results.  :mod:`.run` judges that data against a reference it computes
+itself.  ``attn-trace check`` runs the first half in a child process and the
+second in the parent, so the verdict is never computed where the student's
+code ran.
+
+:func:`encode` turns an :class:`Evidence` into JSON (arrays as float64 bytes
+in base64, never pickle); :func:`decode` reads it back and refuses, with
+:class:`Malformed`, anything that is not well-formed data within the limits:
+wrong types, arrays whose bytes do not fit their shape, too many or too large
+arrays, non-finite weights, a captured trace that does not pass the trace
+file's own checks.  Well-formed data can still lie about values; the judge
+compares them with its own reference, so a lie only passes when it *is*
+the lesson's attention on the judge's inputs with the weights it names
+(``docs/security.md``).
+"""
+
+from __future__ import annotations
+
+import base64
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from tracer.compare.check.model import Role, Seen
+from tracer.core.trace import Trace
+from tracer.errors import TracerError
+
+MAX_DIMS = 6
+MAX_SIDE = 4096
+MAX_ELEMENTS = 2_000_000
+"""The most entries one array may have (the lessons' tensors have a few hundred)."""
+MAX_TOTAL = 8_000_000
+"""The most entries all arrays of one message may have together."""
+MAX_ITEMS = 20_000
+"""The most tensors one run may report."""
+MAX_TEXT = 4000
+"""The longest string accepted in a field (names, lines, messages); tracebacks may be longer."""
+MAX_DETAILS = 200_000
+MAX_TRACE = 48 * 1024 * 1024
+"""The longest captured run accepted, as trace-file text."""
+
+ROLES = (
+    "W_query", "W_key", "W_value", "b_query", "b_key", "b_value", "W_out", "b_out", "W_out_other", "b_out_other", "form",
+)  # fmt: skip
+"""The role names a check assigns (:mod:`.roles`, :mod:`.wrapper`)."""
+MODES = ("eval", "train")
+
+
+class Malformed(TracerError):
+    """The student's process sent data that is not what a run of the check produces."""
+
+
+@dataclass
+class Failure:
+    """A crash of the student's code in one run: the one line, the traceback, the exception alone."""
+
+    message: str
+    details: str = ""
+    cause: str = ""
+
+
+@dataclass
+class Other:
+    """The second build, at other sizes: what went wrong building it, or its weights and results per mode.
+
+    ``results[mode]`` is an array, or a string saying what the call did
+    instead (``raised ValueError: …``, ``returned tuple``).
+    """
+
+    problem: str = ""
+    roles: dict[str, Role] = field(default_factory=dict)
+    results: dict[str, np.ndarray | str] = field(default_factory=dict)
+
+
+@dataclass
+class Evidence:
+    """One student's runs, as data: everything the judge needs and nothing it must trust.
+
+    ``structural`` is set (a code and its sentence's details) when the
+    module's weights are another attention than the lesson's; the runs are
+    then empty.  ``square`` says the module was built with ``d_in = d_out``;
+    ``wrap`` is each head's width when it is the book's wrapper of heads (0
+    otherwise) and ``heads`` the path of its ``ModuleList``.
+    """
+
+    name: str
+    built: str = ""
+    square: bool = False
+    wrap: int = 0
+    heads: str = ""
+    roles: dict[str, Role] = field(default_factory=dict)
+    seen: list[Seen] = field(default_factory=list)
+    output: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    captured: Trace | None = None
+    train: list[Seen] | None = None
+    short: list[Seen] | None = None
+    short_error: Failure | None = None
+    other: Other | None = None
+    structural: tuple[str, dict[str, str]] | None = None
+
+
+def encode(ev: Evidence) -> dict[str, Any]:
+    """``ev`` as JSON-able data (see :func:`decode`)."""
+    from tracer.core.serialize import dumps
+
+    return {
+        "name": ev.name,
+        "built": ev.built,
+        "square": ev.square,
+        "wrap": ev.wrap,
+        "heads": ev.heads,
+        "roles": [_role(r) for r in ev.roles.values()],
+        "seen": [_seen(s) for s in ev.seen],
+        "output": _array(ev.output),
+        "captured": dumps(ev.captured) if ev.captured is not None else None,
+        "train": None if ev.train is None else [_seen(s) for s in ev.train],
+        "short": None if ev.short is None else [_seen(s) for s in ev.short],
+        "short_error": None if ev.short_error is None else vars(ev.short_error),
+        "other": None if ev.other is None else _other(ev.other),
+        "structural": None if ev.structural is None else [ev.structural[0], ev.structural[1]],
+    }
+
+
+def _array(a: np.ndarray) -> dict[str, Any]:
+    a = np.ascontiguousarray(a, dtype="<f8")
+    return {"shape": list(a.shape), "f8": base64.b64encode(a.tobytes()).decode("ascii")}
+
+
+def _seen(s: Seen) -> dict[str, Any]:
+    return {"id": s.id, "op": s.op, "where": s.where, "value": _array(s.value)}
+
+
+def _role(r: Role) -> dict[str, Any]:
+    return {"role": r.role, "param": r.param, "how": r.how, "value": _array(r.value)}
+
+
+def _other(o: Other) -> dict[str, Any]:
+    results = {m: v if isinstance(v, str) else _array(v) for m, v in o.results.items()}
+    return {"problem": o.problem, "roles": [_role(r) for r in o.roles.values()], "results": results}
+
+
+def decode(doc: Any) -> Evidence:
+    """The :class:`Evidence` in ``doc``, every field checked; :class:`Malformed` names the first that is wrong."""
+    budget = [MAX_TOTAL]
+    d = _dict(doc, "the message")
+    captured = d.get("captured")
+    return Evidence(
+        name=_text(d.get("name"), "name"),
+        built=_text(d.get("built"), "built"),
+        square=_bool(d.get("square"), "square"),
+        wrap=_int(d.get("wrap"), "wrap"),
+        heads=_text(d.get("heads"), "heads"),
+        roles=_roles(d.get("roles"), budget),
+        seen=_seens(d.get("seen"), budget, "seen"),
+        output=_arr(d.get("output"), budget, "output"),
+        captured=None if captured is None else _trace(captured),
+        train=None if d.get("train") is None else _seens(d.get("train"), budget, "train"),
+        short=None if d.get("short") is None else _seens(d.get("short"), budget, "short"),
+        short_error=None if d.get("short_error") is None else _failure(d.get("short_error")),
+        other=None if d.get("other") is None else _other_of(d.get("other"), budget),
+        structural=None if d.get("structural") is None else _structural(d.get("structural")),
+    )
+
+
+def _dict(v: Any, what: str) -> dict[str, Any]:
+    if not isinstance(v, dict):
+        raise Malformed(f"{what} is not an object")
+    return v
+
+
+def _list(v: Any, what: str, most: int = MAX_ITEMS) -> list[Any]:
+    if not isinstance(v, list):
+        raise Malformed(f"{what} is not a list")
+    if len(v) > most:
+        raise Malformed(f"{what} has {len(v)} entries (at most {most})")
+    return v
+
+
+def _text(v: Any, what: str, most: int = MAX_TEXT) -> str:
+    if not isinstance(v, str):
+        raise Malformed(f"{what} is not a string")
+    if len(v) > most:
+        raise Malformed(f"{what} is {len(v)} characters long (at most {most})")
+    return v
+
+
+def _bool(v: Any, what: str) -> bool:
+    if not isinstance(v, bool):
+        raise Malformed(f"{what} is not true or false")
+    return v
+
+
+def _int(v: Any, what: str) -> int:
+    if not isinstance(v, int) or isinstance(v, bool) or not 0 <= v <= MAX_SIDE:
+        raise Malformed(f"{what} is not a whole number from 0 to {MAX_SIDE}")
+    return v
+
+
+def _arr(v: Any, budget: list[int], what: str, finite: bool = False) -> np.ndarray:
+    d = _dict(v, what)
+    shape = _list(d.get("shape"), f"{what}'s shape", MAX_DIMS)
+    if not all(isinstance(n, int) and not isinstance(n, bool) and 0 <= n <= MAX_SIDE for n in shape):
+        raise Malformed(f"{what}'s shape {shape!r} is not a list of sizes from 0 to {MAX_SIDE}")
+    count = math.prod(shape)
+    if count > MAX_ELEMENTS or count > budget[0]:
+        raise Malformed(f"{what} has {count} entries: more than a check's tensors can have")
+    budget[0] -= count
+    raw = d.get("f8")
+    if not isinstance(raw, str) or len(raw) > 4 * (count * 8 + 2) // 3 + 4:
+        raise Malformed(f"{what}'s data is not base64 text of its size")
+    try:
+        data = base64.b64decode(raw.encode("ascii"), validate=True)
+    except (ValueError, UnicodeEncodeError):
+        raise Malformed(f"{what}'s data is not base64") from None
+    if len(data) != count * 8:
+        raise Malformed(f"{what} holds {len(data)} bytes where its shape {tuple(shape)} needs {count * 8}")
+    a = np.frombuffer(data, dtype="<f8").astype(np.float64).reshape(shape)
+    if finite and not np.isfinite(a).all():
+        raise Malformed(f"{what} has non-finite entries")
+    return a
+
+
+def _seens(v: Any, budget: list[int], what: str) -> list[Seen]:
+    out = []
+    for n, item in enumerate(_list(v, what)):
+        d = _dict(item, f"{what}[{n}]")
+        value = _arr(d.get("value"), budget, f"{what}[{n}]")
+        out.append(Seen(_text(d.get("id"), f"{what}[{n}].id"), _text(d.get("op"), "op"), value, _text(d.get("where"), "where")))
+    return out
+
+
+def _roles(v: Any, budget: list[int]) -> dict[str, Role]:
+    out: dict[str, Role] = {}
+    for n, item in enumerate(_list(v, "roles", len(ROLES))):
+        d = _dict(item, f"roles[{n}]")
+        role = _text(d.get("role"), "role")
+        if role not in ROLES or role in out:
+            raise Malformed(f"roles[{n}] is {role[:40]!r}: not a role of the check, or a second one")
+        value = _arr(d.get("value"), budget, role, finite=True)
+        out[role] = Role(role, _text(d.get("param"), "param"), _text(d.get("how"), "how"), value)
+    return out
+
+
+def _failure(v: Any) -> Failure:
+    d = _dict(v, "short_error")
+    details = _text(d.get("details"), "details", MAX_DETAILS)
+    return Failure(_text(d.get("message"), "message"), details, _text(d.get("cause"), "cause"))
+
+
+def _other_of(v: Any, budget: list[int]) -> Other:
+    d = _dict(v, "other")
+    results: dict[str, np.ndarray | str] = {}
+    for mode, r in _dict(d.get("results"), "other's results").items():
+        if mode not in MODES:
+            raise Malformed(f"other's results name a mode {str(mode)[:20]!r}")
+        results[mode] = _text(r, mode) if isinstance(r, str) else _arr(r, budget, f"other's {mode} result")
+    return Other(_text(d.get("problem"), "problem"), _roles(d.get("roles"), budget), results)
+
+
+def _structural(v: Any) -> tuple[str, dict[str, str]]:
+    items = _list(v, "structural", 2)
+    if len(items) != 2:
+        raise Malformed("structural is not a code and its details")
+    code, detail = items[0], _dict(items[1], "structural detail")
+    if len(detail) > 20:
+        raise Malformed("structural detail has too many fields")
+    return _text(code, "structural code", 100), {_text(k, "key", 100): _text(x, "detail") for k, x in detail.items()}
+
+
+def _trace(v: Any) -> Trace:
+    from tracer.core.serialize import loads
+
+    try:
+        return loads(_text(v, "the captured run", MAX_TRACE), "the captured run")
+    except TracerError as e:
+        raise Malformed(str(e)) from None
+    except (RecursionError, ValueError, TypeError, KeyError) as e:
+        raise Malformed(f"the captured run is not a trace: {type(e).__name__}") from None
