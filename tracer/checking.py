@@ -149,7 +149,11 @@ def judge(msg: dict[str, Any], full: str, opts: Options) -> dict[str, Any]:
     except TracerError as e:
         return {"kind": "trouble", "message": str(e), "details": traceback.format_exc()}
     except Exception as e:  # a failure of ours on this data: still one line, exit 2
-        return {"kind": "trouble", "message": f"the check failed: {type(e).__name__}: {e}", "details": traceback.format_exc()}
+        return {
+            "kind": "trouble",
+            "message": f"the check failed: {type(e).__name__}: {e}",
+            "details": traceback.format_exc(),
+        }
     return {"kind": "verdict", "ok": bool(result.ok), "doc": doc, "text": text, "page": page}
 
 

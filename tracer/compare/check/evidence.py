@@ -48,7 +48,8 @@ MAX_TRACE = 48 * 1024 * 1024
 """The longest captured run accepted, as trace-file text."""
 
 ROLES = (
-    "W_query", "W_key", "W_value", "b_query", "b_key", "b_value", "W_out", "b_out", "W_out_other", "b_out_other", "form",
+    "W_query", "W_key", "W_value", "b_query", "b_key", "b_value",
+    "W_out", "b_out", "W_out_other", "b_out_other", "form",
 )  # fmt: skip
 """The role names a check assigns (:mod:`.roles`, :mod:`.wrapper`)."""
 MODES = ("eval", "train")
@@ -233,7 +234,9 @@ def _seens(v: Any, budget: list[int], what: str) -> list[Seen]:
     for n, item in enumerate(_list(v, what)):
         d = _dict(item, f"{what}[{n}]")
         value = _arr(d.get("value"), budget, f"{what}[{n}]")
-        out.append(Seen(_text(d.get("id"), f"{what}[{n}].id"), _text(d.get("op"), "op"), value, _text(d.get("where"), "where")))
+        out.append(
+            Seen(_text(d.get("id"), f"{what}[{n}].id"), _text(d.get("op"), "op"), value, _text(d.get("where"), "where"))
+        )
     return out
 
 

@@ -59,9 +59,9 @@ def gather(obj: Any, spec: lessons.Spec) -> Evidence:
         module.eval()
     if spec.short:
         short = student.call(module, x[..., : spec.short, :], spec.seed)
-        e = short.error
-        ev.short_error = Failure(str(e), e.details, e.cause) if e is not None else None
-        ev.short = [_output(short.output)] if e is None else []
+        crash = short.error
+        ev.short_error = Failure(str(crash), crash.details, crash.cause) if crash is not None else None
+        ev.short = [_output(short.output)] if crash is None else []
     if spec.name in resize.MODELLED:
         sizes = spec.signature
         ev.other = resize.gather(lambda got: build.build(obj, {n: got[n] for n in sizes}, sizes, spec.seed)[0], spec)

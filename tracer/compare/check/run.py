@@ -6,7 +6,6 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import torch
 
 from tracer.compare.check import align, deadline, lessons, marks, resize, roles, student, wrapper
 from tracer.compare.check.catalogue import BY_CODE, diagnose
@@ -94,9 +93,9 @@ def judge(ev: Evidence, spec: lessons.Spec, source: str | None) -> CheckResult:
     if spec.is_class and spec.short:
         runs["short"] = _needed(ev.short, "the run on a shorter sequence")
         if ev.short_error is not None:
-            e = ev.short_error
-            ctx.short_error = student.StudentError(e.message, e.details, e.cause)
-            ctx.short_where = _where(e.details, source)
+            crash = ev.short_error
+            ctx.short_error = student.StudentError(crash.message, crash.details, crash.cause)
+            ctx.short_where = _where(crash.details, source)
     stages = [_compare(ctx, q, runs[q.run]) for q in spec.quantities]
     marks.returned(ctx, stages, final)
     marks.mark_optional(stages)
@@ -122,7 +121,9 @@ def judge(ev: Evidence, spec: lessons.Spec, source: str | None) -> CheckResult:
             if s.status == "differs":
                 s.status = "consequence"
     notes = ["square"] * ev.square + _notes(ctx, stages)
-    return CheckResult(spec.name, stages, divergence, hit, list(found.values()), trace, notes, label, ev.captured, ev.built)
+    return CheckResult(
+        spec.name, stages, divergence, hit, list(found.values()), trace, notes, label, ev.captured, ev.built
+    )
 
 
 def _structural(spec: lessons.Spec, label: str, code: str, detail: dict[str, str]) -> CheckResult:
