@@ -110,8 +110,6 @@ class Evidence:
 
 def encode(ev: Evidence) -> dict[str, Any]:
     """``ev`` as JSON-able data (see :func:`decode`)."""
-    from tracer.core.serialize import dumps
-
     return {
         "name": ev.name,
         "built": ev.built,
@@ -121,13 +119,37 @@ def encode(ev: Evidence) -> dict[str, Any]:
         "roles": [_role(r) for r in ev.roles.values()],
         "seen": [_seen(s) for s in ev.seen],
         "output": _array(ev.output),
-        "captured": dumps(ev.captured) if ev.captured is not None else None,
+        "captured": _trace_text(ev.captured) if ev.captured is not None else None,
         "train": None if ev.train is None else [_seen(s) for s in ev.train],
         "short": None if ev.short is None else [_seen(s) for s in ev.short],
         "short_error": None if ev.short_error is None else vars(ev.short_error),
         "other": None if ev.other is None else _other(ev.other),
         "structural": None if ev.structural is None else [ev.structural[0], ev.structural[1]],
     }
+
+
+def _trace_text(trace: Trace) -> str:
+    """The captured run as trace-file text; non-finite numbers in its notes (a bound of NaN) become strings."""
+    import json
+
+    from tracer.core.serialize import digest, to_dict
+
+    doc = to_dict(trace)
+    doc["meta"] = _json_safe(doc["meta"])
+    for node in doc["nodes"]:
+        node["attrs"] = _json_safe(node.get("attrs", {}))
+    doc["digest"] = digest(doc)
+    return json.dumps(doc, ensure_ascii=True, sort_keys=True, allow_nan=False)
+
+
+def _json_safe(v: Any) -> Any:
+    if isinstance(v, float) and not math.isfinite(v):
+        return str(v)
+    if isinstance(v, dict):
+        return {k: _json_safe(x) for k, x in v.items()}
+    if isinstance(v, (list, tuple)):
+        return [_json_safe(x) for x in v]
+    return v
 
 
 def _array(a: np.ndarray) -> dict[str, Any]:
