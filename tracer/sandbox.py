@@ -63,6 +63,10 @@ GRACE = 1.0
 """Seconds past ``timeout`` before the kill: the child's own alarm gets the first chance to end it politely."""
 
 
+PR_GET_DUMPABLE, PR_SET_DUMPABLE = 3, 4
+"""``prctl`` options (``linux/prctl.h``)."""
+
+
 @dataclass
 class Outcome:
     """What came back from one child: its verdict (or None), its captured output, and why there is no verdict."""
@@ -119,11 +123,13 @@ def pool(
     live: dict[int, tuple[int, _Child]] = {}
     folders: list[str] = []  # removed at the end: right after a kill, removing one can take a tenth of a second
     sel = selectors.DefaultSelector()
+    guard = _undumpable()
     try:
         while todo or live:
             while todo and len(live) < max(1, workers):
                 index, job = todo.pop()
-                child = _start(job, timeout, memory_mb)
+                others = [fd for _, c in live.values() for fd in (c.verdict_fd, c.output_fd)] + [sel.fileno()]
+                child = _start(job, timeout, memory_mb, others)
                 folders.append(child.workdir)
                 live[child.pid] = (index, child)
                 sel.register(child.verdict_fd, selectors.EVENT_READ, (child, "verdict"))
@@ -155,6 +161,27 @@ def pool(
         for folder in folders:
             shutil.rmtree(folder, ignore_errors=True)
         sel.close()
+        guard()
+
+
+def _undumpable() -> Callable[[], None]:
+    """Make this process non-dumpable while children run; returns what restores it.
+
+    A process of the same user may otherwise attach to the checker with
+    ``ptrace`` or write its memory through ``/proc/PID/mem``, and change the
+    verdict there; a non-dumpable process refuses both (without
+    ``CAP_SYS_PTRACE``).  Linux only, best effort: elsewhere nothing changes.
+    """
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        before = libc.prctl(PR_GET_DUMPABLE, 0, 0, 0, 0)
+        if before < 0 or libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) != 0:
+            return lambda: None
+    except (OSError, AttributeError):
+        return lambda: None
+    return lambda: libc.prctl(PR_SET_DUMPABLE, before, 0, 0, 0) and None
 
 
 def _next_deadline(live: Iterable[tuple[int, _Child]], timeout: float) -> float | None:
@@ -193,7 +220,7 @@ def _read(sel: selectors.BaseSelector, child: _Child, which: str) -> bool:
     return True
 
 
-def _start(job: Callable[[], dict[str, Any]], timeout: float, memory_mb: float) -> _Child:
+def _start(job: Callable[[], dict[str, Any]], timeout: float, memory_mb: float, others: list[int]) -> _Child:
     workdir = tempfile.mkdtemp(prefix="attn-trace-check-")
     verdict_r, verdict_w = os.pipe()
     output_r, output_w = os.pipe()
@@ -202,8 +229,9 @@ def _start(job: Callable[[], dict[str, Any]], timeout: float, memory_mb: float) 
     sys.stderr.flush()
     pid = os.fork()
     if pid == 0:  # the child: never returns
-        os.close(verdict_r)
-        os.close(output_r)
+        for fd in (verdict_r, output_r, *others):  # the other children's pipes are theirs: not to be read
+            with contextlib.suppress(OSError):
+                os.close(fd)
         _child(job, verdict_w, output_w, workdir, limit, timeout)
     os.close(verdict_w)
     os.close(output_w)
@@ -317,6 +345,6 @@ def _frame(data: bytes) -> dict[str, Any] | None:
         return None
     try:
         got = json.loads(data[8:].decode("ascii"))
-    except (UnicodeDecodeError, ValueError):
+    except (UnicodeDecodeError, ValueError, RecursionError):
         return None
     return got if isinstance(got, dict) else None
