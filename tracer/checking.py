@@ -217,10 +217,10 @@ def _verdict(spec: str, out: sandbox.Outcome) -> Verdict:
         )
     kind = msg.get("kind")
     if kind == "malformed":
-        why = printable(_line(msg.get("message")))
-        return Verdict(
-            spec, "no verdict", f"no verdict: the child sent malformed data: {why}", output=output, seconds=out.seconds
-        )
+        why = _line(msg.get("message"))
+        name = spec.rpartition(":")[0] or spec
+        said = printable(f"no verdict: the check of {name} sent malformed data: {why}")
+        return Verdict(spec, "no verdict", said, output=output, seconds=out.seconds)
     if kind == "trouble":
         message = printable(_line(msg.get("message")))
         if any(m in message for m in OUT_OF_MEMORY):

@@ -255,6 +255,10 @@ def _child(
         os.dup2(output_w, 1)
         os.dup2(output_w, 2)
         os.close(output_w)
+        # every other descriptor inherited from the parent (other children's pipes, its selector, a test
+        # runner's files) is closed: the child keeps its three streams and its own verdict pipe
+        os.closerange(3, verdict_w)
+        os.closerange(verdict_w + 1, _fd_limit())
         # the child's own streams, kept for its lifetime (a test runner may have replaced sys.stdout)
         sys.stdin = open(0, closefd=False)  # noqa: SIM115
         sys.stdout = io.TextIOWrapper(open(1, "wb", closefd=False), "utf-8", "backslashreplace", line_buffering=True)  # noqa: SIM115
@@ -288,6 +292,12 @@ def _child(
             sys.stderr.flush()
     finally:
         os._exit(code)
+
+
+def _fd_limit() -> int:
+    """One past the highest file descriptor this process may have."""
+    soft = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+    return soft if 0 < soft < 1 << 20 else 1 << 16
 
 
 def _address_limit(memory_mb: float) -> int:

@@ -1,4 +1,4 @@
-"""Forges the child's data: frames of evidence whose arrays do not fit their shapes, or are not arrays, then os._exit(0)."""
+"""Forges the child's data: evidence whose arrays do not fit their shapes, or are not arrays; then os._exit(0)."""
 
 import json
 import os

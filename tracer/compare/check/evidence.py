@@ -118,7 +118,7 @@ def encode(ev: Evidence) -> dict[str, Any]:
         "heads": ev.heads,
         "roles": [_role(r) for r in ev.roles.values()],
         "seen": [_seen(s) for s in ev.seen],
-        "output": _array(ev.output),
+        "output": pack(ev.output),
         "captured": _trace_text(ev.captured) if ev.captured is not None else None,
         "train": None if ev.train is None else [_seen(s) for s in ev.train],
         "short": None if ev.short is None else [_seen(s) for s in ev.short],
@@ -152,21 +152,22 @@ def _json_safe(v: Any) -> Any:
     return v
 
 
-def _array(a: np.ndarray) -> dict[str, Any]:
+def pack(a: np.ndarray) -> dict[str, Any]:
+    """An array as JSON: its shape and its float64 bytes (little-endian) in base64."""
     a = np.ascontiguousarray(a, dtype="<f8")
     return {"shape": list(a.shape), "f8": base64.b64encode(a.tobytes()).decode("ascii")}
 
 
 def _seen(s: Seen) -> dict[str, Any]:
-    return {"id": s.id, "op": s.op, "where": s.where, "value": _array(s.value)}
+    return {"id": s.id, "op": s.op, "where": s.where, "value": pack(s.value)}
 
 
 def _role(r: Role) -> dict[str, Any]:
-    return {"role": r.role, "param": r.param, "how": r.how, "value": _array(r.value)}
+    return {"role": r.role, "param": r.param, "how": r.how, "value": pack(r.value)}
 
 
 def _other(o: Other) -> dict[str, Any]:
-    results = {m: v if isinstance(v, str) else _array(v) for m, v in o.results.items()}
+    results = {m: v if isinstance(v, str) else pack(v) for m, v in o.results.items()}
     return {"problem": o.problem, "roles": [_role(r) for r in o.roles.values()], "results": results}
 
 
