@@ -146,6 +146,7 @@ def context(r: CheckResult, lang: str) -> dict[str, Any]:
         "html_lang": html_lang(lang),
         "title": s("check.page_title", lesson=r.lesson),
         "subtitle": s("check.title", name=r.name or "?", lesson=r.lesson),
+        "heads": s("check.heads", n=r.heads) if r.heads else "",
         "roles_head": s("check.roles") if roles else s("check.no_roles"),
         "roles": roles,
         "verdict": verdict,

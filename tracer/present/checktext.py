@@ -82,6 +82,7 @@ def text(r: CheckResult, lang: str = "en", verbose: bool = False) -> str:
         head = [s("check.title", name=r.name or "?", lesson=r.lesson), s("check.differs_structure")]
         return "\n".join([*head, f"  {s('check.diagnosis')} [{r.structure}]: {r.sentence(lang)}"]) + "\n"
     built = [s("check.built", call=r.built)] if r.built else []
+    built += [s("check.heads", n=r.heads)] if r.heads else []
     out = [s("check.title", name=r.name or "?", lesson=r.lesson), *built, *role_lines(s, r), ""]
     if r.ok:
         out.append(s("check.ok", n=sum(1 for x in r.stages if x.status == "match")))

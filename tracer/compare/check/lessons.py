@@ -53,6 +53,11 @@ class Spec:
         return self.name != "simple"
 
     @property
+    def multi(self) -> bool:
+        """True for the lessons whose module takes ``num_heads`` (multihead, gqa), whatever their number."""
+        return "num_heads" in self.signature
+
+    @property
     def head_dim(self) -> int:
         """d_k of one head."""
         return self.d_out // self.heads
@@ -207,17 +212,40 @@ def wrapped(spec: Spec, width: int) -> Spec:
     return replace(spec, d_out=spec.heads * width, quantities=WRAP, form="wrap")
 
 
-def sized(spec: Spec, d_out: int | None = None, d_in: int | None = None) -> Spec:
-    """``spec`` with the module built ``d_out`` wide for embeddings ``d_in`` wide (the constructor's first two)."""
+def sized(spec: Spec, d_out: int | None = None, d_in: int | None = None, heads: int | None = None) -> Spec:
+    """``spec`` with the module built ``d_out`` wide for embeddings ``d_in`` wide, with ``heads`` heads.
+
+    ``heads`` is the constructor's ``num_heads`` (lessons ``multihead`` and
+    ``gqa``; for ``gqa`` a multiple of its key/value groups); ``d_out``
+    stays the lesson's unless given, and must split into the heads.
+    """
     if not spec.is_class:
         raise InputError(f"lesson {spec.name} has no d_in or d_out: the inputs are used as they are")
+    args = list(spec.args)
+    if heads is not None:
+        if "num_heads" not in spec.signature:
+            raise InputError(f"lesson {spec.name} has one head: heads are for {', '.join(HEADED)}")
+        if heads < 1 or heads > MAX_HEADS:
+            raise InputError(f"heads must be between 1 and {MAX_HEADS}, got {heads}")
+        groups = args[-1] if spec.name == "gqa" else 1
+        if heads % groups:
+            raise InputError(f"heads must be a multiple of lesson {spec.name}'s {groups} key/value groups, got {heads}")
+        args[spec.signature.index("num_heads")] = heads
+    count = spec.heads if heads is None else heads
     d_out = spec.d_out if d_out is None else d_out
     d_in = spec.d_in if d_in is None else d_in
-    if d_out < 1 or d_out % spec.heads:
-        raise InputError(f"d_out must be a positive multiple of the lesson's {spec.heads} heads, got {d_out}")
+    if d_out < 1 or d_out % count:
+        said = "the lesson's " if heads is None else ""
+        raise InputError(f"d_out must be a positive multiple of {said}{count} heads, got {d_out}")
     if d_in < 1 or d_in > MAX_WIDTH:
         raise InputError(f"d_in must be between 1 and {MAX_WIDTH}, got {d_in}")
-    return replace(spec, d_in=d_in, d_out=d_out, args=(d_in, d_out, *spec.args[2:]))
+    return replace(spec, d_in=d_in, d_out=d_out, heads=count, args=(d_in, d_out, *args[2:]))
+
+
+HEADED = ("multihead", "gqa")
+"""The lessons whose number of heads ``--heads`` chooses."""
+
+MAX_HEADS = 64
 
 
 MAX_WIDTH = 512
@@ -259,7 +287,11 @@ def reference(spec: Spec, roles: dict[str, Role]) -> Trace:
     if spec.name == "trainable":
         trace = module.build(x, tokens, 2, torch.float32, meta, weights=w, weights_meta=info)
         return trace
-    own = {"window": {"window": spec.args[3]}, "gqa": {"heads": spec.heads, "groups": spec.args[-1]}}
+    own = {
+        "window": {"window": spec.args[3]},
+        "gqa": {"heads": spec.heads, "groups": spec.args[-1]},
+        "multihead": {"heads": spec.heads},
+    }
     extra = module.prepare(x, d_out=spec.d_out, **own.get(spec.name, {}))
     if spec.form == "wrap":
         extra["wrap"] = w

@@ -121,10 +121,10 @@ def _inputs(spec: Spec, d_in: int) -> torch.Tensor:
 
 
 def _roles(module: torch.nn.Module, spec: Spec, d_in: int, d_out: int) -> dict[str, Role]:
-    heads = wrapper.heads_of(module, spec.heads) if spec.heads > 1 else None
+    heads = wrapper.heads_of(module, spec.heads) if spec.multi else None
     if heads is not None:
         return {"form": Role("form", "wrap", ""), **wrapper.assign(heads[0], heads[1], d_in, d_out)}
-    return roles.assign(module, d_in, d_out, out_proj=spec.heads > 1)
+    return roles.assign(module, d_in, d_out, out_proj=spec.multi)
 
 
 def _softmax(a: np.ndarray) -> np.ndarray:
@@ -159,7 +159,7 @@ def _reference(spec: Spec, found: dict[str, Role], x: np.ndarray, d_out: int) ->
             outs.append(_attend(q, k, v, causal))
         return np.concatenate(outs, axis=-1)
     q, k, v = (proj(r, found[r].value) for r in roles.QKV)
-    if spec.heads == 1:
+    if spec.name != "multihead":  # one head, no output projection
         return _attend(q, k, v, causal)
     b, t, _ = q.shape
     dh = d_out // spec.heads

@@ -25,6 +25,7 @@ def check(
     timeout: float | None = None,
     d_out: int | None = None,
     d_in: int | None = None,
+    heads: int | None = None,
 ) -> CheckResult:
     """Check ``obj`` (a function for lesson ``simple``, a module or a factory of one otherwise) against ``lesson``.
 
@@ -35,25 +36,26 @@ def check(
     code ends it with an :class:`~tracer.errors.InputError`.
     ``d_out`` builds the module with another output width than the lesson's
     (not for lesson ``simple``; for ``multihead`` a multiple of its two heads),
-    ``d_in`` for embeddings of another width (:func:`lessons.embeddings`).
+    ``d_in`` for embeddings of another width (:func:`lessons.embeddings`),
+    ``heads`` the number of heads (lessons ``multihead`` and ``gqa``).
     A module that maps ``d`` to ``d`` (one width parameter such as
     ``embed_dim``, or weights that only fit that way) is checked with
     ``d_in = d_out`` (note ``square``).
     """
-    spec = spec_for(lesson, d_out, d_in)
+    spec = spec_for(lesson, d_out, d_in, heads)
     source = source or student.source_of(obj)
     with deadline.limit(deadline.SECONDS if timeout is None else timeout, f"the check of {_name(obj)}"):
         ev = gather(obj, spec)
     return judge(ev, spec, source)
 
 
-def spec_for(lesson: str, d_out: int | None = None, d_in: int | None = None) -> lessons.Spec:
+def spec_for(lesson: str, d_out: int | None = None, d_in: int | None = None, heads: int | None = None) -> lessons.Spec:
     """Lesson ``lesson`` with the sizes asked for (an :class:`~tracer.errors.InputError` names a wrong one)."""
     if lesson not in lessons.SPECS:
         raise InputError(f"unknown lesson {lesson!r}: choose from {', '.join(lessons.SPECS)}")
     spec = lessons.SPECS[lesson]
-    if d_out is not None or d_in is not None:
-        spec = lessons.sized(spec, d_out, d_in)
+    if d_out is not None or d_in is not None or heads is not None:
+        spec = lessons.sized(spec, d_out, d_in, heads)
     return spec
 
 
@@ -75,7 +77,7 @@ def judge(ev: Evidence, spec: lessons.Spec, source: str | None) -> CheckResult:
         return _structural(spec, label, code, detail)
     if ev.square and spec.is_class:
         spec = lessons.sized(spec, spec.d_out, spec.d_out)
-    if ev.wrap and spec.heads > 1:
+    if ev.wrap and spec.multi:
         spec = lessons.wrapped(spec, ev.wrap)
     found = ev.roles
     if spec.is_class and any(r not in found for r in roles.QKV):
@@ -122,7 +124,17 @@ def judge(ev: Evidence, spec: lessons.Spec, source: str | None) -> CheckResult:
                 s.status = "consequence"
     notes = ["square"] * ev.square + _notes(ctx, stages)
     return CheckResult(
-        spec.name, stages, divergence, hit, list(found.values()), trace, notes, label, ev.captured, ev.built
+        spec.name,
+        stages,
+        divergence,
+        hit,
+        list(found.values()),
+        trace,
+        notes,
+        label,
+        ev.captured,
+        ev.built,
+        _heads(spec),
     )
 
 
@@ -131,7 +143,12 @@ def _structural(spec: lessons.Spec, label: str, code: str, detail: dict[str, str
     from tracer.core.trace import Trace
 
     hit = Hit(None, (), detail, code)
-    return CheckResult(spec.name, [], None, hit, [], Trace([], {"lesson": spec.name}), [], label)
+    return CheckResult(spec.name, [], None, hit, [], Trace([], {"lesson": spec.name}), [], label, heads=_heads(spec))
+
+
+def _heads(spec: lessons.Spec) -> int:
+    """The number of heads checked (0 for the lessons without ``num_heads``)."""
+    return spec.heads if spec.multi else 0
 
 
 def _needed(got: Any, what: str) -> Any:
@@ -265,7 +282,7 @@ def _where(details: str, source: str | None) -> str:
 
 def _notes(ctx: Context, stages: list[StageResult]) -> list[str]:
     notes = []
-    if ctx.spec.heads > 1:
+    if ctx.spec.multi:
         notes.append("no_train_dropout")
     if ctx.captured is not None and ctx.captured.meta.get("opaque"):
         notes.append("opaque")

@@ -34,6 +34,8 @@ def heads_of(module: torch.nn.Module, count: int) -> tuple[str, list[torch.nn.Mo
     for path, m in module.named_modules():
         if not path or not isinstance(m, torch.nn.ModuleList) or len(m) != count:
             continue
+        if any(isinstance(e, torch.nn.Linear) for e in m):  # a list of layers (``clones(nn.Linear, 4)``), not heads
+            continue
         inside = {id(p) for p in m.parameters()}
         if inside and all(id(p) in inside for p in module.parameters() if p.ndim == 2):
             return path, list(m)

@@ -33,16 +33,16 @@ STAGES = ("inputs", "wrapper", "split")
 HEADS = 2
 
 
-def prepare(values: torch.Tensor, d_out: int = 2, **unknown: Any) -> dict[str, Any]:
-    """Both modules' weights, drawn as the book draws them."""
+def prepare(values: torch.Tensor, d_out: int = 2, heads: int = HEADS, **unknown: Any) -> dict[str, Any]:
+    """Both modules' weights, drawn as the book draws them, for ``heads`` heads (the lesson's two by default)."""
     if unknown:
         raise InputError(f"lesson 'multihead' takes no option {', '.join(sorted(unknown))}")
     d_in = int(values.shape[1])
-    wts.check_size(int(values.shape[0]), d_in, d_out, batch=HEADS)
-    if d_out % HEADS:
-        raise InputError(f"d_out must be divisible by the {HEADS} heads, got {d_out}")
-    heads = wts.linear_layers(d_in, d_out, seed=wts.MODULE_SEED, count=HEADS)
-    wrap = {name: torch.stack([heads[3 * h + n].weight.T for h in range(HEADS)]) for n, name in enumerate(wts.NAMES)}
+    wts.check_size(int(values.shape[0]), d_in, d_out, batch=heads)
+    if heads < 1 or d_out % heads:
+        raise InputError(f"d_out must be divisible by the {heads} heads, got {d_out}")
+    layers_ = wts.linear_layers(d_in, d_out, seed=wts.MODULE_SEED, count=heads)
+    wrap = {name: torch.stack([layers_[3 * h + n].weight.T for h in range(heads)]) for n, name in enumerate(wts.NAMES)}
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(wts.MODULE_SEED)
         layers = [wts.draw_linear(d_in, d_out, bias=False) for _ in range(3)]
@@ -51,7 +51,7 @@ def prepare(values: torch.Tensor, d_out: int = 2, **unknown: Any) -> dict[str, A
     split["W_out"] = out_proj.weight.T.contiguous()
     assert out_proj.bias is not None
     split["b_out"] = out_proj.bias
-    return {"wrap": wrap, "split": split}
+    return {"wrap": wrap, "split": split, "heads": heads}
 
 
 def _inputs(rec: Recorder, inputs: torch.Tensor) -> tuple[Var, Var]:
@@ -85,12 +85,19 @@ def wrapper_form(rec: Recorder, x: Var, up: Var, w: dict[str, torch.Tensor]) -> 
             joined,
             [z],
             "bio",
-            latex=r"Z = [\,Z^{(1)} \;\; Z^{(2)}\,]",
+            latex=_joined(int(z.data.shape[0])),
             text="head outputs side by side: torch.cat([head(x) for head in heads], dim=-1)",
         )
 
 
-def split_form(rec: Recorder, x: Var, up: Var, w: dict[str, torch.Tensor]) -> Var:
+def _joined(heads: int) -> str:
+    """``Z = [Z^{(1)} Z^{(2)}]``: the heads' outputs side by side, as LaTeX."""
+    if heads == 2:
+        return r"Z = [\,Z^{(1)} \;\; Z^{(2)}\,]"
+    return rf"Z = [\,Z^{{(1)}} \;\; \cdots \;\; Z^{{({heads})}}\,]"
+
+
+def split_form(rec: Recorder, x: Var, up: Var, w: dict[str, torch.Tensor], heads_: int = HEADS) -> Var:
     """(b) Full-width projections viewed as heads, attended per head, joined, projected."""
     syms = {"W_query": "W^{Q}", "W_key": "W^{K}", "W_value": "W^{V}", "W_out": "W^{O}"}
     with rec.stage("split"):
@@ -107,7 +114,7 @@ def split_form(rec: Recorder, x: Var, up: Var, w: dict[str, torch.Tensor]) -> Va
         heads = {}
         for name, var in full.items():
             b, t, d_out = var.data.shape
-            view = var.data.reshape(b, t, HEADS, d_out // HEADS).permute(2, 0, 1, 3)
+            view = var.data.reshape(b, t, heads_, d_out // heads_).permute(2, 0, 1, 3)
             heads[name] = rec.tensor(
                 f"split.h{name}",
                 "split_heads",
@@ -130,7 +137,7 @@ def split_form(rec: Recorder, x: Var, up: Var, w: dict[str, torch.Tensor]) -> Va
             z.data.permute(1, 2, 0, 3).reshape(b, t, h * dh),
             [z],
             "bik",
-            latex=r"Z = [\,Z^{(1)} \;\; Z^{(2)}\,]",
+            latex=_joined(h),
             text="split.z.transpose(1, 2).reshape(b, T, d_out)",
             symbol=r"z^{(<i>)}_{<k>}",
         )
@@ -156,12 +163,13 @@ def build(
     meta: dict[str, Any],
     wrap: dict[str, torch.Tensor],
     split: dict[str, torch.Tensor],
+    heads: int = HEADS,
 ) -> Trace:
-    """Run both forms on the batch of two copies."""
+    """Run both forms on the batch of two copies (the wrapper has as many heads as its weights stack)."""
     rec = Recorder(dtype)
     x, up = _inputs(rec, inputs)
     wrapper_form(rec, x, up, wrap)
-    split_form(rec, x, up, split)
+    split_form(rec, x, up, split, heads)
     seed = wts.MODULE_SEED
-    info = {"heads": HEADS, "modules": {"wrap": {"seed": seed}, "split": {"seed": seed, "out_bias": True}}}
+    info = {"heads": heads, "modules": {"wrap": {"seed": seed}, "split": {"seed": seed, "out_bias": True}}}
     return rec.trace({**meta, "lesson": "multihead", "tokens": tokens, "query": query, "stages": list(STAGES), **info})
