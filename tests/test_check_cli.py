@@ -58,7 +58,7 @@ def test_json_schema() -> None:
     assert code == 1 and doc["schema"] == "attn-trace-check" and doc["schema_version"] == 1
     assert set(doc) == {
         "schema", "schema_version", "lesson", "name", "ok", "roles", "stages",
-        "first_divergence", "diagnosis", "consequences", "notes", "opaque", "structure", "built",
+        "first_divergence", "diagnosis", "consequences", "notes", "opaque", "structure", "built", "heads",
     }  # fmt: skip
     fd = doc["first_divergence"]
     assert fd["element"] == "batch.neg.omega[1,1,2]" and fd["reference"] == "-inf"

@@ -206,10 +206,19 @@ WRAP = (
 )
 """Lesson multihead's quantities when the student wrote the book's wrapper (a ModuleList of causal heads)."""
 
+WRAP_OUT = (
+    *WRAP[:-2],
+    Q("concat", "merge", "wrap.concat", True, "o"),
+    Q("proj", "output", "wrap.proj", True, "o"),
+    Q("out", "output", "wrap.out", False, "o"),
+    Q("short", "mask", "wrap.out", run="short"),
+)
+"""The wrapper's quantities when an output projection over all heads follows it (the book's bonus wrapper)."""
 
-def wrapped(spec: Spec, width: int) -> Spec:
-    """``spec`` for a wrapper of heads each ``width`` wide: the lesson's ``wrap`` form, d_out = heads x width."""
-    return replace(spec, d_out=spec.heads * width, quantities=WRAP, form="wrap")
+
+def wrapped(spec: Spec, width: int, out: bool = False) -> Spec:
+    """``spec`` for a wrapper of heads each ``width`` wide, d_out = heads x width (``out``: a projection follows)."""
+    return replace(spec, d_out=spec.heads * width, quantities=WRAP_OUT if out else WRAP, form="wrap")
 
 
 def sized(spec: Spec, d_out: int | None = None, d_in: int | None = None, heads: int | None = None) -> Spec:
@@ -287,14 +296,16 @@ def reference(spec: Spec, roles: dict[str, Role]) -> Trace:
     if spec.name == "trainable":
         trace = module.build(x, tokens, 2, torch.float32, meta, weights=w, weights_meta=info)
         return trace
-    own = {
-        "window": {"window": spec.args[3]},
-        "gqa": {"heads": spec.heads, "groups": spec.args[-1]},
-        "multihead": {"heads": spec.heads},
-    }
-    extra = module.prepare(x, d_out=spec.d_out, **own.get(spec.name, {}))
+    own = {"window": {"window": spec.args[3]}, "gqa": {"heads": spec.heads, "groups": spec.args[-1]}}
+    if spec.name == "multihead":  # any number of heads (the lesson's option is only d_out)
+        extra = module.with_heads(x, spec.d_out, spec.heads)
+    else:
+        extra = module.prepare(x, d_out=spec.d_out, **own.get(spec.name, {}))
     if spec.form == "wrap":
         extra["wrap"] = w
+        if "W_out" in roles:
+            out = ("W_out", "b_out")
+            extra["wrap_out"] = {r: torch.tensor(roles[r].value, dtype=torch.float32) for r in out if r in roles}
     elif spec.name == "causal":
         extra.update(weights=w, weights_meta=info, module=w)
     elif spec.name == "window":

@@ -123,7 +123,9 @@ def _inputs(spec: Spec, d_in: int) -> torch.Tensor:
 def _roles(module: torch.nn.Module, spec: Spec, d_in: int, d_out: int) -> dict[str, Role]:
     heads = wrapper.heads_of(module, spec.heads) if spec.multi else None
     if heads is not None:
-        return {"form": Role("form", "wrap", ""), **wrapper.assign(heads[0], heads[1], d_in, d_out)}
+        found = wrapper.assign(heads[0], heads[1], d_in, d_out)
+        found.update(wrapper.out_proj(module, heads[0], found["W_query"].value.shape[-1] * spec.heads))
+        return {"form": Role("form", "wrap", ""), **found}
     return roles.assign(module, d_in, d_out, out_proj=spec.multi)
 
 
@@ -157,7 +159,10 @@ def _reference(spec: Spec, found: dict[str, Role], x: np.ndarray, d_out: int) ->
         for h in range(found["W_query"].value.shape[0]):
             q, k, v = (x @ found[r].value[h] for r in roles.QKV)
             outs.append(_attend(q, k, v, causal))
-        return np.concatenate(outs, axis=-1)
+        joined = np.concatenate(outs, axis=-1)
+        if "W_out" in found:  # the bonus wrapper's projection over all heads
+            joined = joined @ found["W_out"].value + (found["b_out"].value if "b_out" in found else 0.0)
+        return joined
     q, k, v = (proj(r, found[r].value) for r in roles.QKV)
     if spec.name != "multihead":  # one head, no output projection
         return _attend(q, k, v, causal)

@@ -78,7 +78,7 @@ def judge(ev: Evidence, spec: lessons.Spec, source: str | None) -> CheckResult:
     if ev.square and spec.is_class:
         spec = lessons.sized(spec, spec.d_out, spec.d_out)
     if ev.wrap and spec.multi:
-        spec = lessons.wrapped(spec, ev.wrap)
+        spec = lessons.wrapped(spec, ev.wrap, "W_out" in ev.roles)
     found = ev.roles
     if spec.is_class and any(r not in found for r in roles.QKV):
         raise Malformed("the weights found name no query, key and value")

@@ -33,10 +33,18 @@ STAGES = ("inputs", "wrapper", "split")
 HEADS = 2
 
 
-def prepare(values: torch.Tensor, d_out: int = 2, heads: int = HEADS, **unknown: Any) -> dict[str, Any]:
-    """Both modules' weights, drawn as the book draws them, for ``heads`` heads (the lesson's two by default)."""
+def prepare(values: torch.Tensor, d_out: int = 2, **unknown: Any) -> dict[str, Any]:
+    """Both modules' weights, drawn as the book draws them (the lesson's two heads)."""
     if unknown:
         raise InputError(f"lesson 'multihead' takes no option {', '.join(sorted(unknown))}")
+    return with_heads(values, d_out, HEADS)
+
+
+def with_heads(values: torch.Tensor, d_out: int, heads: int) -> dict[str, Any]:
+    """:func:`prepare` for ``heads`` heads: what ``attn-trace check --heads`` builds its reference from.
+
+    Not a lesson option: the lesson's report and narrative are written for two heads.
+    """
     d_in = int(values.shape[1])
     wts.check_size(int(values.shape[0]), d_in, d_out, batch=heads)
     if heads < 1 or d_out % heads:
@@ -51,7 +59,8 @@ def prepare(values: torch.Tensor, d_out: int = 2, heads: int = HEADS, **unknown:
     split["W_out"] = out_proj.weight.T.contiguous()
     assert out_proj.bias is not None
     split["b_out"] = out_proj.bias
-    return {"wrap": wrap, "split": split, "heads": heads}
+    out: dict[str, Any] = {"wrap": wrap, "split": split}
+    return out if heads == HEADS else {**out, "heads": heads}
 
 
 def _inputs(rec: Recorder, inputs: torch.Tensor) -> tuple[Var, Var]:
@@ -62,8 +71,10 @@ def _inputs(rec: Recorder, inputs: torch.Tensor) -> tuple[Var, Var]:
     return x, up
 
 
-def wrapper_form(rec: Recorder, x: Var, up: Var, w: dict[str, torch.Tensor]) -> Var:
-    """(a) Two full causal heads side by side, outputs concatenated."""
+def wrapper_form(
+    rec: Recorder, x: Var, up: Var, w: dict[str, torch.Tensor], out: dict[str, torch.Tensor] | None = None
+) -> Var:
+    """(a) Two full causal heads side by side, outputs concatenated (then ``out``'s projection, when given)."""
     syms = {"W_query": "W^{Q}", "W_key": "W^{K}", "W_value": "W^{V}"}
     with rec.stage("wrapper"):
         wv = {
@@ -79,7 +90,7 @@ def wrapper_form(rec: Recorder, x: Var, up: Var, w: dict[str, torch.Tensor]) -> 
         alpha = masked_softmax(rec, omega, up, root, pre="wrap.")
         z = context(rec, "wrap.z", alpha, v, lead)
         joined = z.data.permute(1, 2, 0, 3).reshape(z.data.shape[1], z.data.shape[2], -1)
-        return rec.tensor(
+        concat = rec.tensor(
             "wrap.concat",
             "concat",
             joined,
@@ -88,6 +99,24 @@ def wrapper_form(rec: Recorder, x: Var, up: Var, w: dict[str, torch.Tensor]) -> 
             latex=_joined(int(z.data.shape[0])),
             text="head outputs side by side: torch.cat([head(x) for head in heads], dim=-1)",
         )
+        return concat if out is None else _projected(rec, "wrap.", concat, out)
+
+
+def _projected(rec: Recorder, pre: str, joined: Var, w: dict[str, torch.Tensor]) -> Var:
+    """``joined @ W_out + b_out``: the output projection over all heads (``b_out`` zero when not given)."""
+    wo = rec.input(f"{pre}W_out", w["W_out"], "kc", symbol=r"W^{O}_{<k,c>}", text=f"{pre}W_out[<k>,<c>]")
+    b = w.get("b_out", torch.zeros(w["W_out"].shape[1], dtype=w["W_out"].dtype))
+    bias = rec.input(f"{pre}b_out", b, "c", symbol=r"b_{<c>}", text=f"{pre}b_out[<c>]")
+    proj = projection(rec, f"{pre}proj", joined, wo, ("b",), r"o^{(<i>)}_{<c>}", r"W^{O}", xsym=r"z^{(<i>)}")
+    return rec.elementwise(
+        "add",
+        f"{pre}out",
+        [proj("b", "i", "c"), bias("c")],
+        "bic",
+        symbol=r"y^{(<i>)}_{<c>}",
+        latex=r"y^{(<i>)}_{<c>} = o^{(<i>)}_{<c>} + b_{<c>}",
+        text=f"{pre}proj[<b>,<i>,<c>] + {pre}b_out[<c>]",
+    )
 
 
 def _joined(heads: int) -> str:
@@ -164,11 +193,12 @@ def build(
     wrap: dict[str, torch.Tensor],
     split: dict[str, torch.Tensor],
     heads: int = HEADS,
+    wrap_out: dict[str, torch.Tensor] | None = None,
 ) -> Trace:
     """Run both forms on the batch of two copies (the wrapper has as many heads as its weights stack)."""
     rec = Recorder(dtype)
     x, up = _inputs(rec, inputs)
-    wrapper_form(rec, x, up, wrap)
+    wrapper_form(rec, x, up, wrap, wrap_out)
     split_form(rec, x, up, split, heads)
     seed = wts.MODULE_SEED
     info = {"heads": heads, "modules": {"wrap": {"seed": seed}, "split": {"seed": seed, "out_bias": True}}}
