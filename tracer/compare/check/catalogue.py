@@ -287,6 +287,16 @@ STRUCTURE: tuple[Entry, ...] = (
         lambda c: None,
     ),
     Entry(
+        "latent_kv",
+        ("structure",),
+        "The keys and values come from one shared low-rank latent ({down} maps {d_in} -> {r}, then {ups} map "
+        "{r} -> {d_out}): this is latent attention, whose keys and values have rank at most {r}; the lesson "
+        "projects the inputs to keys and to values directly, each with its own {d_in} -> {d_out} matrix.",
+        "键和值来自一个共享的低秩潜在表示（{down} 把 {d_in} 维映射到 {r} 维，再由 {ups} 映射到 {d_out} 维）："
+        "这是潜在注意力，其键和值的秩至多为 {r}；课程直接把输入分别投影为键和值，各用一个 {d_in} → {d_out} 的矩阵。",
+        lambda c: None,
+    ),
+    Entry(
         "sizes_ignored",
         ("structure",),
         "Built a second time with other sizes ({sizes}), the module does not compute the lesson: {detail}. "
