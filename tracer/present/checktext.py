@@ -8,8 +8,10 @@ wrong as a consequence, and every quantity with its result.
 
 from __future__ import annotations
 
+import re
 from typing import TYPE_CHECKING
 
+from tracer.compare.check.model import how_in
 from tracer.core.fmt import num
 from tracer.present.explain import equation
 from tracer.present.strings import Strings
@@ -17,6 +19,28 @@ from tracer.present.termtext import pad
 
 if TYPE_CHECKING:
     from tracer.compare.check.result import CheckResult
+
+ZH_FORMULA = (
+    (re.compile(r"\(masked: mask (\S+), score (\S+)\)"), r"（被遮住：掩码 \1，分数 \2）"),
+    (re.compile(r"\(kept: mask (\S+), score (\S+)\)"), r"（保留：掩码 \1，分数 \2）"),
+    (re.compile(r" unless (.+?), then -inf"), r"（当 \1 时为 -inf）"),
+    (re.compile(r"head outputs side by side: "), "各头的输出并排："),
+)
+"""The English words of the lessons' formulas (a mask's rule, a kept or masked entry) as Chinese."""
+
+
+def formula(s: Strings, text: str) -> str:
+    """An equation of :func:`~tracer.present.explain.equation` in the strings' language (code stays code)."""
+    if s.lang == "zh":
+        for pattern, said in ZH_FORMULA:
+            text = pattern.sub(said, text)
+    return text
+
+
+def tensor_name(s: Strings, name: str | None) -> str:
+    """A student tensor's id as shown: ``output`` (what the code returned) in the strings' language."""
+    return s("check.returned") if name == "output" else str(name)
+
 
 MARK = {"match": "✓", "differs": "✗", "skipped": "·", "consequence": "✗", "not compared": "–"}
 
@@ -48,7 +72,8 @@ def role_lines(s: Strings, r: CheckResult) -> list[str]:
     if not r.roles:
         return [s("check.no_roles")]
     shown = [x for x in r.roles if not x.role.endswith("_other")]
-    return [s("check.roles")] + [f"  {s('check.role_line', role=x.role, param=x.param, how=x.how)}" for x in shown]
+    lines = [s("check.role_line", role=x.role, param=x.param, how=how_in(x.how, s.lang)) for x in shown]
+    return [s("check.roles")] + [f"  {line}" for line in lines]
 
 
 def divergence_lines(s: Strings, r: CheckResult, decimals: int = 4) -> list[str]:
@@ -58,7 +83,7 @@ def divergence_lines(s: Strings, r: CheckResult, decimals: int = 4) -> list[str]
     lines = [s("check.differs", stage=stage_name(s, d.stage), quantity=d.quantity, step=d.step)]
     if d.run != "eval":
         lines.append(f"  ({run_label(s, r, d.run)})")
-    lines.append(f"  {s('check.lesson_value')}: {equation(r.trace, r.trace[d.element], decimals)}")
+    lines.append(f"  {s('check.lesson_value')}: {formula(s, equation(r.trace, r.trace[d.element], decimals))}")
     if d.note == "shared":
         lines.append(f"  {s('check.your_value')}: {s('check.your_shared')}")
     elif d.note:
@@ -66,9 +91,10 @@ def divergence_lines(s: Strings, r: CheckResult, decimals: int = 4) -> list[str]
     elif d.student is None:
         lines.append(f"  {s('check.your_value')}: {s('check.your_none')}")
     else:
-        origin = s("check.made_at", id=d.student_id, where=d.where) if d.where else s("check.made", id=d.student_id)
+        shown = tensor_name(s, d.student_id)
+        origin = s("check.made_at", id=shown, where=d.where) if d.where else s("check.made", id=shown)
         if d.student_step is not None and r.student is not None:
-            said = equation(r.student, r.student[d.student_step], decimals)
+            said = formula(s, equation(r.student, r.student[d.student_step], decimals))
         else:
             said = f"{d.element} = {num(d.student, decimals)}"
         lines.append(f"  {s('check.your_value')}: {said}  ({origin})")
@@ -99,7 +125,7 @@ def text(r: CheckResult, lang: str = "en", verbose: bool = False) -> str:
     for x in r.stages:
         q = x.quantity
         m = x.match or (x.nearest if verbose else None)
-        tail = f"  ← {m.seen.id}{' @ ' + m.seen.where if m.seen.where else ''}" if m is not None else ""
+        tail = f"  ← {tensor_name(s, m.seen.id)}{' @ ' + m.seen.where if m.seen.where else ''}" if m is not None else ""
         said = s(f"check.note_{x.note}") if x.note else ""
         extra = f"  ({said})" if said else ""
         run = f" [{run_label(s, r, q.run)}]" if q.run != "eval" else ""

@@ -44,7 +44,7 @@ STRUCTURE: tuple[Entry, ...] = (
         ("structure",),
         "Built a second time with other sizes ({sizes}), the module does not compute the lesson: {detail}. "
         "It uses fixed numbers where it should use its constructor's arguments.",
-        "用另一组尺寸（{sizes}）再构建一次时，模块算出的不是课程的结果：{detail}。它用了写死的数字，而不是构造函数的参数。",
+        "用另一组尺寸（{sizes_zh}）再构建一次时，模块算出的不是课程的结果：{detail_zh}。它用了写死的数字，而不是构造函数的参数。",
         lambda c: None,
     ),
 )

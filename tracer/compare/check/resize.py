@@ -48,6 +48,34 @@ def describe(spec: Spec, got: dict[str, Any]) -> str:
     return ", ".join(f"{n}={got[n]}" for n in names) + f", {TOKENS} tokens"
 
 
+ZH = (
+    (r"^building it raised (.*)$", r"构建时抛出了 \1"),
+    (r"^it cannot be built \((.*)\)$", r"无法构建（\1）"),
+    (r"^its weights do not follow the sizes \((.*)\)$", r"它的权重没有随尺寸改变（\1）"),
+    (r"^in eval mode it (raised|returned) (.*)$", r"在评估模式下\1 \2"),
+    (r"^in train mode it (raised|returned) (.*)$", r"在训练模式下\1 \2"),
+    (r"^its result has shape (.*) instead of (.*)$", r"结果的形状是 \1，而不是 \2"),
+    (
+        r"^with dropout=0.0 in training mode its result still differs \(by up to (.*)\), as if its dropout rate "
+        r"were fixed$",
+        r"训练模式下 dropout=0.0 时结果仍然不同（最多相差 \1），就像它的 dropout 比率是写死的",
+    ),
+    (r"^its result differs from the lesson's by up to (.*)$", r"结果与课程的结果最多相差 \1"),
+)
+"""What :func:`judge` says, in Chinese (the student's own exception text stays as it is)."""
+
+
+def chinese(sizes_said: str, detail: str) -> tuple[str, str]:
+    """:func:`judge`'s ``(sizes, what went wrong)`` in Chinese."""
+    import re
+
+    for pattern, said in ZH:
+        if re.match(pattern, detail):
+            detail = re.sub(pattern, said, detail).replace("raised", "抛出了").replace("returned", "返回了")
+            break
+    return sizes_said.replace(f", {TOKENS} tokens", f"，{TOKENS} 个词元"), detail
+
+
 def differs(build: Any, spec: Spec) -> tuple[str, str] | None:
     """``(sizes, what went wrong)`` when the module rebuilt with :func:`sizes` does not compute the lesson."""
     return judge(spec, gather(build, spec))

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tracer.compare.check.context import Hit
-from tracer.compare.check.model import Divergence, Role, StageResult
+from tracer.compare.check.model import Divergence, Role, StageResult, how_in
 from tracer.core import hooks
 from tracer.core.trace import Trace
 
@@ -96,7 +96,7 @@ class CheckResult:
             "lesson": self.lesson,
             "name": self.name,
             "ok": self.ok,
-            "roles": [{"role": r.role, "param": r.param, "how": r.how} for r in self.roles],
+            "roles": [{"role": r.role, "param": r.param, "how": how_in(r.how, lang)} for r in self.roles],
             "stages": [
                 {
                     "quantity": s.quantity.key,

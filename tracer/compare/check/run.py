@@ -115,7 +115,9 @@ def judge(ev: Evidence, spec: lessons.Spec, source: str | None) -> CheckResult:
     if chosen is None and spec.is_class and spec.name in resize.MODELLED:  # every stage matches: at other sizes?
         other = resize.judge(spec, _needed(ev.other, "the second build"))
         if other is not None:
-            hit = Hit(None, (), {"sizes": other[0], "detail": other[1]}, "sizes_ignored")
+            sizes_zh, detail_zh = resize.chinese(*other)
+            said = {"sizes": other[0], "detail": other[1], "sizes_zh": sizes_zh, "detail_zh": detail_zh}
+            hit = Hit(None, (), said, "sizes_ignored")
     divergence = _divergence(ctx, chosen, hit, stages) if chosen is not None else None
     if chosen is not None:
         after = stages[stages.index(chosen) + 1 :]
