@@ -9,7 +9,7 @@ wrong as a consequence, and every quantity with its result.
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from tracer.compare.check.model import how_in
 from tracer.core.fmt import num
@@ -20,10 +20,10 @@ from tracer.present.termtext import pad
 if TYPE_CHECKING:
     from tracer.compare.check.result import CheckResult
 
-ZH_FORMULA = (
+ZH_FORMULA: tuple[tuple[re.Pattern[str], Any], ...] = (
     (re.compile(r"\(masked: mask (\S+), score (\S+)\)"), r"（被遮住：掩码 \1，分数 \2）"),
     (re.compile(r"\(kept: mask (\S+), score (\S+)\)"), r"（保留：掩码 \1，分数 \2）"),
-    (re.compile(r" unless (.+?), then -inf"), r"（当 \1 时为 -inf）"),
+    (re.compile(r" unless (.+?), then -inf"), lambda m: f"（当 {m.group(1).replace(' or ', ' 或 ')} 时为 -inf）"),
     (re.compile(r"head outputs side by side: "), "各头的输出并排："),
 )
 """The English words of the lessons' formulas (a mask's rule, a kept or masked entry) as Chinese."""

@@ -152,7 +152,7 @@ MISTAKES: tuple[Entry, ...] = (
         ("context",),
         "Dropout still runs in eval mode (p = {p}): the weights are zeroed at random even after "
         "model.eval(); use nn.Dropout, or F.dropout(..., training=self.training).",
-        "在 eval 模式下 dropout 仍在起作用（p = {p}）：即使调用了 model.eval()，权重仍被随机置零；"
+        "在评估模式下 dropout 仍在起作用（p = {p}）：即使调用了 model.eval()，权重仍被随机置零；"
         "应当使用 nn.Dropout，或 F.dropout(..., training=self.training)。",
         H.dropout_in_eval,
     ),

@@ -81,7 +81,7 @@ def by_name(mats: list[Param], d_in: int, d_out: int, grouped: bool = False) -> 
         if kv and d_out % kv == 0 and grouped:
             return found
         if kv and d_out % kv == 0:
-            detail = f"{found['W_query'].name} maps {d_in} -> {d_out}, {found['W_key'].name} {d_in} -> {kv}"
+            detail = f"{found['W_query'].name} {d_in} -> {d_out}, {found['W_key'].name} {d_in} -> {kv}"
             raise Structural("grouped_query", {"detail": detail})
     for r, p in found.items():
         if width[r] != d_out:

@@ -109,7 +109,7 @@ def shared(found: dict[str, Role]) -> str:
         for b in range(a + 1, len(heads)):
             same = [r for r in roles.QKV if np.array_equal(found[r].value[a], found[r].value[b])]
             if same:
-                return f"{heads[a]} and {heads[b]} ({', '.join(same)})"
+                return f"{heads[a]} = {heads[b]} ({', '.join(same)})"
     return ""
 
 
