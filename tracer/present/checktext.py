@@ -15,7 +15,7 @@ from tracer.compare.check.model import how_in
 from tracer.core.fmt import num
 from tracer.present.explain import equation
 from tracer.present.strings import Strings
-from tracer.present.termtext import pad
+from tracer.present.termtext import fit, pad
 
 if TYPE_CHECKING:
     from tracer.compare.check.result import CheckResult
@@ -106,7 +106,7 @@ def text(r: CheckResult, lang: str = "en", verbose: bool = False) -> str:
     s = Strings(lang)
     if r.structure is not None:  # another computation than the lesson's: no weights, no stages to list
         head = [s("check.title", name=r.name or "?", lesson=r.lesson), s("check.differs_structure")]
-        return "\n".join([*head, f"  {s('check.diagnosis')} [{r.structure}]: {r.sentence(lang)}"]) + "\n"
+        return fit("\n".join([*head, f"  {s('check.diagnosis')} [{r.structure}]: {r.sentence(lang)}"])) + "\n"
     built = [s("check.built", call=r.built)] if r.built else []
     built += [s("check.heads", n=r.heads)] if r.heads else []
     out = [s("check.title", name=r.name or "?", lesson=r.lesson), *built, *role_lines(s, r), ""]
@@ -133,7 +133,7 @@ def text(r: CheckResult, lang: str = "en", verbose: bool = False) -> str:
         out.append(f"  {MARK[x.status]} {name} {q.step:<20} {status_name(s, x.status)}{run}{tail}{extra}")
     for note in r.notes:
         out.append(s(f"check.note_{note}", ops=", ".join(r.opaque)))
-    return "\n".join(out) + "\n"
+    return fit("\n".join(out)) + "\n"  # 80 columns, broken between terms and words, never inside a number
 
 
 def _short(r: CheckResult) -> int:
