@@ -164,8 +164,9 @@ def absolute(spec: str) -> str:
 
 
 def warm(lesson: str) -> None:
-    """Import, in the parent, everything a child needs, so that each child starts in milliseconds."""
-    from tracer.compare.check import lessons
+    """Import, in the parent, what a child needs (each then starts in milliseconds) and what the parent judges with."""
+    from tracer.compare.check import evidence, gather, lessons, run  # noqa: F401  (the parent judges with these)
+    from tracer.present import checkpage, checktext  # noqa: F401  (and renders with these)
 
     spec = lessons.SPECS.get(lesson)
     if spec is None:
