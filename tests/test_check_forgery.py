@@ -21,7 +21,8 @@ from click.testing import CliRunner
 
 from tracer import sandbox
 from tracer.cli import app
-from tracer.compare.check.evidence import Malformed, decode, encode, pack
+from tracer.compare.check.decode import decode
+from tracer.compare.check.evidence import Malformed, encode, pack
 from tracer.compare.check.gather import gather
 from tracer.compare.check.run import judge, spec_for
 from tracer.compare.check.student import load

@@ -126,7 +126,8 @@ def judge(msg: dict[str, Any], full: str, opts: Options) -> dict[str, Any]:
     answer has the form :func:`job` used to send: ``verdict``, ``trouble``,
     or ``malformed`` (the data was not what a run of the check produces).
     """
-    from tracer.compare.check.evidence import Malformed, decode
+    from tracer.compare.check.decode import decode
+    from tracer.compare.check.evidence import Malformed
     from tracer.compare.check.run import judge as judge_run
     from tracer.compare.check.run import spec_for
     from tracer.compare.check.student import StudentError
@@ -165,7 +166,7 @@ def absolute(spec: str) -> str:
 
 def warm(lesson: str) -> None:
     """Import, in the parent, what a child needs (each then starts in milliseconds) and what the parent judges with."""
-    from tracer.compare.check import evidence, gather, lessons, run  # noqa: F401  (the parent judges with these)
+    from tracer.compare.check import decode, evidence, gather, lessons, run  # noqa: F401  (the parent judges with these)
     from tracer.present import checkpage, checktext  # noqa: F401  (and renders with these)
 
     spec = lessons.SPECS.get(lesson)
