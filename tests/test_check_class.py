@@ -43,8 +43,10 @@ def test_the_whole_class_folder() -> None:
     assert lines["hanging.py"].startswith("no verdict:") and "killed" in lines["hanging.py"]
     assert "SIGSEGV" in lines["crashing.py"] and "before sending its verdict" in lines["exits_early.py"]
     assert lines["memory_hungry.py"].startswith("trouble: ran out of memory")
-    assert "12 submissions: 6 match, 1 differ, 2 trouble, 3 no verdict" in out
-    assert "most common mistakes: mask_zero (1)" in out
+    assert lines["patch_tracer.py"] == "differs scale_missing at patch_tracer.py:42"
+    assert "sent malformed data" in lines["forge_verdict.py"] and "sent malformed data" in lines["forge_data.py"]
+    assert "16 submissions: 6 match, 3 differ, 2 trouble, 5 no verdict" in out
+    assert "most common mistakes: mask_zero (1), no diagnosis (1), scale_missing (1)" in out
     assert "\x1b" not in out
 
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 import contextlib
 import os
 import traceback
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from tracer import sandbox
@@ -86,14 +86,56 @@ class Verdict:
 
 
 def job(spec: str, opts: Options) -> dict[str, Any]:
-    """The child's work: load, check, render; any failure becomes a ``trouble`` message, never an exception."""
-    from tracer.compare.check import check
+    """The child's work: load the file and run the student's code; hand back its data, never a verdict.
+
+    The answer is ``{"kind": "evidence", "evidence": …}`` (:mod:`tracer.compare.check.evidence`)
+    or ``{"kind": "trouble", …}`` when the code could not be loaded, built or
+    run; any failure is a message, never an exception.
+    """
+    from tracer.compare.check import deadline
+    from tracer.compare.check.evidence import encode
+    from tracer.compare.check.gather import gather
+    from tracer.compare.check.run import spec_for
     from tracer.compare.check.student import StudentError, load
     from tracer.errors import TracerError
 
     try:
-        obj, source = load(spec, opts.timeout)
-        result = check(obj, opts.lesson, source, timeout=opts.timeout, **opts.sizes)
+        lesson = spec_for(opts.lesson, **opts.sizes)
+        obj, _ = load(spec, opts.timeout)
+        with deadline.limit(opts.timeout, f"the check of {spec.rpartition(':')[2]}"):
+            ev = gather(obj, lesson)
+        return {"kind": "evidence", "evidence": encode(ev)}
+    except StudentError as e:
+        return {"kind": "trouble", "message": str(e), "details": e.details}
+    except TracerError as e:
+        return {"kind": "trouble", "message": str(e), "details": traceback.format_exc()}
+    except Exception as e:  # a failure of ours on this code: still one line, exit 2
+        return {
+            "kind": "trouble",
+            "message": f"the check failed: {type(e).__name__}: {e}",
+            "details": traceback.format_exc(),
+        }
+
+
+def judge(msg: dict[str, Any], full: str, opts: Options) -> dict[str, Any]:
+    """The parent's work on a child's evidence: the verdict, its JSON, text and page, or why there is none.
+
+    Runs in the process that never ran the student's code: the evidence is
+    decoded and checked (:func:`~tracer.compare.check.evidence.decode`), the
+    reference is computed here, and every output is rendered here.  The
+    answer has the form :func:`job` used to send: ``verdict``, ``trouble``,
+    or ``malformed`` (the data was not what a run of the check produces).
+    """
+    from tracer.compare.check.decode import decode
+    from tracer.compare.check.evidence import Malformed
+    from tracer.compare.check.run import judge as judge_run
+    from tracer.compare.check.run import spec_for
+    from tracer.compare.check.student import StudentError
+    from tracer.errors import TracerError
+
+    try:
+        ev = decode(msg.get("evidence"))
+        result = judge_run(ev, spec_for(opts.lesson, **opts.sizes), full.rpartition(":")[0] or None)
         doc = result.to_json(opts.lang)
         text = result.explain(opts.lang, opts.verbose)
         page = ""
@@ -101,11 +143,13 @@ def job(spec: str, opts: Options) -> dict[str, Any]:
             from tracer.present.checkpage import render_check
 
             page = render_check(result, opts.lang)
+    except Malformed as e:
+        return {"kind": "malformed", "message": str(e)}
     except StudentError as e:
         return {"kind": "trouble", "message": str(e), "details": e.details}
     except TracerError as e:
         return {"kind": "trouble", "message": str(e), "details": traceback.format_exc()}
-    except Exception as e:  # a failure of ours on this code: still one line, exit 2
+    except Exception as e:  # a failure of ours on this data: still one line, exit 2
         return {
             "kind": "trouble",
             "message": f"the check failed: {type(e).__name__}: {e}",
@@ -121,8 +165,9 @@ def absolute(spec: str) -> str:
 
 
 def warm(lesson: str) -> None:
-    """Import, in the parent, everything a child needs, so that each child starts in milliseconds."""
-    from tracer.compare.check import lessons
+    """Import, in the parent, what a child needs (each then starts in milliseconds) and what the parent judges with."""
+    from tracer.compare.check import decode, evidence, gather, lessons, run  # noqa: F401  (the parent judges with these)
+    from tracer.present import checkpage, checktext  # noqa: F401  (and renders with these)
 
     spec = lessons.SPECS.get(lesson)
     if spec is None:
@@ -142,12 +187,16 @@ def _book_roles(spec: Any) -> dict[str, Any]:
     return {r: Role(r, r, "", w) for r in ("W_query", "W_key", "W_value")}
 
 
-def from_outcome(spec: str, out: sandbox.Outcome, full: str = "") -> Verdict:
-    """The verdict a child's outcome stands for (only a whole, well-formed message counts).
+def from_outcome(spec: str, out: sandbox.Outcome, full: str, opts: Options) -> Verdict:
+    """The verdict on what a child sent: judged here from its evidence (a verdict it sends is not one).
 
     ``spec`` is ``FILE.py:NAME`` as the teacher gave it, ``full`` as the child
     loaded it (FILE absolute): messages name the file as given.
     """
+    if out.verdict is not None and out.verdict.get("kind") == "evidence":
+        out = replace(out, verdict=judge(out.verdict, full, opts))
+    elif out.verdict is not None and out.verdict.get("kind") != "trouble":  # a child may send data or trouble
+        out = replace(out, verdict={"kind": "malformed", "message": "it sent a verdict of its own"})
     v = _verdict(spec, out)
     path, given = full.rpartition(":")[0], spec.rpartition(":")[0]
     if path and path != given:
@@ -169,6 +218,11 @@ def _verdict(spec: str, out: sandbox.Outcome) -> Verdict:
             seconds=out.seconds,
         )
     kind = msg.get("kind")
+    if kind == "malformed":
+        why = _line(msg.get("message"))
+        name = spec.rpartition(":")[0] or spec
+        said = printable(f"no verdict: the check of {name} sent malformed data: {why}")
+        return Verdict(spec, "no verdict", said, output=output, seconds=out.seconds)
     if kind == "trouble":
         message = printable(_line(msg.get("message")))
         if any(m in message for m in OUT_OF_MEMORY):
@@ -195,7 +249,7 @@ def check_file(spec: str, opts: Options) -> Verdict:
     """Check one ``FILE.py:NAME`` in a child process with the options' limits."""
     given, full = spec, absolute(spec)
     out = sandbox.run(lambda: job(full, opts), opts.timeout, opts.memory)
-    return from_outcome(given, out, full)
+    return from_outcome(given, out, full, opts)
 
 
 def _line(message: Any) -> str:

@@ -33,6 +33,9 @@ FORMATS = ["text", "json", "html", "csv", "gradescope"]
 @click.option("--d-in", "d_in", type=click.IntRange(min=1, max=512), help="Width of the embeddings (not for simple).")
 @click.option("--d-out", "d_out", type=click.IntRange(min=1), help="Build your module this wide (not for simple).")
 @click.option(
+    "--heads", type=click.IntRange(min=1, max=64), help="Number of heads (multihead, gqa; default the lesson's)."
+)
+@click.option(
     "--timeout",
     type=click.FloatRange(min=0),
     help="Seconds one submission may take to import, build and run (default 60; 0: no limit); then it is killed.",
@@ -59,6 +62,7 @@ def check(
     verbose: bool,
     d_in: int | None,
     d_out: int | None,
+    heads: int | None,
     timeout: float | None,
     memory: float | None,
     jobs: int | None,
@@ -83,10 +87,13 @@ def check(
     from tracer.cli import classcheck
     from tracer.compare.check import deadline
 
-    sizes = {k: v for k, v in (("d_in", d_in), ("d_out", d_out)) if v is not None}
+    sizes = {k: v for k, v in (("d_in", d_in), ("d_out", d_out), ("heads", heads)) if v is not None}
     if rope_style is not None and lesson != "rope":
         raise UserError("--rope-style goes with --lesson rope")
     lesson = "rope-interleaved" if rope_style == "interleaved" else lesson  # the lesson checked with other pairs
+    from tracer.compare.check.run import spec_for
+
+    spec_for(lesson, **sizes)  # a size the lesson cannot take is one line here, not one per submission
     opts = checking.Options(
         lesson,
         lang,

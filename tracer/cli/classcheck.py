@@ -77,7 +77,7 @@ def run_class(pattern: tuple[str, str], opts: Options, output: str | None, force
     jobs_ = [_job(s, opts) for s in specs]
     verdicts: list[Verdict | None] = [None] * len(files)
     for index, out in sandbox.pool(jobs_, jobs, opts.timeout, opts.memory):
-        v = checking.from_outcome(f"{files[index]}:{name}", out, specs[index])
+        v = checking.from_outcome(f"{files[index]}:{name}", out, specs[index], opts)
         verdicts[index] = v
         if opts.fmt != "text" or output not in (None, "-"):
             status(classout.line(v, names[index]))

@@ -173,6 +173,11 @@ def _b64(a: np.ndarray) -> str:
     return base64.b64encode(a.tobytes()).decode("ascii")
 
 
+def digest(doc: dict[str, Any]) -> str:
+    """The digest a trace file carries for ``doc`` (its document without the digest)."""
+    return _digest(doc)
+
+
 def _digest(doc: dict[str, Any]) -> str:
     canon = json.dumps(doc, ensure_ascii=False, sort_keys=True, separators=(",", ":"), allow_nan=False)
     return "sha256:" + hashlib.sha256(canon.encode("utf-8")).hexdigest()

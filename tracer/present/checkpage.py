@@ -15,8 +15,9 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from tracer.compare.check.model import how_in
 from tracer.core.fmt import num
-from tracer.present.checktext import run_label, stage_name, status_name
+from tracer.present.checktext import formula, run_label, stage_name, status_name, tensor_name
 from tracer.present.explain import equation
 from tracer.present.render.env import render
 from tracer.present.render.html import ROOT, asset, csp
@@ -93,7 +94,7 @@ def card(r: CheckResult, s: Strings, x: StageResult, n: int) -> Card:
     first = d is not None and d.quantity == q.key and d.run == q.run
     origin = ""
     if m is not None:
-        origin = m.seen.id + (f" @ {m.seen.where}" if m.seen.where else "")
+        origin = tensor_name(s, m.seen.id) + (f" @ {m.seen.where}" if m.seen.where else "")
     return Card(
         anchor=f"q{n}",
         stage=stage_name(s, q.stage),
@@ -124,7 +125,7 @@ def context(r: CheckResult, lang: str) -> dict[str, Any]:
     else:
         assert d is not None
         verdict["headline"] = s("check.differs", stage=stage_name(s, d.stage), quantity=d.quantity, step=d.step)
-        verdict["equation"] = equation(r.trace, r.trace[d.element])
+        verdict["equation"] = formula(s, equation(r.trace, r.trace[d.element]))
         if d.note == "shared":
             verdict["yours"] = s("check.your_shared")
         elif d.note:
@@ -134,18 +135,24 @@ def context(r: CheckResult, lang: str) -> dict[str, Any]:
         else:
             said = f"{d.element} = {num(d.student)}"
             if d.student_step is not None and r.student is not None:
-                said = equation(r.student, r.student[d.student_step])
-            verdict["yours"] = said + (f"  ({s('check.made_at', id=d.student_id, where=d.where)})" if d.where else "")
+                said = formula(s, equation(r.student, r.student[d.student_step]))
+            shown = tensor_name(s, d.student_id)
+            verdict["yours"] = said + (f"  ({s('check.made_at', id=shown, where=d.where)})" if d.where else "")
         verdict["run"] = run_label(s, r, d.run) if d.run != "eval" else ""
         verdict["diagnosis"] = f"[{r.hit.code}] {r.sentence(lang)}" if r.hit else s("check.no_diagnosis")
         verdict["steps"] = ", ".join(r.hit.steps) if r.hit else ""
         verdict["consequences"] = ", ".join(stage_name(s, c) for c in r.consequences) or s("check.none")
-    roles = [s("check.role_line", role=x.role, param=x.param, how=x.how) for x in r.roles if "_other" not in x.role]
+    roles = [
+        s("check.role_line", role=x.role, param=x.param, how=how_in(x.how, lang))
+        for x in r.roles
+        if "_other" not in x.role
+    ]
     return {
         "lang": lang,
         "html_lang": html_lang(lang),
         "title": s("check.page_title", lesson=r.lesson),
         "subtitle": s("check.title", name=r.name or "?", lesson=r.lesson),
+        "heads": s("check.heads", n=r.heads) if r.heads else "",
         "roles_head": s("check.roles")
         if roles
         else s("check.no_roles_flash" if r.lesson == "flash" else "check.no_roles"),

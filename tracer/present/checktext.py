@@ -8,15 +8,39 @@ wrong as a consequence, and every quantity with its result.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+import re
+from typing import TYPE_CHECKING, Any
 
+from tracer.compare.check.model import how_in
 from tracer.core.fmt import num
 from tracer.present.explain import equation
 from tracer.present.strings import Strings
-from tracer.present.termtext import pad
+from tracer.present.termtext import fit, pad
 
 if TYPE_CHECKING:
     from tracer.compare.check.result import CheckResult
+
+ZH_FORMULA: tuple[tuple[re.Pattern[str], Any], ...] = (
+    (re.compile(r"\(masked: mask (\S+), score (\S+)\)"), r"（被遮住：掩码 \1，分数 \2）"),
+    (re.compile(r"\(kept: mask (\S+), score (\S+)\)"), r"（保留：掩码 \1，分数 \2）"),
+    (re.compile(r" unless (.+?), then -inf"), lambda m: f"（当 {m.group(1).replace(' or ', ' 或 ')} 时为 -inf）"),
+    (re.compile(r"head outputs side by side: "), "各头的输出并排："),
+)
+"""The English words of the lessons' formulas (a mask's rule, a kept or masked entry) as Chinese."""
+
+
+def formula(s: Strings, text: str) -> str:
+    """An equation of :func:`~tracer.present.explain.equation` in the strings' language (code stays code)."""
+    if s.lang == "zh":
+        for pattern, said in ZH_FORMULA:
+            text = pattern.sub(said, text)
+    return text
+
+
+def tensor_name(s: Strings, name: str | None) -> str:
+    """A student tensor's id as shown: ``output`` (what the code returned) in the strings' language."""
+    return s("check.returned") if name == "output" else str(name)
+
 
 MARK = {"match": "✓", "differs": "✗", "skipped": "·", "consequence": "✗", "not compared": "–"}
 
@@ -50,7 +74,8 @@ def role_lines(s: Strings, r: CheckResult) -> list[str]:
     if not r.roles:
         return [s("check.no_roles_flash" if r.lesson == "flash" else "check.no_roles")]
     shown = [x for x in r.roles if not x.role.endswith("_other")]
-    return [s("check.roles")] + [f"  {s('check.role_line', role=x.role, param=x.param, how=x.how)}" for x in shown]
+    lines = [s("check.role_line", role=x.role, param=x.param, how=how_in(x.how, s.lang)) for x in shown]
+    return [s("check.roles")] + [f"  {line}" for line in lines]
 
 
 def divergence_lines(s: Strings, r: CheckResult, decimals: int = 4) -> list[str]:
@@ -60,7 +85,7 @@ def divergence_lines(s: Strings, r: CheckResult, decimals: int = 4) -> list[str]
     lines = [s("check.differs", stage=stage_name(s, d.stage), quantity=d.quantity, step=d.step)]
     if d.run != "eval":
         lines.append(f"  ({run_label(s, r, d.run)})")
-    lines.append(f"  {s('check.lesson_value')}: {equation(r.trace, r.trace[d.element], decimals)}")
+    lines.append(f"  {s('check.lesson_value')}: {formula(s, equation(r.trace, r.trace[d.element], decimals))}")
     if d.note == "shared":
         lines.append(f"  {s('check.your_value')}: {s('check.your_shared')}")
     elif d.note:
@@ -68,9 +93,10 @@ def divergence_lines(s: Strings, r: CheckResult, decimals: int = 4) -> list[str]
     elif d.student is None:
         lines.append(f"  {s('check.your_value')}: {s('check.your_none')}")
     else:
-        origin = s("check.made_at", id=d.student_id, where=d.where) if d.where else s("check.made", id=d.student_id)
+        shown = tensor_name(s, d.student_id)
+        origin = s("check.made_at", id=shown, where=d.where) if d.where else s("check.made", id=shown)
         if d.student_step is not None and r.student is not None:
-            said = equation(r.student, r.student[d.student_step], decimals)
+            said = formula(s, equation(r.student, r.student[d.student_step], decimals))
         else:
             said = f"{d.element} = {num(d.student, decimals)}"
         lines.append(f"  {s('check.your_value')}: {said}  ({origin})")
@@ -82,8 +108,9 @@ def text(r: CheckResult, lang: str = "en", verbose: bool = False) -> str:
     s = Strings(lang)
     if r.structure is not None:  # another computation than the lesson's: no weights, no stages to list
         head = [s("check.title", name=r.name or "?", lesson=r.lesson), s("check.differs_structure")]
-        return "\n".join([*head, f"  {s('check.diagnosis')} [{r.structure}]: {r.sentence(lang)}"]) + "\n"
+        return fit("\n".join([*head, f"  {s('check.diagnosis')} [{r.structure}]: {r.sentence(lang)}"])) + "\n"
     built = [s("check.built", call=r.built)] if r.built else []
+    built += [s("check.heads", n=r.heads)] if r.heads else []
     out = [s("check.title", name=r.name or "?", lesson=r.lesson), *built, *role_lines(s, r), ""]
     if r.ok:
         out.append(s("check.ok", n=sum(1 for x in r.stages if x.status == "match")))
@@ -100,7 +127,7 @@ def text(r: CheckResult, lang: str = "en", verbose: bool = False) -> str:
     for x in r.stages:
         q = x.quantity
         m = x.match or (x.nearest if verbose else None)
-        tail = f"  ← {m.seen.id}{' @ ' + m.seen.where if m.seen.where else ''}" if m is not None else ""
+        tail = f"  ← {tensor_name(s, m.seen.id)}{' @ ' + m.seen.where if m.seen.where else ''}" if m is not None else ""
         said = s(f"check.note_{x.note}") if x.note else ""
         extra = f"  ({said})" if said else ""
         run = f" [{run_label(s, r, q.run)}]" if q.run != "eval" else ""
@@ -108,7 +135,7 @@ def text(r: CheckResult, lang: str = "en", verbose: bool = False) -> str:
         out.append(f"  {MARK[x.status]} {name} {q.step:<20} {status_name(s, x.status)}{run}{tail}{extra}")
     for note in r.notes:
         out.append(s(f"check.note_{note}", ops=", ".join(r.opaque)))
-    return "\n".join(out) + "\n"
+    return fit("\n".join(out)) + "\n"  # 80 columns, broken between terms and words, never inside a number
 
 
 def _short(r: CheckResult) -> int:

@@ -73,7 +73,7 @@ def wrap(line: str, cols: int = COLUMNS, indent: str = "    ") -> list[str]:
     out: list[str] = []
     current = ""
     for step in _split(line, STEPS):
-        fits = width((lead if current.strip() else "") + step.strip()) <= cols
+        fits = width(lead + step.strip() if current.strip() else step) <= cols  # a first step keeps its indent
         pieces = [step] if fits else _split(step, BREAKS)
         while len(pieces) > 1 and pieces[0].strip() in ("", "="):  # "=" stays with the number after it
             pieces[:2] = [pieces[0] + pieces[1]]

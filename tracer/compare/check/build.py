@@ -130,12 +130,14 @@ def _built(obj: Any, spec: Spec) -> tuple[torch.nn.Module, str, dict[str, Any], 
     """The module built with ``spec``'s sizes, how it was called, its roles, its wrapper heads, and the spec used."""
     module, built = build(obj, dict(zip(spec.signature, spec.args, strict=True)), spec.signature, spec.seed)
     module.eval()
-    heads = wrapper.heads_of(module, spec.heads) if spec.heads > 1 else None
-    if heads is not None:  # the book's wrapper: a ModuleList of causal heads
+    heads = wrapper.heads_of(module, spec.heads) if spec.multi else None
+    if heads is not None:  # the book's wrapper: a ModuleList of causal heads (and maybe a projection over them)
         found = wrapper.assign(heads[0], heads[1], spec.d_in, spec.d_out)
-        spec = wrapped(spec, found["W_query"].value.shape[-1])
+        width = found["W_query"].value.shape[-1]
+        found.update(wrapper.out_proj(module, heads[0], width * spec.heads))
+        spec = wrapped(spec, width, "W_out" in found)
     else:
-        found = roles.assign(module, spec.d_in, spec.d_out, out_proj=spec.heads > 1, grouped=spec.name == "gqa")
+        found = roles.assign(module, spec.d_in, spec.d_out, out_proj=spec.multi, grouped=spec.name == "gqa")
     return module, built, found, heads, spec
 
 

@@ -34,6 +34,7 @@ import torch
 
 from tracer.compare.check import align, lessons, online
 from tracer.compare.check.context import Hit
+from tracer.compare.check.evidence import Evidence, Malformed
 from tracer.compare.check.model import Divergence, Match, Seen, StageResult
 from tracer.compare.check.result import CheckResult
 from tracer.compare.check.student import StudentError, _failure, _one_line
@@ -56,27 +57,46 @@ def reference() -> Trace:
     return flash.build(x, tokens[::-1], 2, torch.float32, meta, **extra)
 
 
-def check(obj: Any, source: str | None, label: str) -> CheckResult:
-    """Check the function ``obj`` (see the module docstring)."""
+SIZES = {"eval": (6, BLOCK), "block": (6, lessons.SPECS["flash"].block), "short": (lessons.SPECS["flash"].short, BLOCK)}
+"""Run -> (tokens, block size) the function is called with."""
+
+
+def collect(obj: Any) -> Evidence:
+    """The student's half: call ``obj`` at the three sizes and keep its results (run in the child)."""
     if not callable(obj) or isinstance(obj, type):
         raise InputError(f"lesson flash checks a function flash_attention(q, k, v, block_size), not {obj!r}")
+    trace = reference()
+    q, k, v = (torch.from_numpy(np.array(trace.tensor(n))) for n in ("q", "k", "v"))
+    seen = []
+    for run, (t, b) in SIZES.items():
+        got = _call(obj, q[:t], k[:t], v[:t], b)
+        seen.append(Seen(run, "return", np.zeros(0) if got is None else got, ""))  # empty: another shape
+    name = str(getattr(obj, "__qualname__", None) or getattr(obj, "__name__", None) or type(obj).__name__)
+    return Evidence(name, seen=seen, output=seen[0].value)
+
+
+def judge(ev: Evidence, source: str | None, label: str) -> CheckResult:
+    """The verdict on the results :func:`collect` kept, against this process's own reference (the parent's half)."""
     spec = lessons.SPECS["flash"]
     trace = reference()
     q, k, v = (torch.from_numpy(np.array(trace.tensor(n))) for n in ("q", "k", "v"))
-    sizes = {"eval": (6, BLOCK), "block": (6, spec.block), "short": (spec.short, BLOCK)}
+    by_run = {s.id: s.value for s in ev.seen}
+    if set(by_run) != set(SIZES):
+        raise Malformed(f"the results of the runs {sorted(SIZES)} were expected, got {sorted(by_run)[:5]}")
     got: dict[str, np.ndarray | None] = {}
-    for run, (t, b) in sizes.items():
-        got[run] = _call(obj, q[:t], k[:t], v[:t], b)
+    for run, (t, _) in SIZES.items():
+        a = np.asarray(by_run[run], dtype=np.float64)
+        got[run] = a if a.shape == (t, int(v.shape[1])) else None
     want = np.asarray(trace.tensor("flash.z"), dtype=np.float64)
-    stages = [_stage(q_, want[: sizes[q_.run][0]], got[q_.run]) for q_ in spec.quantities]
+    stages = [_stage(q_, want[: SIZES[q_.run][0]], got[q_.run]) for q_ in spec.quantities]
     bad = next((s for s in stages if s.status == "differs"), None)
     if bad is None:
         return CheckResult("flash", stages, None, None, [], trace, [], label)
     for s in stages[stages.index(bad) + 1 :]:
         if s.status == "differs":
             s.status = "consequence"
-    hit = _diagnose(q, k, v, sizes, got)
-    t = sizes[bad.quantity.run][0]
+    hit = _diagnose(q, k, v, SIZES, got)
+    t = SIZES[bad.quantity.run][0]
     div = _divergence(trace, bad, want[:t], got[bad.quantity.run], source)
     return CheckResult("flash", stages, div, hit, [], trace, [], label)
 

@@ -65,7 +65,7 @@ def scale_wrong(c: Context) -> Hit | None:
         return None  # lesson simple does not scale
     d = c.spec
     divisors = {"d_k": float(d.head_dim), "√d_in": math.sqrt(d.d_in), "√T": math.sqrt(c.tokens)}
-    if d.heads > 1:
+    if d.multi:
         divisors = {"√d_out": math.sqrt(d.d_out), **divisors}
     axes = c.ref("omega")[1]
     for name, div in divisors.items():

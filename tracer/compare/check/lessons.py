@@ -55,6 +55,11 @@ class Spec:
         return self.name != "simple"
 
     @property
+    def multi(self) -> bool:
+        """True for the lessons whose module takes ``num_heads`` (multihead, gqa), whatever their number."""
+        return "num_heads" in self.signature
+
+    @property
     def head_dim(self) -> int:
         """d_k of one head."""
         return self.d_out // self.heads
@@ -246,23 +251,55 @@ WRAP = (
 )
 """Lesson multihead's quantities when the student wrote the book's wrapper (a ModuleList of causal heads)."""
 
+WRAP_OUT = (
+    *WRAP[:-2],
+    Q("concat", "merge", "wrap.concat", True, "o"),
+    Q("proj", "output", "wrap.proj", True, "o"),
+    Q("out", "output", "wrap.out", False, "o"),
+    Q("short", "mask", "wrap.out", run="short"),
+)
+"""The wrapper's quantities when an output projection over all heads follows it (the book's bonus wrapper)."""
 
-def wrapped(spec: Spec, width: int) -> Spec:
-    """``spec`` for a wrapper of heads each ``width`` wide: the lesson's ``wrap`` form, d_out = heads x width."""
-    return replace(spec, d_out=spec.heads * width, quantities=WRAP, form="wrap")
+
+def wrapped(spec: Spec, width: int, out: bool = False) -> Spec:
+    """``spec`` for a wrapper of heads each ``width`` wide, d_out = heads x width (``out``: a projection follows)."""
+    return replace(spec, d_out=spec.heads * width, quantities=WRAP_OUT if out else WRAP, form="wrap")
 
 
-def sized(spec: Spec, d_out: int | None = None, d_in: int | None = None) -> Spec:
-    """``spec`` with the module built ``d_out`` wide for embeddings ``d_in`` wide (the constructor's first two)."""
+def sized(spec: Spec, d_out: int | None = None, d_in: int | None = None, heads: int | None = None) -> Spec:
+    """``spec`` with the module built ``d_out`` wide for embeddings ``d_in`` wide, with ``heads`` heads.
+
+    ``heads`` is the constructor's ``num_heads`` (lessons ``multihead`` and
+    ``gqa``; for ``gqa`` a multiple of its key/value groups); ``d_out``
+    stays the lesson's unless given, and must split into the heads.
+    """
     if not spec.is_class:
         raise InputError(f"lesson {spec.name} has no d_in or d_out: the inputs are used as they are")
+    args = list(spec.args)
+    if heads is not None:
+        if "num_heads" not in spec.signature:
+            raise InputError(f"lesson {spec.name} has one head: heads are for {', '.join(HEADED)}")
+        if heads < 1 or heads > MAX_HEADS:
+            raise InputError(f"heads must be between 1 and {MAX_HEADS}, got {heads}")
+        groups = args[-1] if spec.name == "gqa" else 1
+        if heads % groups:
+            raise InputError(f"heads must be a multiple of lesson {spec.name}'s {groups} key/value groups, got {heads}")
+        args[spec.signature.index("num_heads")] = heads
+    count = spec.heads if heads is None else heads
     d_out = spec.d_out if d_out is None else d_out
     d_in = spec.d_in if d_in is None else d_in
-    if d_out < 1 or d_out % spec.heads:
-        raise InputError(f"d_out must be a positive multiple of the lesson's {spec.heads} heads, got {d_out}")
+    if d_out < 1 or d_out % count:
+        said = "the lesson's " if heads is None else ""
+        raise InputError(f"d_out must be a positive multiple of {said}{count} heads, got {d_out}")
     if d_in < 1 or d_in > MAX_WIDTH:
         raise InputError(f"d_in must be between 1 and {MAX_WIDTH}, got {d_in}")
-    return replace(spec, d_in=d_in, d_out=d_out, args=(d_in, d_out, *spec.args[2:]))
+    return replace(spec, d_in=d_in, d_out=d_out, heads=count, args=(d_in, d_out, *args[2:]))
+
+
+HEADED = ("multihead", "gqa")
+"""The lessons whose number of heads ``--heads`` chooses."""
+
+MAX_HEADS = 64
 
 
 MAX_WIDTH = 512
@@ -290,6 +327,17 @@ def inputs(spec: Spec) -> torch.Tensor:
     return torch.stack((x, x)) if spec.batch else x
 
 
+def _options(spec: Spec) -> dict[str, Any]:
+    """The lesson options the reference is built with (lessons window, gqa and rope have their own)."""
+    if spec.name == "window":
+        return {"window": spec.args[3]}
+    if spec.name == "gqa":
+        return {"heads": spec.heads, "groups": spec.args[-1]}
+    if spec.name == "rope":
+        return {"style": spec.style}
+    return {}
+
+
 def reference(spec: Spec, roles: dict[str, Role]) -> Trace:
     """The lesson's trace, computed with the student's weights where the student has them."""
     module = importlib.import_module(LESSONS[spec.name][0])
@@ -304,13 +352,15 @@ def reference(spec: Spec, roles: dict[str, Role]) -> Trace:
     if spec.name == "trainable":
         trace = module.build(x, tokens, 2, torch.float32, meta, weights=w, weights_meta=info)
         return trace
-    if spec.name == "rope":
-        own: dict[str, dict[str, Any]] = {"rope": {"style": spec.style}}
+    if spec.name == "multihead":  # any number of heads (the lesson's option is only d_out)
+        extra = module.with_heads(x, spec.d_out, spec.heads)
     else:
-        own = {"window": {"window": spec.args[3]}, "gqa": {"heads": spec.heads, "groups": spec.args[-1]}}
-    extra = module.prepare(x, d_out=spec.d_out, **own.get(spec.name, {}))
+        extra = module.prepare(x, d_out=spec.d_out, **_options(spec))
     if spec.form == "wrap":
         extra["wrap"] = w
+        if "W_out" in roles:
+            out = ("W_out", "b_out")
+            extra["wrap_out"] = {r: torch.tensor(roles[r].value, dtype=torch.float32) for r in out if r in roles}
     elif spec.name == "causal":
         extra.update(weights=w, weights_meta=info, module=w)
     elif spec.name in ("window", "rope"):

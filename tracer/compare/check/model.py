@@ -80,6 +80,28 @@ class Role:
     value: np.ndarray = field(repr=False, compare=False, default_factory=lambda: np.zeros(0))
 
 
+HOW_ZH = {
+    "nn.Linear weight, read as weight.T": "nn.Linear 的权重，按 weight.T 读取",
+    "nn.Parameter, read as x @ W": "nn.Parameter，按 x @ W 读取",
+    "nn.Parameter, read as x @ W.T": "nn.Parameter，按 x @ W.T 读取",
+    "nn.Linear bias": "nn.Linear 的偏置",
+    "fused projection cut in three (query, key, value)": "融合投影，切成三份（查询、键、值）",
+}
+"""How each kind of parameter is read (:attr:`Role.how`), in Chinese."""
+
+
+def how_in(how: str, lang: str) -> str:
+    """:attr:`Role.how` in ``lang`` (``one per head, stacked; …`` and ``shape (…)`` included)."""
+    if lang != "zh":
+        return how
+    stacked = "one per head, stacked; "
+    if how.startswith(stacked):
+        return "每个头一个，按头堆叠；" + how_in(how[len(stacked) :], lang)
+    if how.startswith("shape "):
+        return "形状 " + how[len("shape ") :]
+    return HOW_ZH.get(how, how)
+
+
 @dataclass
 class StageResult:
     """One quantity of the lesson and what the student's run had for it."""

@@ -21,6 +21,7 @@ import numpy as np
 import torch
 
 from tracer.compare.check import align, roles, student, wrapper
+from tracer.compare.check.evidence import MODES, Other
 from tracer.compare.check.lessons import Spec
 from tracer.compare.check.model import Role
 from tracer.errors import InputError
@@ -47,31 +48,87 @@ def describe(spec: Spec, got: dict[str, Any]) -> str:
     return ", ".join(f"{n}={got[n]}" for n in names) + f", {TOKENS} tokens"
 
 
+ZH = (
+    (r"^building it raised (.*)$", r"构建时抛出了 \1"),
+    (r"^it cannot be built \((.*)\)$", r"无法构建（\1）"),
+    (r"^its weights do not follow the sizes \((.*)\)$", r"它的权重没有随尺寸改变（\1）"),
+    (r"^in eval mode it (raised|returned) (.*)$", r"在评估模式下\1 \2"),
+    (r"^in train mode it (raised|returned) (.*)$", r"在训练模式下\1 \2"),
+    (r"^its result has shape (.*) instead of (.*)$", r"结果的形状是 \1，而不是 \2"),
+    (
+        r"^with dropout=0.0 in training mode its result still differs \(by up to (.*)\), as if its dropout rate "
+        r"were fixed$",
+        r"训练模式下 dropout=0.0 时结果仍然不同（最多相差 \1），就像它的 dropout 比率是写死的",
+    ),
+    (r"^its result differs from the lesson's by up to (.*)$", r"结果与课程的结果最多相差 \1"),
+)
+"""What :func:`judge` says, in Chinese (the student's own exception text stays as it is)."""
+
+
+def chinese(sizes_said: str, detail: str) -> tuple[str, str]:
+    """:func:`judge`'s ``(sizes, what went wrong)`` in Chinese."""
+    import re
+
+    for pattern, said in ZH:
+        if re.match(pattern, detail):
+            detail = re.sub(pattern, said, detail).replace("raised", "抛出了").replace("returned", "返回了")
+            break
+    return sizes_said.replace(f", {TOKENS} tokens", f"，{TOKENS} 个词元"), detail
+
+
 def differs(build: Any, spec: Spec) -> tuple[str, str] | None:
     """``(sizes, what went wrong)`` when the module rebuilt with :func:`sizes` does not compute the lesson."""
+    return judge(spec, gather(build, spec))
+
+
+def gather(build: Any, spec: Spec) -> Other:
+    """The student's half: build the module at :func:`sizes`, find its weights, call it in eval and train mode.
+
+    Only data comes back (:class:`Other`); :func:`judge` compares it with the
+    lesson computed from those weights on inputs of its own.
+    """
     got = sizes(spec)
-    said = describe(spec, got)
     try:
         module = build(got)
     except student.StudentError as e:
-        return said, f"building it raised {e.cause}"
+        return Other(f"building it raised {e.cause}")
     except InputError as e:
-        return said, f"it cannot be built ({e})"
+        return Other(f"it cannot be built ({e})")
     x = _inputs(spec, got["d_in"])
     try:
         found = _roles(module, spec, got["d_in"], got["d_out"])
     except InputError as e:
-        return said, f"its weights do not follow the sizes ({e})"
-    want = _reference(spec, found, x.to(torch.float64).numpy(), got["d_out"])
-    for mode in ("eval", "train"):
+        return Other(f"its weights do not follow the sizes ({e})")
+    results: dict[str, np.ndarray | str] = {}
+    for mode in MODES:
         module.train(mode == "train")
         run = student.call(module, x, SEED)
-        if run.error is not None:
-            return said, f"in {mode} mode it raised {run.error.cause}"
         out = run.output
-        if not isinstance(out, torch.Tensor) or not out.is_floating_point():
-            return said, f"in {mode} mode it returned {type(out).__name__}"
-        value = out.detach().to(torch.float64).numpy()
+        if run.error is not None:
+            results[mode] = f"raised {run.error.cause}"
+        elif not isinstance(out, torch.Tensor) or not out.is_floating_point():
+            results[mode] = f"returned {type(out).__name__}"
+        else:
+            results[mode] = out.detach().to(torch.float64).numpy().copy()
+    module.eval()
+    return Other("", found, results)
+
+
+def judge(spec: Spec, other: Other) -> tuple[str, str] | None:
+    """The judge's half: the second build's results against the lesson computed here from its weights."""
+    got = sizes(spec)
+    said = describe(spec, got)
+    if other.problem:
+        return said, other.problem
+    x = _inputs(spec, got["d_in"])
+    try:
+        want = _reference(spec, other.roles, x.to(torch.float64).numpy(), got["d_out"])
+    except (KeyError, ValueError, IndexError) as e:  # weights that do not fit the sizes asked for
+        return said, f"its weights do not follow the sizes ({type(e).__name__})"
+    for mode in MODES:
+        value = other.results.get(mode, "returned nothing")
+        if isinstance(value, str):
+            return said, f"in {mode} mode it {value}"
         if value.shape != want.shape:
             return said, f"its result has shape {tuple(value.shape)} instead of {tuple(want.shape)}"
         if not align.close(value, want):
@@ -82,7 +139,6 @@ def differs(build: Any, spec: Spec) -> tuple[str, str] | None:
                     "as if its dropout rate were fixed"
                 )
             return said, f"its result differs from the lesson's by up to {err:.3g}"
-    module.eval()
     return None
 
 
@@ -93,10 +149,12 @@ def _inputs(spec: Spec, d_in: int) -> torch.Tensor:
 
 
 def _roles(module: torch.nn.Module, spec: Spec, d_in: int, d_out: int) -> dict[str, Role]:
-    heads = wrapper.heads_of(module, spec.heads) if spec.heads > 1 else None
+    heads = wrapper.heads_of(module, spec.heads) if spec.multi else None
     if heads is not None:
-        return {"form": Role("form", "wrap", ""), **wrapper.assign(heads[0], heads[1], d_in, d_out)}
-    return roles.assign(module, d_in, d_out, out_proj=spec.heads > 1)
+        found = wrapper.assign(heads[0], heads[1], d_in, d_out)
+        found.update(wrapper.out_proj(module, heads[0], found["W_query"].value.shape[-1] * spec.heads))
+        return {"form": Role("form", "wrap", ""), **found}
+    return roles.assign(module, d_in, d_out, out_proj=spec.multi)
 
 
 def _softmax(a: np.ndarray) -> np.ndarray:
@@ -129,9 +187,12 @@ def _reference(spec: Spec, found: dict[str, Role], x: np.ndarray, d_out: int) ->
         for h in range(found["W_query"].value.shape[0]):
             q, k, v = (x @ found[r].value[h] for r in roles.QKV)
             outs.append(_attend(q, k, v, causal))
-        return np.concatenate(outs, axis=-1)
+        joined = np.concatenate(outs, axis=-1)
+        if "W_out" in found:  # the bonus wrapper's projection over all heads
+            joined = joined @ found["W_out"].value + (found["b_out"].value if "b_out" in found else 0.0)
+        return joined
     q, k, v = (proj(r, found[r].value) for r in roles.QKV)
-    if spec.heads == 1:
+    if spec.name != "multihead":  # one head, no output projection
         return _attend(q, k, v, causal)
     b, t, _ = q.shape
     dh = d_out // spec.heads

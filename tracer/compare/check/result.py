@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tracer.compare.check.context import Hit
-from tracer.compare.check.model import Divergence, Role, StageResult
+from tracer.compare.check.model import Divergence, Role, StageResult, how_in
 from tracer.core import hooks
 from tracer.core.trace import Trace
 
@@ -41,6 +41,7 @@ class CheckResult:
     name: str = ""  # what was checked, e.g. "attn.py:CausalAttention"
     student: Trace | None = field(default=None, repr=False)  # the student's run (eval mode), captured
     built: str = ""  # how the module was built: "CausalAttention(d_in=3, d_out=2, context_length=6, dropout=0.5)"
+    heads: int = 0  # the number of heads checked (lessons multihead and gqa; 0 for the others)
 
     @property
     def ok(self) -> bool:
@@ -95,7 +96,7 @@ class CheckResult:
             "lesson": self.lesson,
             "name": self.name,
             "ok": self.ok,
-            "roles": [{"role": r.role, "param": r.param, "how": r.how} for r in self.roles],
+            "roles": [{"role": r.role, "param": r.param, "how": how_in(r.how, lang)} for r in self.roles],
             "stages": [
                 {
                     "quantity": s.quantity.key,
@@ -121,6 +122,7 @@ class CheckResult:
             },
             "structure": self.structure,
             "built": self.built or None,
+            "heads": self.heads or None,
             "consequences": self.consequences,
             "notes": list(self.notes),
             "opaque": self.opaque,

@@ -81,7 +81,7 @@ def by_name(mats: list[Param], d_in: int, d_out: int, grouped: bool = False) -> 
         if kv and d_out % kv == 0 and grouped:
             return found
         if kv and d_out % kv == 0:
-            detail = f"{found['W_query'].name} maps {d_in} -> {d_out}, {found['W_key'].name} {d_in} -> {kv}"
+            detail = f"{found['W_query'].name} {d_in} -> {d_out}, {found['W_key'].name} {d_in} -> {kv}"
             raise Structural("grouped_query", {"detail": detail})
     for r, p in found.items():
         if width[r] != d_out:
@@ -160,6 +160,7 @@ def assign(module: torch.nn.Module, d_in: int, d_out: int, out_proj: bool, group
                     f"(extra: {extra})"
                 )
         else:
+            latent(mats, d_in, d_out)
             found = ", ".join(f"{p.name} {tuple(p.value.shape)}" for p in ps) or "no parameters"
             raise InputError(
                 f"cannot find query, key and value weights ({d_in} -> {d_out} each, or one fused "
@@ -175,6 +176,26 @@ def assign(module: torch.nn.Module, d_in: int, d_out: int, out_proj: bool, group
         out = _out_proj(ps, roles, d_out)
         roles.update(out)
     return roles
+
+
+def latent(mats: list[Param], d_in: int, d_out: int) -> None:
+    """Raise :class:`Structural` ``latent_kv`` when keys and values come up from one narrower latent.
+
+    Latent attention (as in multi-head latent attention) maps the inputs
+    down to ``r`` numbers (``kv_down``: ``d_in -> r``) and reads keys and
+    values back up from them (``k_up``, ``v_up``: ``r -> d_out``): another
+    computation than the lesson's, whose keys and values each have their own
+    ``d_in -> d_out`` matrix.
+    """
+    for down in mats:
+        r = _width(down, d_in)
+        if r is None or r >= d_out:  # a latent is narrower than the keys it makes
+            continue
+        ups = [p for p in mats if p is not down and _width(p, r) == d_out]
+        if len(ups) >= 2:
+            names = ", ".join(p.name for p in ups)
+            detail = {"down": down.name, "ups": names, "r": str(r), "d_in": str(d_in), "d_out": str(d_out)}
+            raise Structural("latent_kv", detail)
 
 
 def _fits(p: Param, d_in: int, d_out: int) -> bool:

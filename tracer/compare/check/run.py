@@ -6,11 +6,12 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import torch
 
-from tracer.compare.check import align, build, deadline, flashcheck, lessons, marks, resize, roles, student, wrapper
+from tracer.compare.check import align, deadline, flashcheck, lessons, marks, resize, roles, student, wrapper
 from tracer.compare.check.catalogue import BY_CODE, diagnose
 from tracer.compare.check.context import Context, Hit
+from tracer.compare.check.evidence import Evidence, Malformed
+from tracer.compare.check.gather import gather
 from tracer.compare.check.model import Divergence, Match, Quantity, Seen, StageResult
 from tracer.compare.check.result import CheckResult
 from tracer.core.trace import Step
@@ -24,9 +25,10 @@ def check(
     timeout: float | None = None,
     d_out: int | None = None,
     d_in: int | None = None,
-    rope_style: object = None,  # "half" or "interleaved"; checked below (sizes reach here as **dict[str, int])
+    heads: int | None = None,
+    rope_style: object = None,  # "half" or "interleaved"; checked by spec_for (sizes reach here as **dict[str, int])
 ) -> CheckResult:
-    """Check ``obj`` (a function for lesson ``simple``, a module or a factory of one otherwise) against ``lesson``.
+    """Check ``obj`` (a function for lessons ``simple`` and ``flash``, a module or a factory of one otherwise).
 
     ``source`` is the student's file, used to name what was checked and the
     line where a crash happened (default: the file ``obj`` was defined in).
@@ -35,13 +37,29 @@ def check(
     code ends it with an :class:`~tracer.errors.InputError`.
     ``d_out`` builds the module with another output width than the lesson's
     (not for lesson ``simple``; for ``multihead`` a multiple of its two heads),
-    ``d_in`` for embeddings of another width (:func:`lessons.embeddings`).
+    ``d_in`` for embeddings of another width (:func:`lessons.embeddings`),
+    ``heads`` the number of heads (lessons ``multihead`` and ``gqa``).
     ``rope_style`` (lesson ``rope``): the pairing the code should use,
     ``half`` (``rotate_half``, the default) or ``interleaved``.
     A module that maps ``d`` to ``d`` (one width parameter such as
     ``embed_dim``, or weights that only fit that way) is checked with
     ``d_in = d_out`` (note ``square``).
     """
+    spec = spec_for(lesson, d_out, d_in, heads, rope_style)
+    source = source or student.source_of(obj)
+    with deadline.limit(deadline.SECONDS if timeout is None else timeout, f"the check of {_name(obj)}"):
+        ev = gather(obj, spec)
+    return judge(ev, spec, source)
+
+
+def spec_for(
+    lesson: str,
+    d_out: int | None = None,
+    d_in: int | None = None,
+    heads: int | None = None,
+    rope_style: object = None,
+) -> lessons.Spec:
+    """Lesson ``lesson`` with the sizes asked for (an :class:`~tracer.errors.InputError` names a wrong one)."""
     if lesson not in lessons.SPECS:
         raise InputError(f"unknown lesson {lesson!r}: choose from {', '.join(lessons.SPECS)}")
     if rope_style is not None:
@@ -49,68 +67,61 @@ def check(
             raise InputError(f"rope_style is half or interleaved, for lesson rope only (got {rope_style!r})")
         lesson = "rope" if rope_style == "half" else "rope-interleaved"
     spec = lessons.SPECS[lesson]
-    if lesson == "flash":
-        if d_out is not None or d_in is not None:
-            raise InputError("lesson flash checks a function of q, k and v: --d-out and --d-in do not apply")
-        source = source or student.source_of(obj)
-        with deadline.limit(deadline.SECONDS if timeout is None else timeout, f"the check of {_name(obj)}"):
-            label = f"{Path(source).name}:{_name(obj)}" if source else _name(obj)
-            return flashcheck.check(obj, source, label)
-    if d_out is not None or d_in is not None:
-        spec = lessons.sized(spec, d_out, d_in)
-    source = source or student.source_of(obj)
-    with deadline.limit(deadline.SECONDS if timeout is None else timeout, f"the check of {_name(obj)}"):
-        try:
-            return _check(obj, spec, source)
-        except roles.Structural as e:  # another attention than the lesson's: a verdict, not trouble
-            return _structural(obj, spec, source, e.code, e.detail)
+    if lesson == "flash" and (d_out is not None or d_in is not None or heads is not None):
+        raise InputError("lesson flash checks a function of q, k and v: --d-out, --d-in and --heads do not apply")
+    if d_out is not None or d_in is not None or heads is not None:
+        spec = lessons.sized(spec, d_out, d_in, heads)
+    return spec
 
 
-def _structural(obj: Any, spec: lessons.Spec, source: str | None, code: str, detail: dict[str, str]) -> CheckResult:
-    """The result for a module whose structure is not the lesson's (no stage can be compared)."""
-    from tracer.core.trace import Trace
+def judge(ev: Evidence, spec: lessons.Spec, source: str | None) -> CheckResult:
+    """The verdict on a student's runs (:func:`.gather.gather`), computed from data alone.
 
-    label = f"{Path(source).name}:{_name(obj)}" if source else _name(obj)
-    hit = Hit(None, (), detail, code)
-    return CheckResult(spec.name, [], None, hit, [], Trace([], {"lesson": spec.name}), [], label)
-
-
-def _check(obj: Any, spec: lessons.Spec, source: str | None) -> CheckResult:
-    heads, same, built, square = None, "", "", False
-    if spec.is_class:
-        module, built, found, heads, spec, square = build.module_for(obj, spec)
-        same = wrapper.shared(found) if heads is not None else ""
-        fn: Any = module
-    else:
-        if not callable(obj) or isinstance(obj, type):
-            raise InputError(f"lesson simple checks a function f(inputs) -> context vectors, not {obj!r}")
-        module, found, fn = None, {}, obj
-    x = lessons.inputs(spec)
-    main = student.run(fn, x, spec.seed)
-    if main.error is not None:
-        raise main.error
-    if heads is not None:
-        main.seen = wrapper.stacked(main.seen, heads[0], spec.heads)
-    final = Seen("output", "return", student.output_array(main.output, _name(obj)), "")
-    trace = lessons.reference(spec, found)
-    ctx = Context(spec, trace, [*main.seen, final], found, final, captured=main.trace)
+    ``spec`` is the lesson as the teacher sized it; the evidence says whether
+    the module was built square or as a wrapper of heads.  The reference is
+    computed here, on the lesson's own inputs, with the weights the evidence
+    names; every student tensor is only compared with it.  Data that does not
+    fit the lesson (missing runs, weights of the wrong shape) raises
+    :class:`~.evidence.Malformed`.
+    """
+    label = f"{Path(source).name}:{ev.name}" if source else ev.name
+    if spec.name == "flash":  # a function called at three sizes: its results only
+        return flashcheck.judge(ev, source, label)
+    if ev.structural is not None:  # another attention than the lesson's: a verdict, not trouble
+        code, detail = ev.structural
+        if code not in BY_CODE:
+            raise Malformed(f"the structural difference {code[:40]!r} is not one the check knows")
+        return _structural(spec, label, code, detail)
+    if ev.square and spec.is_class:
+        spec = lessons.sized(spec, spec.d_out, spec.d_out)
+    if ev.wrap and spec.multi:
+        spec = lessons.wrapped(spec, ev.wrap, "W_out" in ev.roles)
+    found = ev.roles
+    if spec.is_class and any(r not in found for r in roles.QKV):
+        raise Malformed("the weights found name no query, key and value")
+    try:
+        trace = lessons.reference(spec, found)
+    except (ValueError, IndexError, KeyError, RuntimeError, TypeError) as e:
+        raise Malformed(f"the weights found do not fit the lesson's inputs ({type(e).__name__})") from None
+    seen = wrapper.stacked(ev.seen, ev.heads, spec.heads) if ev.heads else ev.seen
+    final = Seen("output", "return", ev.output, "")
+    ctx = Context(spec, trace, [*seen, final], found, final, captured=ev.captured)
     runs: dict[str, list[Seen]] = {"eval": ctx.seen}
-    if module is not None and any(q.run == "train" for q in spec.quantities):
-        module.train()
-        ctx.train = student.run(module, x, spec.seed).seen
-        module.eval()
-        runs["train"] = ctx.train
-    if module is not None and spec.short:
-        short = student.call(module, x[..., : spec.short, :], spec.seed)
-        ctx.short_error = short.error
-        ctx.short_where = _where(short.error.details, source) if short.error else ""
-        runs["short"] = short.seen + ([_seen_output(short.output)] if short.error is None else [])
+    if spec.is_class and any(q.run == "train" for q in spec.quantities):
+        ctx.train = runs["train"] = _needed(ev.train, "the run in training mode")
+    if spec.is_class and spec.short:
+        runs["short"] = _needed(ev.short, "the run on a shorter sequence")
+        if ev.short_error is not None:
+            crash = ev.short_error
+            ctx.short_error = student.StudentError(crash.message, crash.details, crash.cause)
+            ctx.short_where = _where(crash.details, source)
     stages = [_compare(ctx, q, runs[q.run]) for q in spec.quantities]
     marks.returned(ctx, stages, final)
     marks.mark_optional(stages)
     marks.inside_opaque(ctx, stages)
     marks.other_draws(ctx, stages)
     chosen, hit = _first(ctx, stages)
+    same = wrapper.shared(found) if ev.heads else ""
     if chosen is None and same:  # every value follows from the weights, but the heads are one head
         chosen = next(x for x in stages if x.quantity.key == "q")
         chosen.status, chosen.note = "differs", "shared"
@@ -119,29 +130,54 @@ def _check(obj: Any, spec: lessons.Spec, source: str | None) -> CheckResult:
     if chosen is not None and chosen.quantity.run == "short" and ctx.short_error is not None and hit is None:
         raise ctx.short_error
     if chosen is None and spec.is_class and spec.name in resize.MODELLED:  # every stage matches: at other sizes?
-        sizes = spec.signature
-        other = resize.differs(lambda got: build.build(obj, {n: got[n] for n in sizes}, sizes, spec.seed)[0], spec)
+        other = resize.judge(spec, _needed(ev.other, "the second build"))
         if other is not None:
-            hit = Hit(None, (), {"sizes": other[0], "detail": other[1]}, "sizes_ignored")
+            sizes_zh, detail_zh = resize.chinese(*other)
+            said = {"sizes": other[0], "detail": other[1], "sizes_zh": sizes_zh, "detail_zh": detail_zh}
+            hit = Hit(None, (), said, "sizes_ignored")
     divergence = _divergence(ctx, chosen, hit, stages) if chosen is not None else None
     if chosen is not None:
         after = stages[stages.index(chosen) + 1 :]
         for s in after:
             if s.status == "differs":
                 s.status = "consequence"
-    label = f"{Path(source).name}:{_name(obj)}" if source else _name(obj)
-    notes = ["square"] * square + _notes(ctx, stages)
-    return CheckResult(spec.name, stages, divergence, hit, list(found.values()), trace, notes, label, main.trace, built)
+    notes = ["square"] * ev.square + _notes(ctx, stages)
+    return CheckResult(
+        spec.name,
+        stages,
+        divergence,
+        hit,
+        list(found.values()),
+        trace,
+        notes,
+        label,
+        ev.captured,
+        ev.built,
+        _heads(spec),
+    )
+
+
+def _structural(spec: lessons.Spec, label: str, code: str, detail: dict[str, str]) -> CheckResult:
+    """The result for a module whose structure is not the lesson's (no stage can be compared)."""
+    from tracer.core.trace import Trace
+
+    hit = Hit(None, (), detail, code)
+    return CheckResult(spec.name, [], None, hit, [], Trace([], {"lesson": spec.name}), [], label, heads=_heads(spec))
+
+
+def _heads(spec: lessons.Spec) -> int:
+    """The number of heads checked (0 for the lessons without ``num_heads``)."""
+    return spec.heads if spec.multi else 0
+
+
+def _needed(got: Any, what: str) -> Any:
+    if got is None:
+        raise Malformed(f"{what} is missing")
+    return got
 
 
 def _name(obj: Any) -> str:
     return str(getattr(obj, "__qualname__", None) or getattr(obj, "__name__", None) or type(obj).__name__)
-
-
-def _seen_output(out: Any) -> Seen:
-    if not isinstance(out, torch.Tensor) or not out.is_floating_point():
-        return Seen("", "", np.zeros(0))
-    return Seen("output", "return", out.detach().to(torch.float64).cpu().numpy().copy(), "")
 
 
 def _ref(ctx: Context, q: Quantity) -> tuple[np.ndarray, tuple[str, ...]]:
@@ -265,7 +301,7 @@ def _where(details: str, source: str | None) -> str:
 
 def _notes(ctx: Context, stages: list[StageResult]) -> list[str]:
     notes = []
-    if ctx.spec.heads > 1:
+    if ctx.spec.multi:
         notes.append("no_train_dropout")
     if ctx.captured is not None and ctx.captured.meta.get("opaque"):
         notes.append("opaque")

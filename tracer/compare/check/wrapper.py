@@ -30,14 +30,46 @@ from tracer.record.capture.naming import pathname
 
 
 def heads_of(module: torch.nn.Module, count: int) -> tuple[str, list[torch.nn.Module]] | None:
-    """The path and entries of the ``ModuleList`` of ``count`` heads that holds every matrix of ``module``."""
+    """The path and entries of the ``ModuleList`` of ``count`` heads that holds every matrix of ``module``.
+
+    One matrix may sit outside it: the output projection over all heads
+    (the book's bonus wrapper, ``out_proj = nn.Linear(d_out * num_heads,
+    d_out * num_heads)``), found by :func:`out_proj`.
+    """
     for path, m in module.named_modules():
         if not path or not isinstance(m, torch.nn.ModuleList) or len(m) != count:
             continue
+        if any(isinstance(e, torch.nn.Linear) for e in m):  # a list of layers (``clones(nn.Linear, 4)``), not heads
+            continue
         inside = {id(p) for p in m.parameters()}
-        if inside and all(id(p) in inside for p in module.parameters() if p.ndim == 2):
+        outside = [p for p in module.parameters() if p.ndim == 2 and id(p) not in inside]
+        if inside and len(outside) <= 1:
             return path, list(m)
     return None
+
+
+def out_proj(module: torch.nn.Module, path: str, width: int) -> dict[str, Role]:
+    """The output projection outside the heads' list: ``W_out`` (and ``b_out``), mapping ``width`` to ``width``.
+
+    ``width`` is the heads' outputs side by side (heads x head width); no
+    matrix outside the list means no projection (the book's plain wrapper).
+    """
+    outside = [p for p in roles.params(module) if not p.name.startswith(path + ".")]
+    mats = [p for p in outside if p.value.ndim == 2]
+    if not mats:
+        return {}
+    p = mats[0]
+    if p.value.shape != (width, width):
+        raise InputError(
+            f"{p.name} has shape {tuple(p.value.shape)}: an output projection over the {path} heads maps "
+            f"their {width} joined outputs to {width}"
+        )
+    how = "nn.Linear weight, read as weight.T" if p.linear else "nn.Parameter, read as x @ W"
+    found = {"W_out": Role("W_out", p.name, how, p.value.T.copy() if p.linear else p.value.copy())}
+    bias = next((b for b in outside if p.linear and b.name == p.name.rsplit(".", 1)[0] + ".bias"), None)
+    if bias is not None:
+        found["b_out"] = Role("b_out", bias.name, "nn.Linear bias", bias.value.copy())
+    return found
 
 
 def assign(path: str, heads: list[torch.nn.Module], d_in: int, d_out: int) -> dict[str, Role]:
@@ -77,7 +109,7 @@ def shared(found: dict[str, Role]) -> str:
         for b in range(a + 1, len(heads)):
             same = [r for r in roles.QKV if np.array_equal(found[r].value[a], found[r].value[b])]
             if same:
-                return f"{heads[a]} and {heads[b]} ({', '.join(same)})"
+                return f"{heads[a]} = {heads[b]} ({', '.join(same)})"
     return ""
 
 

@@ -34,15 +34,23 @@ HEADS = 2
 
 
 def prepare(values: torch.Tensor, d_out: int = 2, **unknown: Any) -> dict[str, Any]:
-    """Both modules' weights, drawn as the book draws them."""
+    """Both modules' weights, drawn as the book draws them (the lesson's two heads)."""
     if unknown:
         raise InputError(f"lesson 'multihead' takes no option {', '.join(sorted(unknown))}")
+    return with_heads(values, d_out, HEADS)
+
+
+def with_heads(values: torch.Tensor, d_out: int, heads: int) -> dict[str, Any]:
+    """:func:`prepare` for ``heads`` heads: what ``attn-trace check --heads`` builds its reference from.
+
+    Not a lesson option: the lesson's report and narrative are written for two heads.
+    """
     d_in = int(values.shape[1])
-    wts.check_size(int(values.shape[0]), d_in, d_out, batch=2 * HEADS)  # 2 copies of the inputs, each in 2 heads
-    if d_out % HEADS:
-        raise InputError(f"d_out must be divisible by the {HEADS} heads, got {d_out}")
-    heads = wts.linear_layers(d_in, d_out, seed=wts.MODULE_SEED, count=HEADS)
-    wrap = {name: torch.stack([heads[3 * h + n].weight.T for h in range(HEADS)]) for n, name in enumerate(wts.NAMES)}
+    wts.check_size(int(values.shape[0]), d_in, d_out, batch=2 * heads)  # 2 copies of the inputs, each in every head
+    if heads < 1 or d_out % heads:
+        raise InputError(f"d_out must be divisible by the {heads} heads, got {d_out}")
+    layers_ = wts.linear_layers(d_in, d_out, seed=wts.MODULE_SEED, count=heads)
+    wrap = {name: torch.stack([layers_[3 * h + n].weight.T for h in range(heads)]) for n, name in enumerate(wts.NAMES)}
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(wts.MODULE_SEED)
         layers = [wts.draw_linear(d_in, d_out, bias=False) for _ in range(3)]
@@ -51,7 +59,8 @@ def prepare(values: torch.Tensor, d_out: int = 2, **unknown: Any) -> dict[str, A
     split["W_out"] = out_proj.weight.T.contiguous()
     assert out_proj.bias is not None
     split["b_out"] = out_proj.bias
-    return {"wrap": wrap, "split": split}
+    out: dict[str, Any] = {"wrap": wrap, "split": split}
+    return out if heads == HEADS else {**out, "heads": heads}
 
 
 def _inputs(rec: Recorder, inputs: torch.Tensor) -> tuple[Var, Var]:
@@ -62,8 +71,10 @@ def _inputs(rec: Recorder, inputs: torch.Tensor) -> tuple[Var, Var]:
     return x, up
 
 
-def wrapper_form(rec: Recorder, x: Var, up: Var, w: dict[str, torch.Tensor]) -> Var:
-    """(a) Two full causal heads side by side, outputs concatenated."""
+def wrapper_form(
+    rec: Recorder, x: Var, up: Var, w: dict[str, torch.Tensor], out: dict[str, torch.Tensor] | None = None
+) -> Var:
+    """(a) Two full causal heads side by side, outputs concatenated (then ``out``'s projection, when given)."""
     syms = {"W_query": "W^{Q}", "W_key": "W^{K}", "W_value": "W^{V}"}
     with rec.stage("wrapper"):
         wv = {
@@ -80,19 +91,44 @@ def wrapper_form(rec: Recorder, x: Var, up: Var, w: dict[str, torch.Tensor]) -> 
         z = context(rec, "wrap.z", alpha, v, lead)
         joined = z.data.permute(1, 2, 0, 3).reshape(z.data.shape[1], z.data.shape[2], -1)
         dh = int(z.data.shape[3])
-        return rec.apply(  # one step on the page; each entry's reference lets verify recompute it
+        concat = rec.apply(  # one step on the page; each entry's reference lets verify recompute it
             "concat",
             "wrap.concat",
             joined,
             [Ref(z.name, (f"(o-1)//{dh}+1", "b", "i", f"(o-1)%{dh}+1"))],
             "bio",
             granularity=TENSOR,
-            latex=r"Z = [\,Z^{(1)} \;\; Z^{(2)}\,]",
+            latex=_joined(int(z.data.shape[0])),
             text="head outputs side by side: torch.cat([head(x) for head in heads], dim=-1)",
         )
+        return concat if out is None else _projected(rec, "wrap.", concat, out)
 
 
-def split_form(rec: Recorder, x: Var, up: Var, w: dict[str, torch.Tensor]) -> Var:
+def _projected(rec: Recorder, pre: str, joined: Var, w: dict[str, torch.Tensor]) -> Var:
+    """``joined @ W_out + b_out``: the output projection over all heads (``b_out`` zero when not given)."""
+    wo = rec.input(f"{pre}W_out", w["W_out"], "kc", symbol=r"W^{O}_{<k,c>}", text=f"{pre}W_out[<k>,<c>]")
+    b = w.get("b_out", torch.zeros(w["W_out"].shape[1], dtype=w["W_out"].dtype))
+    bias = rec.input(f"{pre}b_out", b, "c", symbol=r"b_{<c>}", text=f"{pre}b_out[<c>]")
+    proj = projection(rec, f"{pre}proj", joined, wo, ("b",), r"o^{(<i>)}_{<c>}", r"W^{O}", xsym=r"z^{(<i>)}")
+    return rec.elementwise(
+        "add",
+        f"{pre}out",
+        [proj("b", "i", "c"), bias("c")],
+        "bic",
+        symbol=r"y^{(<i>)}_{<c>}",
+        latex=r"y^{(<i>)}_{<c>} = o^{(<i>)}_{<c>} + b_{<c>}",
+        text=f"{pre}proj[<b>,<i>,<c>] + {pre}b_out[<c>]",
+    )
+
+
+def _joined(heads: int) -> str:
+    """``Z = [Z^{(1)} Z^{(2)}]``: the heads' outputs side by side, as LaTeX."""
+    if heads == 2:
+        return r"Z = [\,Z^{(1)} \;\; Z^{(2)}\,]"
+    return rf"Z = [\,Z^{{(1)}} \;\; \cdots \;\; Z^{{({heads})}}\,]"
+
+
+def split_form(rec: Recorder, x: Var, up: Var, w: dict[str, torch.Tensor], heads_: int = HEADS) -> Var:
     """(b) Full-width projections viewed as heads, attended per head, joined, projected."""
     syms = {"W_query": "W^{Q}", "W_key": "W^{K}", "W_value": "W^{V}", "W_out": "W^{O}"}
     with rec.stage("split"):
@@ -109,8 +145,8 @@ def split_form(rec: Recorder, x: Var, up: Var, w: dict[str, torch.Tensor]) -> Va
         heads = {}
         for name, var in full.items():
             b, t, d_out = var.data.shape
-            view = var.data.reshape(b, t, HEADS, d_out // HEADS).permute(2, 0, 1, 3)
-            dh = d_out // HEADS
+            view = var.data.reshape(b, t, heads_, d_out // heads_).permute(2, 0, 1, 3)
+            dh = d_out // heads_
             heads[name] = rec.apply(
                 "split_heads",
                 f"split.h{name}",
@@ -135,7 +171,7 @@ def split_form(rec: Recorder, x: Var, up: Var, w: dict[str, torch.Tensor]) -> Va
             [Ref(z.name, (f"(k-1)//{dh}+1", "b", "i", f"(k-1)%{dh}+1"))],
             "bik",
             granularity=TENSOR,
-            latex=r"Z = [\,Z^{(1)} \;\; Z^{(2)}\,]",
+            latex=_joined(h),
             text="split.z.transpose(1, 2).reshape(b, T, d_out)",
             symbol=r"z^{(<i>)}_{<k>}",
         )
@@ -161,12 +197,14 @@ def build(
     meta: dict[str, Any],
     wrap: dict[str, torch.Tensor],
     split: dict[str, torch.Tensor],
+    heads: int = HEADS,
+    wrap_out: dict[str, torch.Tensor] | None = None,
 ) -> Trace:
-    """Run both forms on the batch of two copies."""
+    """Run both forms on the batch of two copies (the wrapper has as many heads as its weights stack)."""
     rec = Recorder(dtype)
     x, up = _inputs(rec, inputs)
-    wrapper_form(rec, x, up, wrap)
-    split_form(rec, x, up, split)
+    wrapper_form(rec, x, up, wrap, wrap_out)
+    split_form(rec, x, up, split, heads)
     seed = wts.MODULE_SEED
-    info = {"heads": HEADS, "modules": {"wrap": {"seed": seed}, "split": {"seed": seed, "out_bias": True}}}
+    info = {"heads": heads, "modules": {"wrap": {"seed": seed}, "split": {"seed": seed, "out_bias": True}}}
     return rec.trace({**meta, "lesson": "multihead", "tokens": tokens, "query": query, "stages": list(STAGES), **info})

@@ -181,7 +181,8 @@ def sdpa(s: Session, c: Call) -> None:
     if isinstance(mask, torch.Tensor):
         vm = s.read(mask, names, tuple(cur.data.shape))
         if mask.dtype == torch.bool:
-            hide = s.rec.apply("not", f"{name}.hide", (~mask).to(out.dtype), [vm.ref], vm.var.axes, text="not mask")
+            own = vm.var(*vm.var.axes)  # the mask in its own axes: the node ``hide`` has those
+            hide = s.rec.apply("not", f"{name}.hide", (~mask).to(out.dtype), [own.ref], vm.var.axes, text="not mask")
             cur = s.rec.elementwise(
                 "masked_fill", f"{name}.masked_by", [cur(*names), hide(*vm.index)], names, symbol="", latex="", text=""
             )

@@ -1,54 +1,47 @@
-"""Run untrusted code in a forked child: its output captured, its limits enforced from outside, its verdict received.
+"""Run untrusted code in a forked child: its output captured, its limits enforced from outside, its answer received.
 
 ``attn-trace check`` runs a student's code.  Inside the checker's own
 process that code could print into the JSON on stdout, move the working
 directory under ``-o``, swallow the time limit with a bare ``except:``,
 keep the process alive with a thread, or end it with ``os._exit(0)`` before
-anything was checked.  So each check runs in a child made by
-:func:`os.fork` (after torch is imported: a child starts in milliseconds):
+anything was checked.  So each job runs in a child made by :func:`os.fork`
+(after torch is imported: a child starts in milliseconds), set apart from
+the parent as :mod:`tracer.sandbox.child` describes (its own output pipe,
+folder, process group and address-space limit; no inherited descriptors).
+Here, the parent's side:
 
-- torch runs on one thread in it (OpenMP's thread pool does not survive a
-  fork: a parallel op would wait forever for the parent's threads);
-- its stdin is ``/dev/null``; its stdout and stderr (file descriptors 1 and
-  2, and ``sys.stdout``/``sys.stderr``) go to a pipe the parent reads, up to
-  :data:`OUTPUT_CAP` bytes, never to the parent's output;
-- it works in a fresh temporary folder of its own (the parent never changes
-  folder, so the teacher's ``-o`` stays where it was given);
-- its address space is limited with ``RLIMIT_AS`` to what the checker already
-  uses plus ``memory`` MB, and it leads a process group of its own, which the
-  parent kills with ``SIGKILL`` once ``timeout`` seconds have passed and in
-  any case once the child is done (a process it forked goes with it);
-- it sends its verdict as one length-prefixed JSON frame on a pipe of its
-  own, then ends with ``os._exit``.  The parent trusts only a complete frame:
-  a child that exits without one (``os._exit``, a crash, a signal, the
-  memory limit) is *no verdict*, with the reason.
+- :func:`pool` runs ``workers`` children at once, reads their output (up to
+  :data:`OUTPUT_CAP` bytes, never to the parent's output) and their answer,
+  and kills a child's process group with ``SIGKILL`` once ``timeout``
+  seconds have passed and in any case once the child is done (a process it
+  forked goes with it);
+- it trusts only a complete length-prefixed JSON frame: a child that exits
+  without one (``os._exit``, a crash, a signal, the memory limit) is *no
+  verdict*, with the reason;
+- the parent is non-dumpable while children run (:func:`_undumpable`).
 
-The child runs the student's code in the same process as the code that
-judges it, so this isolates accidents and ordinary hostility (printing,
-``chdir``, endless loops, ``os._exit``, forks, runaway memory), not a
-program written to forge the checker's verdict: that needs a sandbox with a
-trust boundary (another user, a container).  POSIX only (``fork``).
+The answer is *data*: :mod:`tracer.checking` has the child send what the
+student's code computed and judges it here, so a frame the student's code
+forges can claim values but not a verdict (``docs/security.md``).  This is
+not a sandbox with a trust boundary: the child runs as the teacher's user
+(another user, a container are).  POSIX only (``fork``).
 """
 
 from __future__ import annotations
 
 import contextlib
-import faulthandler
-import io
 import json
 import os
-import resource
 import selectors
 import shutil
 import signal
 import struct
-import sys
-import tempfile
 import time
-import traceback
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
+
+from tracer.sandbox.child import fork
 
 OUTPUT_CAP = 256 * 1024
 """Bytes of the child's stdout and stderr kept; the rest is read and dropped (the child never blocks on it)."""
@@ -61,6 +54,10 @@ POLL = 0.1
 
 GRACE = 1.0
 """Seconds past ``timeout`` before the kill: the child's own alarm gets the first chance to end it politely."""
+
+
+PR_GET_DUMPABLE, PR_SET_DUMPABLE = 3, 4
+"""``prctl`` options (``linux/prctl.h``)."""
 
 
 @dataclass
@@ -119,15 +116,16 @@ def pool(
     live: dict[int, tuple[int, _Child]] = {}
     folders: list[str] = []  # removed at the end: right after a kill, removing one can take a tenth of a second
     sel = selectors.DefaultSelector()
+    guard = _undumpable()
     try:
         while todo or live:
             while todo and len(live) < max(1, workers):
                 index, job = todo.pop()
-                child = _start(job, timeout, memory_mb)
-                folders.append(child.workdir)
-                live[child.pid] = (index, child)
-                sel.register(child.verdict_fd, selectors.EVENT_READ, (child, "verdict"))
-                sel.register(child.output_fd, selectors.EVENT_READ, (child, "output"))
+                new = _start(job, timeout, memory_mb)
+                folders.append(new.workdir)
+                live[new.pid] = (index, new)
+                sel.register(new.verdict_fd, selectors.EVENT_READ, (new, "verdict"))
+                sel.register(new.output_fd, selectors.EVENT_READ, (new, "output"))
             wait = _next_deadline(live.values(), timeout)
             for key, _ in sel.select(wait):
                 child, which = key.data
@@ -155,6 +153,27 @@ def pool(
         for folder in folders:
             shutil.rmtree(folder, ignore_errors=True)
         sel.close()
+        guard()
+
+
+def _undumpable() -> Callable[[], None]:
+    """Make this process non-dumpable while children run; returns what restores it.
+
+    A process of the same user may otherwise attach to the checker with
+    ``ptrace`` or write its memory through ``/proc/PID/mem``, and change the
+    verdict there; a non-dumpable process refuses both (without
+    ``CAP_SYS_PTRACE``).  Linux only, best effort: elsewhere nothing changes.
+    """
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        before = libc.prctl(PR_GET_DUMPABLE, 0, 0, 0, 0)
+        if before < 0 or libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) != 0:
+            return lambda: None
+    except (OSError, AttributeError):
+        return lambda: None
+    return lambda: libc.prctl(PR_SET_DUMPABLE, before, 0, 0, 0) and None
 
 
 def _next_deadline(live: Iterable[tuple[int, _Child]], timeout: float) -> float | None:
@@ -194,84 +213,8 @@ def _read(sel: selectors.BaseSelector, child: _Child, which: str) -> bool:
 
 
 def _start(job: Callable[[], dict[str, Any]], timeout: float, memory_mb: float) -> _Child:
-    workdir = tempfile.mkdtemp(prefix="attn-trace-check-")
-    verdict_r, verdict_w = os.pipe()
-    output_r, output_w = os.pipe()
-    limit = _address_limit(memory_mb)
-    sys.stdout.flush()
-    sys.stderr.flush()
-    pid = os.fork()
-    if pid == 0:  # the child: never returns
-        os.close(verdict_r)
-        os.close(output_r)
-        _child(job, verdict_w, output_w, workdir, limit, timeout)
-    os.close(verdict_w)
-    os.close(output_w)
-    os.set_blocking(verdict_r, False)
-    os.set_blocking(output_r, False)
-    with contextlib.suppress(OSError):  # the child does it too; whichever runs first closes the race
-        os.setpgid(pid, pid)
+    pid, verdict_r, output_r, workdir = fork(job, timeout, memory_mb)
     return _Child(pid, verdict_r, output_r, time.monotonic(), workdir, bytearray(), bytearray())
-
-
-def _child(
-    job: Callable[[], dict[str, Any]], verdict_w: int, output_w: int, workdir: str, limit: int, timeout: float
-) -> None:
-    code = 0
-    try:
-        os.setpgid(0, 0)
-        faulthandler.disable()  # it writes to a copy of the parent's stderr (pytest's, PYTHONFAULTHANDLER's)
-        signal.signal(signal.SIGINT, signal.SIG_DFL)
-        devnull = os.open(os.devnull, os.O_RDONLY)
-        os.dup2(devnull, 0)
-        os.dup2(output_w, 1)
-        os.dup2(output_w, 2)
-        os.close(output_w)
-        # the child's own streams, kept for its lifetime (a test runner may have replaced sys.stdout)
-        sys.stdin = open(0, closefd=False)  # noqa: SIM115
-        sys.stdout = io.TextIOWrapper(open(1, "wb", closefd=False), "utf-8", "backslashreplace", line_buffering=True)  # noqa: SIM115
-        sys.stderr = io.TextIOWrapper(open(2, "wb", closefd=False), "utf-8", "backslashreplace", line_buffering=True)  # noqa: SIM115
-        os.chdir(workdir)
-        torch = sys.modules.get("torch")
-        if torch is not None:  # the parent's OpenMP pool did not survive the fork: one thread (as DataLoader workers)
-            torch.set_num_threads(1)
-        if limit:
-            resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
-        os.environ["ATTN_TRACE_CHILD"] = str(timeout)
-        verdict = job()
-        data = json.dumps(verdict, ensure_ascii=True).encode("ascii")
-    except BaseException as e:  # even our own failure becomes a verdict the parent can read
-        data = json.dumps(
-            {
-                "kind": "trouble",
-                "message": f"internal error in the checker's child: {type(e).__name__}: {e}",
-                "details": traceback.format_exc(),
-            }
-        ).encode("ascii")
-        code = 3
-    try:
-        frame = struct.pack(">Q", len(data)) + data
-        view = memoryview(frame)
-        while view:
-            view = view[os.write(verdict_w, view) :]
-        os.close(verdict_w)
-        with contextlib.suppress(Exception):
-            sys.stdout.flush()
-            sys.stderr.flush()
-    finally:
-        os._exit(code)
-
-
-def _address_limit(memory_mb: float) -> int:
-    """This process's address space now plus ``memory_mb`` MB, in bytes (0: no limit)."""
-    if not memory_mb:
-        return 0
-    try:
-        with open("/proc/self/status", encoding="ascii") as f:
-            size = next(int(line.split()[1]) * 1024 for line in f if line.startswith("VmSize:"))
-    except (OSError, StopIteration, ValueError):
-        size = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
-    return int(size + memory_mb * 1024 * 1024)
 
 
 def _kill(pid: int) -> None:
@@ -317,6 +260,6 @@ def _frame(data: bytes) -> dict[str, Any] | None:
         return None
     try:
         got = json.loads(data[8:].decode("ascii"))
-    except (UnicodeDecodeError, ValueError):
+    except (UnicodeDecodeError, ValueError, RecursionError):
         return None
     return got if isinstance(got, dict) else None

@@ -1,0 +1,171 @@
+"""What the student's run hands back to the judge: plain data, and how it crosses the pipe unchanged.
+
+The check is two halves.  :mod:`.gather` runs the student's code (builds the
+module, finds which parameters are the query, key and value weights, runs it
+on the lesson's inputs, on a shorter sequence and, built again, at other
+sizes) and keeps only data: the student's tensors, the weights it found, the
+results.  :mod:`.run` judges that data against a reference it computes
+itself.  ``attn-trace check`` runs the first half in a child process and the
+second in the parent, so the verdict is never computed where the student's
+code ran.
+
+:func:`encode` turns an :class:`Evidence` into JSON (arrays as float64 bytes
+in base64, never pickle); :func:`.decode.decode` reads it back and refuses, with
+:class:`Malformed`, anything that is not well-formed data within the limits:
+wrong types, arrays whose bytes do not fit their shape, too many or too large
+arrays, non-finite weights, a captured trace that does not pass the trace
+file's own checks.  Well-formed data can still lie about values; the judge
+compares them with its own reference, so a lie only passes when it *is*
+the lesson's attention on the judge's inputs with the weights it names
+(``docs/security.md``).
+"""
+
+from __future__ import annotations
+
+import base64
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from tracer.compare.check.model import Role, Seen
+from tracer.core.trace import Trace
+from tracer.errors import TracerError
+
+MAX_DIMS = 6
+MAX_SIDE = 4096
+MAX_ELEMENTS = 2_000_000
+"""The most entries one array may have (the lessons' tensors have a few hundred)."""
+MAX_TOTAL = 8_000_000
+"""The most entries all arrays of one message may have together."""
+MAX_ITEMS = 20_000
+"""The most tensors one run may report."""
+MAX_TEXT = 4000
+"""The longest string accepted in a field (names, lines, messages); tracebacks may be longer."""
+MAX_DETAILS = 200_000
+MAX_TRACE = 48 * 1024 * 1024
+"""The longest captured run accepted, as trace-file text."""
+
+ROLES = (
+    "W_query", "W_key", "W_value", "b_query", "b_key", "b_value",
+    "W_out", "b_out", "W_out_other", "b_out_other", "form",
+)  # fmt: skip
+"""The role names a check assigns (:mod:`.roles`, :mod:`.wrapper`)."""
+MODES = ("eval", "train")
+
+
+class Malformed(TracerError):
+    """The student's process sent data that is not what a run of the check produces."""
+
+
+@dataclass
+class Failure:
+    """A crash of the student's code in one run: the one line, the traceback, the exception alone."""
+
+    message: str
+    details: str = ""
+    cause: str = ""
+
+
+@dataclass
+class Other:
+    """The second build, at other sizes: what went wrong building it, or its weights and results per mode.
+
+    ``results[mode]`` is an array, or a string saying what the call did
+    instead (``raised ValueError: …``, ``returned tuple``).
+    """
+
+    problem: str = ""
+    roles: dict[str, Role] = field(default_factory=dict)
+    results: dict[str, np.ndarray | str] = field(default_factory=dict)
+
+
+@dataclass
+class Evidence:
+    """One student's runs, as data: everything the judge needs and nothing it must trust.
+
+    ``structural`` is set (a code and its sentence's details) when the
+    module's weights are another attention than the lesson's; the runs are
+    then empty.  ``square`` says the module was built with ``d_in = d_out``;
+    ``wrap`` is each head's width when it is the book's wrapper of heads (0
+    otherwise) and ``heads`` the path of its ``ModuleList``.
+    """
+
+    name: str
+    built: str = ""
+    square: bool = False
+    wrap: int = 0
+    heads: str = ""
+    roles: dict[str, Role] = field(default_factory=dict)
+    seen: list[Seen] = field(default_factory=list)
+    output: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    captured: Trace | None = None
+    train: list[Seen] | None = None
+    short: list[Seen] | None = None
+    short_error: Failure | None = None
+    other: Other | None = None
+    structural: tuple[str, dict[str, str]] | None = None
+
+
+def encode(ev: Evidence) -> dict[str, Any]:
+    """``ev`` as JSON-able data (see :func:`decode`)."""
+    return {
+        "name": ev.name,
+        "built": ev.built,
+        "square": ev.square,
+        "wrap": ev.wrap,
+        "heads": ev.heads,
+        "roles": [_role(r) for r in ev.roles.values()],
+        "seen": [_seen(s) for s in ev.seen],
+        "output": pack(ev.output),
+        "captured": _trace_text(ev.captured) if ev.captured is not None else None,
+        "train": None if ev.train is None else [_seen(s) for s in ev.train],
+        "short": None if ev.short is None else [_seen(s) for s in ev.short],
+        "short_error": None if ev.short_error is None else vars(ev.short_error),
+        "other": None if ev.other is None else _other(ev.other),
+        "structural": None if ev.structural is None else [ev.structural[0], ev.structural[1]],
+    }
+
+
+def _trace_text(trace: Trace) -> str:
+    """The captured run as trace-file text; non-finite numbers in its notes (a bound of NaN) become strings."""
+    import json
+
+    from tracer.core.serialize import digest, to_dict
+
+    doc = to_dict(trace)
+    doc["meta"] = _json_safe(doc["meta"])
+    for node in doc["nodes"]:
+        node["attrs"] = _json_safe(node.get("attrs", {}))
+    doc["digest"] = digest(doc)
+    return json.dumps(doc, ensure_ascii=True, sort_keys=True, allow_nan=False)
+
+
+def _json_safe(v: Any) -> Any:
+    if isinstance(v, float) and not math.isfinite(v):
+        return str(v)
+    if isinstance(v, dict):
+        return {k: _json_safe(x) for k, x in v.items()}
+    if isinstance(v, (list, tuple)):
+        return [_json_safe(x) for x in v]
+    return v
+
+
+def pack(a: np.ndarray) -> dict[str, Any]:
+    """An array as JSON: its shape and its float64 bytes (little-endian) in base64."""
+    a = np.ascontiguousarray(a, dtype="<f8")
+    return {"shape": list(a.shape), "f8": base64.b64encode(a.tobytes()).decode("ascii")}
+
+
+def _seen(s: Seen) -> dict[str, Any]:
+    return {"id": s.id, "op": s.op, "where": s.where, "value": pack(s.value)}
+
+
+def _role(r: Role) -> dict[str, Any]:
+    return {"role": r.role, "param": r.param, "how": r.how, "value": pack(r.value)}
+
+
+def _other(o: Other) -> dict[str, Any]:
+    results = {m: v if isinstance(v, str) else pack(v) for m, v in o.results.items()}
+    return {"problem": o.problem, "roles": [_role(r) for r in o.roles.values()], "results": results}

@@ -1,0 +1,82 @@
+"""The student's half of a check: build, find the weights, run; hand back data (:class:`.evidence.Evidence`).
+
+Everything here runs the student's code, so under ``attn-trace check`` it
+runs in the child process (:mod:`tracer.checking`), and nothing here decides
+anything: it records what the code computed.  The module is built with the
+lesson's sizes (:mod:`.build`), its weights are taken for the lesson's roles
+(:mod:`.roles`, :mod:`.wrapper`), and it is called on the lesson's inputs in
+eval mode under capture, then (when the lesson compares dropout) in training
+mode under the lesson's seed, on a shorter sequence (a causal mask must cut
+it), and, built again at other sizes, once more (:func:`.resize.gather`).
+
+A crash of the student's code in the main run, or a result that is not a
+floating-point tensor, raises (the check cannot go on); a crash on the
+shorter sequence is kept, since it is itself a finding.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import torch
+
+from tracer.compare.check import build, lessons, resize, roles, student
+from tracer.compare.check.evidence import Evidence, Failure
+from tracer.compare.check.model import Seen
+
+
+def gather(obj: Any, spec: lessons.Spec) -> Evidence:
+    """Run ``obj`` as lesson ``spec`` asks and keep what it computed (``spec`` as the caller sized it)."""
+    if spec.name == "flash":  # a function of q, k, v and a block size, called at three sizes
+        from tracer.compare.check import flashcheck
+
+        return flashcheck.collect(obj)
+    name = _name(obj)
+    ev = Evidence(name)
+    if spec.is_class:
+        try:
+            module, ev.built, ev.roles, heads, spec, ev.square = build.module_for(obj, spec)
+        except roles.Structural as e:  # another attention than the lesson's: no run to compare
+            ev.structural = (e.code, dict(e.detail))
+            return ev
+        ev.wrap = spec.d_out // spec.heads if heads is not None else 0
+        ev.heads = heads[0] if heads is not None else ""
+        fn: Any = module
+    else:
+        from tracer.errors import InputError
+
+        if not callable(obj) or isinstance(obj, type):
+            raise InputError(f"lesson simple checks a function f(inputs) -> context vectors, not {obj!r}")
+        module, fn = None, obj
+    x = lessons.inputs(spec)
+    main = student.run(fn, x, spec.seed)
+    if main.error is not None:
+        raise main.error
+    ev.seen, ev.captured = main.seen, main.trace
+    ev.output = student.output_array(main.output, name)
+    if module is None:
+        return ev
+    if any(q.run == "train" for q in spec.quantities):
+        module.train()
+        ev.train = student.run(module, x, spec.seed).seen
+        module.eval()
+    if spec.short:
+        short = student.call(module, x[..., : spec.short, :], spec.seed)
+        crash = short.error
+        ev.short_error = Failure(str(crash), crash.details, crash.cause) if crash is not None else None
+        ev.short = [_output(short.output)] if crash is None else []
+    if spec.name in resize.MODELLED:
+        sizes = spec.signature
+        ev.other = resize.gather(lambda got: build.build(obj, {n: got[n] for n in sizes}, sizes, spec.seed)[0], spec)
+    return ev
+
+
+def _name(obj: Any) -> str:
+    return str(getattr(obj, "__qualname__", None) or getattr(obj, "__name__", None) or type(obj).__name__)
+
+
+def _output(out: Any) -> Seen:
+    if not isinstance(out, torch.Tensor) or not out.is_floating_point():
+        return Seen("", "", np.zeros(0))
+    return Seen("output", "return", out.detach().to(torch.float64).cpu().numpy().copy(), "")
