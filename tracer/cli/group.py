@@ -91,6 +91,7 @@ OPTION_OF = {
     "query": "--query",
     "spec": "--pipeline",
     "torch": "--torch",
+    "prompt": "--prompt",
 }
 """The CLI option that carries each library argument named in an :class:`~tracer.errors.InputError`."""
 

@@ -48,6 +48,7 @@ def input_options(func: F) -> F:
         click.option("--window", type=int, help="Lesson window: how many keys each query sees (default 3)."),
         click.option("--heads", type=int, help="Lesson gqa: query heads (default 4)."),
         click.option("--groups", type=int, help="Lesson gqa: key/value groups (default 2; 1: multi-query)."),
+        click.option("--prompt", type=int, help="Lesson kvcache: tokens fed at once before generating (default 3)."),
         click.option("--pipeline", help="Your own pipeline instead of a lesson: module:function or file.py:function."),
         click.option(
             "--torch",
@@ -75,6 +76,7 @@ def build_trace(
     window: int | None = None,
     heads: int | None = None,
     groups: int | None = None,
+    prompt: int | None = None,
     pipeline: str | None = None,
     torch_fn: str | None = None,
 ) -> tracer.Trace:
@@ -89,6 +91,7 @@ def build_trace(
             {"--weights": weights is not None, "--d-out": d_out is not None, "--pipeline": pipeline is not None}
         )
         others.update({"--window": window is not None, "--heads": heads is not None, "--groups": groups is not None})
+        others.update({"--prompt": prompt is not None})
         clash = [k for k, v in others.items() if v]
         if clash:
             raise UserError(
@@ -122,7 +125,7 @@ def build_trace(
     if pipeline is not None:
         from tracer.record import custom
 
-        own = (weights, d_out, window, heads, groups)
+        own = (weights, d_out, window, heads, groups, prompt)
         if lesson != "simple" or any(v is not None for v in own):
             raise UserError("--pipeline replaces the lesson: --lesson and the lessons' options do not apply")
         return custom.run(pipeline, ex)
@@ -131,7 +134,7 @@ def build_trace(
         extra["weights"] = weights
     if d_out is not None:
         extra["d_out"] = d_out
-    for name, value in (("window", window), ("heads", heads), ("groups", groups)):
+    for name, value in (("window", window), ("heads", heads), ("groups", groups), ("prompt", prompt)):
         if value is not None:
             extra[name] = value
     return api.run(lesson, ex, **extra)

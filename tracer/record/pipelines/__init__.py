@@ -31,4 +31,8 @@ LESSONS: dict[str, tuple[str, str]] = {
         "tracer.record.pipelines.gqa",
         "Grouped-query attention: H query heads share G key/value groups; G = H is multi-head, G = 1 multi-query.",
     ),
+    "kvcache": (
+        "tracer.record.pipelines.kvcache",
+        "KV cache: generation token by token, each step's context row equal to full causal attention bit for bit.",
+    ),
 }
