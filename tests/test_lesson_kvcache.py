@@ -86,7 +86,7 @@ def textbook(x: torch.Tensor, prompt: int, d_out: int = 2) -> dict[str, torch.Te
     out["check.full"] = (out["gen.z"] - out["full.z"]).abs().max()
     cached = [3 * (b - a) * d_in * d_out + 2 * (b - a) * b * d_out for a, b in spans]
     full = [3 * b * d_in * d_out + 2 * b * b * d_out for _, b in spans]
-    out["cost.products"] = torch.tensor([cached, full], dtype=dt)
+    out["cost.step.cached"], out["cost.step.full"] = torch.tensor(cached, dtype=dt), torch.tensor(full, dtype=dt)
     out["cost.cached"], out["cost.full"] = torch.tensor(sum(cached), dtype=dt), torch.tensor(sum(full), dtype=dt)
     out["cost.ratio"] = out["cost.full"] / out["cost.cached"]
     out["cache.values"] = torch.tensor(2 * 1 * d_out, dtype=dt)
@@ -143,13 +143,13 @@ def test_the_full_attention_is_the_causal_lesson_and_the_window_lesson_s_rows() 
 def test_the_cached_products_are_the_products_the_trace_holds() -> None:
     """The count on the page is the number of multiplications recorded, step by step (not a formula alone)."""
     t = tracer.trace_lesson("kvcache")
-    counts = t.tensor("cost.products")
+    cached, full = t.tensor("cost.step.cached"), t.tensor("cost.step.full")
     for s in range(1, len(t.meta["steps"]) + 1):
         held = sum(t.tensor(f"step{s}.{n}").size for n in ("q.p", "k.p", "v.p", "omega.p", "z.t"))
-        assert counts[0, s - 1] == held
+        assert cached[s - 1] == held
     last = sum(t.tensor(f"full.{n}").size for n in ("q.p", "k.p", "v.p", "omega.p", "z.t"))
-    assert counts[1, -1] == last  # without a cache the last step is the full attention
-    assert counts.tolist() == [[90, 34, 38, 42], [90, 136, 190, 252]]
+    assert full[-1] == last  # without a cache the last step is the full attention
+    assert cached.tolist() == [90, 34, 38, 42] and full.tolist() == [90, 136, 190, 252]
     assert float(t["cost.cached"].value) == 204 and float(t["cost.full"].value) == 668
     assert t.meta["products"] == {"cached": [90, 34, 38, 42], "full": [90, 136, 190, 252], "bytes_per_token": 16}
 

@@ -23,6 +23,7 @@ CODE = {
     name: f"tracer.present.notebook.{name}" for name in ("simple", "trainable", "causal", "multihead", "window", "gqa")
 }
 """Lesson -> module whose ``cells(trace)`` gives each stage's code cells."""
+CODE["kvcache"] = "tracer.present.notebook.kvcache"
 
 
 def lesson_cells(trace: Trace) -> dict[str, list[Cell]]:

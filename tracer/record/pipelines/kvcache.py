@@ -27,6 +27,7 @@ token.  Ids: ``docs/step-ids.md``.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import torch
@@ -44,6 +45,10 @@ PROMPT = 3
 """The default prompt: "Your journey starts", then "with", "one", "step" are generated one at a time."""
 LAYERS = 1
 """The lesson's model has one attention layer; a real model keeps one cache per layer."""
+PLACEHOLDER = re.compile(r"<([a-z,']+)>")
+"""An index placeholder of a formula (``<i,j>``), the only kind a step's formulas hold."""
+COUNTS = ("cost.step.cached", "cost.step.full", "cost.cached", "cost.full", "cache.values", "cache.bytes")
+"""The nodes that count (multiplications, numbers, bytes): whole numbers, shown as such."""
 SYMS = {"W_query": "W^{Q}", "W_key": "W^{K}", "W_value": "W^{V}"}
 
 
@@ -114,7 +119,7 @@ def step(
         [Ref(x.name, (f"i+{a - 1}", "k"))],
         "ik",
         symbol=r"x^{(<i>)}_{<k>}",
-        latex=rf"x^{{(<i> + {a - 1})}}_{{<k>}}",
+        latex=r"x^{(<i>)}_{<k>}",
         text=f"x[<i>+{a - 1},<k>]",
     )
     q, k, v = qkv(rec, pre, new, w)
@@ -127,7 +132,7 @@ def step(
         [Ref(up.name, (f"i+{a - 1}", "j"))],
         "ij",
         symbol=r"U_{<i,j>}",
-        latex=rf"U_{{<i> + {a - 1},<j>}}",
+        latex=r"U_{<i,j>}",
         text=f"mask.triu[<i>+{a - 1},<j>]: 1 if <j> > <i> + {a - 1} else 0",
     )
     omega = scores(rec, f"{pre}omega", q, ck, (), r"\omega_{<i,j>}")
@@ -182,10 +187,45 @@ def build(
     with rec.stage("cost"):
         products = cost(rec, spans, d_in, d)
     info = {"prompt": prompt, "steps": [list(s) for s in spans], "layers": LAYERS, "products": products}
-    return rec.trace(
+    trace = rec.trace(
         {**meta, "lesson": "kvcache", "tokens": tokens, "query": query, "stages": list(STAGES), **info}
         | {"weights": weights_meta}
     )
+    for s, (a, b) in enumerate(spans, start=1):
+        at_position(trace, f"step{s}.", a - 1, a == b)
+    for node in trace.nodes:
+        if node.name in COUNTS:
+            node.attrs["integer"] = True  # counts print as whole numbers
+    return trace
+
+
+def at_position(trace: Trace, pre: str, offset: int, single: bool) -> None:
+    """Name the rows of a step's nodes by token position: row i of ``step<s>.q`` is token i + offset.
+
+    Ids stay the step's own (``step2.q[1,1]``, its first and only row); the
+    formulas read the token's position (``q^{(4)}_1``, or ``<i+3>`` when a
+    step brings several tokens), and ``row_offset`` tells the page which
+    token each row is.
+    """
+    if not offset and not single:
+        return
+    for node in trace.nodes:
+        if node.name.startswith(pre) and "i" in node.axes:
+            wide = max(node.value.shape) > 9  # ids.fill separates indices with commas from 10 entries on
+            node.latex, node.symbol = (_shift(x, offset, single, wide) for x in (node.latex, node.symbol))
+            node.attrs["row_offset"] = offset
+
+
+def _shift(latex: str, offset: int, single: bool, wide: bool) -> str:
+    """``<i,j>`` -> ``4<j>`` for a step's one new token (``<i+3,j>`` for several): the token's position."""
+
+    def sub(m: re.Match[str]) -> str:
+        terms = m[1].split(",")
+        if not single:
+            return "<" + ",".join(f"i+{offset}" if t == "i" else t for t in terms) + ">"
+        return ("," if wide else "").join(str(offset + 1) if t == "i" else f"<{t}>" for t in terms)
+
+    return PLACEHOLDER.sub(sub, latex)
 
 
 def full_attention(rec: Recorder, x: Var, w: dict[str, Var], up: Var, gen: Var) -> Var:
@@ -225,8 +265,14 @@ def products_per_step(spans: list[tuple[int, int]], d_in: int, d: int) -> tuple[
 def cost(rec: Recorder, spans: list[tuple[int, int]], d_in: int, d: int) -> dict[str, Any]:
     """Record the products per step both ways, their totals, and the cache's size per token."""
     with_cache, without = products_per_step(spans, d_in, d)
-    counts = torch.tensor([with_cache, without], dtype=torch.float64)
-    rec.input("cost.products", counts, "ms", symbol=r"N_{<m,s>}", text="products of step <s> (1: cached, 2: full)")
+    for name, counts, how in (("cached", with_cache, "with the cache"), ("full", without, "recomputing every row")):
+        rec.input(
+            f"cost.step.{name}",
+            torch.tensor(counts, dtype=torch.float64),
+            "s",
+            symbol=rf"N^{{\mathrm{{{name}}}}}_{{<s>}}",
+            text=f"multiplications of step <s> {how}",
+        )
     cached = rec.constant("cost.cached", float(sum(with_cache)), symbol=r"N^{\mathrm{cache}}", text="Σ_s products")
     full = rec.constant("cost.full", float(sum(without)), symbol=r"N^{\mathrm{full}}", text="Σ_s products")
     rec.elementwise(
