@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from tracer.compare.check import cachemistakes as K
 from tracer.compare.check import groups as G
 from tracer.compare.check import hypotheses as H
 from tracer.compare.check import published as P
@@ -354,6 +355,10 @@ CATALOGUE = (
 )
 
 BY_CODE = {e.code: e for e in (*CATALOGUE, *STRUCTURE)}
+
+KVCACHE: tuple[Entry, ...] = tuple(Entry(code, ("generation",), en, zh, lambda c: None) for code, en, zh in K.MISTAKES)
+"""Lesson kvcache's mistakes, tested by driving the generation (:mod:`.cachemistakes`), not on one run's tensors."""
+BY_CODE.update({e.code: e for e in KVCACHE})
 
 
 def diagnose(c: Context, stages: list[str]) -> Hit | None:

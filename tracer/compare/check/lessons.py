@@ -186,6 +186,17 @@ SPECS: dict[str, Spec] = {
         ),
         short=4,
     ),
+    "kvcache": Spec(
+        "kvcache",
+        ("d_in", "d_out", "context_length"),
+        (3, 2, 6),
+        123,
+        3,
+        2,
+        1,
+        True,
+        (),  # every call's context rows: tracer.compare.check.generation drives the generation
+    ),
 }
 
 
@@ -259,14 +270,18 @@ def reference(spec: Spec, roles: dict[str, Role]) -> Trace:
     if spec.name == "trainable":
         trace = module.build(x, tokens, 2, torch.float32, meta, weights=w, weights_meta=info)
         return trace
-    own = {"window": {"window": spec.args[3]}, "gqa": {"heads": spec.heads, "groups": spec.args[-1]}}
-    extra = module.prepare(x, d_out=spec.d_out, **own.get(spec.name, {}))
+    own = {"window": lambda: {"window": spec.args[3]}, "gqa": lambda: {"heads": spec.heads, "groups": spec.args[-1]}}
+    extra = module.prepare(x, d_out=spec.d_out, **own.get(spec.name, dict)())
     if spec.form == "wrap":
         extra["wrap"] = w
     elif spec.name == "causal":
         extra.update(weights=w, weights_meta=info, module=w)
     elif spec.name == "window":
         extra.update(weights=w, weights_meta=info)
+    elif spec.name == "kvcache":
+        from tracer.compare.check.generation import CALLS
+
+        extra.update(weights=w, weights_meta=info, spans=list(CALLS))
     elif spec.name == "gqa":
         extra["weights"] = {**extra["weights"], **w}
         if "W_out" in roles:

@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from tracer.compare.check import align, build, deadline, lessons, marks, resize, roles, student, wrapper
+from tracer.compare.check import align, build, deadline, generation, lessons, marks, resize, roles, student, wrapper
 from tracer.compare.check.catalogue import BY_CODE, diagnose
 from tracer.compare.check.context import Context, Hit
 from tracer.compare.check.model import Divergence, Match, Quantity, Seen, StageResult
@@ -47,6 +47,8 @@ def check(
     source = source or student.source_of(obj)
     with deadline.limit(deadline.SECONDS if timeout is None else timeout, f"the check of {_name(obj)}"):
         try:
+            if spec.name == "kvcache":  # a generation, call by call, rather than one run
+                return generation.check(obj, spec, source, _name(obj))
             return _check(obj, spec, source)
         except roles.Structural as e:  # another attention than the lesson's: a verdict, not trouble
             return _structural(obj, spec, source, e.code, e.detail)

@@ -151,13 +151,21 @@ def build(
     weights: dict[str, torch.Tensor],
     weights_meta: dict[str, Any],
     prompt: int,
+    spans: list[tuple[int, int]] | None = None,
 ) -> Trace:
-    """Run the lesson: every step of the generation, the full causal attention beside it, and the counts."""
+    """Run the lesson: every step of the generation, the full causal attention beside it, and the counts.
+
+    ``spans`` replaces the lesson's schedule (the prompt, then one token per
+    step) with other calls, each the first and last token it brings: the
+    check (:mod:`tracer.compare.check.generation`) feeds a call of two tokens too.
+    """
     rec = Recorder(dtype)
     t, d_in = int(inputs.shape[0]), int(inputs.shape[1])
     x, w = inputs_and_weights(rec, inputs, weights)
     d = int(w["W_key"].data.shape[1])
-    spans = schedule(t, prompt)
+    spans = schedule(t, prompt) if spans is None else spans
+    if [a for a, _ in spans] != [1] + [b + 1 for _, b in spans[:-1]] or spans[-1][1] != t:
+        raise InputError(f"the calls {spans} do not bring the {t} tokens in order, each once")
     with rec.stage("inputs"):
         _, up = causal_masks(rec, t)
     with rec.stage("prompt"):
@@ -186,7 +194,7 @@ def build(
         full_attention(rec, x, w, up, gen)
     with rec.stage("cost"):
         products = cost(rec, spans, d_in, d)
-    info = {"prompt": prompt, "steps": [list(s) for s in spans], "layers": LAYERS, "products": products}
+    info = {"prompt": spans[0][1], "steps": [list(s) for s in spans], "layers": LAYERS, "products": products}
     trace = rec.trace(
         {**meta, "lesson": "kvcache", "tokens": tokens, "query": query, "stages": list(STAGES), **info}
         | {"weights": weights_meta}
