@@ -57,7 +57,7 @@ def test_corpus_covers_the_catalogue() -> None:
     correct = [w for w in wants if w["exit"] == "0"]
     assert len(FILES) >= 20 and len(correct) >= 6
     assert {e.code for e in (*CATALOGUE, *STRUCTURE)} <= {w.get("diagnosis") for w in wants}
-    assert {w["lesson"] for w in correct} == {"simple", "trainable", "causal", "multihead", "window", "gqa"}
+    assert {w["lesson"] for w in correct} == {"simple", "trainable", "causal", "multihead", "window", "gqa", "kvcache"}
     assert sum(1 for p in FILES if "two_bugs" in p.stem) >= 2
 
 

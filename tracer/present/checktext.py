@@ -37,7 +37,7 @@ def run_label(s: Strings, r: CheckResult, run: str) -> str:
         return s("check.run_short", n=spec.short)
     if run.startswith("call:"):  # lesson kvcache: one call of the generation, "call:3-4"
         a, _, b = run[5:].partition("-")
-        return s("check.run_call", a=a, b=b)
+        return s("check.run_call_one", a=a) if a == b else s("check.run_call", a=a, b=b)
     return s("check.run_eval")
 
 

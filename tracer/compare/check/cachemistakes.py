@@ -49,11 +49,17 @@ def _not_kept(c: int, a: int, b: int, p: int) -> np.ndarray:
     return np.arange(a - 1, p + 1)  # only this call's tokens: the cache starts afresh
 
 
+def _not_kept_offset(c: int, a: int, b: int, p: int) -> np.ndarray:
+    n = b - a + 1  # only this call's n keys, masked with the position's row over the first n columns
+    return a - 1 + np.arange(n)[np.arange(n) <= p]
+
+
 HYPOTHESES: tuple[tuple[str, Sees], ...] = (
     ("kv_mask_not_offset", _from_row0),
     ("kv_offset_per_call", _per_call),
     ("kv_attend_before_append", _before),
     ("kv_cache_not_kept", _not_kept),
+    ("kv_cache_not_kept", _not_kept_offset),
 )
 """The mistakes whose calls all return, in the order they are tried."""
 

@@ -31,7 +31,7 @@ import numpy as np
 import torch
 
 from tracer.compare.check import align, build, cachemistakes, deadline, lessons
-from tracer.compare.check.model import Divergence, Quantity, StageResult
+from tracer.compare.check.model import Divergence, Match, Quantity, Seen, StageResult
 from tracer.compare.check.result import CheckResult
 from tracer.compare.check.student import StudentError, _failure, _one_line
 from tracer.core.trace import Step
@@ -134,7 +134,9 @@ def check(obj: Any, spec: lessons.Spec, source: str | None, name: str) -> CheckR
             stages.append(StageResult(q, "not compared"))
             continue
         ok = mine is not None and align.close(mine, want)
+        held = Match(Seen(f"forward(x[:, {a - 1}:{b}])", "return", mine), (0, 1)) if mine is not None else None
         stage = StageResult(q, "match" if ok else ("differs" if first is None else "consequence"))
+        stage.match, stage.nearest = (held, None) if ok else (None, held)
         if not ok and first is None:
             first = (n, stage)
         stages.append(stage)
