@@ -136,6 +136,7 @@ def _share(tally: Any) -> str:
 
 LESSONS = ("window", "gqa")
 """The lessons after chapter 3, each timed beside lesson ``causal`` on the same inputs (target: within 2x)."""
+LESSONS += ("kvcache",)
 
 
 def lesson_rows(x: object, repeat: int) -> list[tuple[str, str, str]]:

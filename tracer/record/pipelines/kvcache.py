@@ -32,7 +32,7 @@ from typing import Any
 
 import torch
 
-from tracer.core.trace import Ref, Trace
+from tracer.core.trace import Node, Ref, Trace
 from tracer.errors import InputError
 from tracer.record import weights as wts
 from tracer.record.pipelines.blocks import context, projection, scores
@@ -199,15 +199,18 @@ def build(
         {**meta, "lesson": "kvcache", "tokens": tokens, "query": query, "stages": list(STAGES), **info}
         | {"weights": weights_meta}
     )
+    by_step: dict[str, list[Node]] = {}
+    for node in trace.nodes:
+        by_step.setdefault(node.name.partition(".")[0], []).append(node)
     for s, (a, b) in enumerate(spans, start=1):
-        at_position(trace, f"step{s}.", a - 1, a == b)
+        at_position(by_step.get(f"step{s}", []), a - 1, a == b)
     for node in trace.nodes:
         if node.name in COUNTS:
             node.attrs["integer"] = True  # counts print as whole numbers
     return trace
 
 
-def at_position(trace: Trace, pre: str, offset: int, single: bool) -> None:
+def at_position(nodes: list[Node], offset: int, single: bool) -> None:
     """Name the rows of a step's nodes by token position: row i of ``step<s>.q`` is token i + offset.
 
     Ids stay the step's own (``step2.q[1,1]``, its first and only row); the
@@ -217,8 +220,8 @@ def at_position(trace: Trace, pre: str, offset: int, single: bool) -> None:
     """
     if not offset and not single:
         return
-    for node in trace.nodes:
-        if node.name.startswith(pre) and "i" in node.axes:
+    for node in nodes:
+        if "i" in node.axes:
             wide = max(node.value.shape) > 9  # ids.fill separates indices with commas from 10 entries on
             node.latex, node.symbol = (_shift(x, offset, single, wide) for x in (node.latex, node.symbol))
             node.attrs["row_offset"] = offset
