@@ -177,6 +177,13 @@ def test_a_prompt_that_leaves_nothing_to_generate_or_is_not_a_count_is_refused(b
         tracer.trace_lesson("kvcache", prompt=bad)
 
 
+def test_a_short_text_gets_a_shorter_default_prompt_and_one_token_is_refused() -> None:
+    t = tracer.trace_lesson("kvcache", inputs=np.array([[0.1, 0.2], [0.3, 0.4]]))
+    assert t.meta["steps"] == [[1, 1], [2, 2]] and float(t["check.full"].value) == 0.0
+    with pytest.raises(InputError, match="needs at least two tokens"):
+        tracer.trace_lesson("kvcache", inputs=np.array([[0.1, 0.2]]))
+
+
 def test_the_cli_takes_the_prompt_and_refuses_a_bad_one(tmp_path: Path) -> None:
     out = tmp_path / "kv.json"
     ok = CliRunner().invoke(app, ["trace", "--lesson", "kvcache", "--prompt", "2", "-o", str(out)])

@@ -52,11 +52,18 @@ COUNTS = ("cost.step.cached", "cost.step.full", "cost.cached", "cost.full", "cac
 SYMS = {"W_query": "W^{Q}", "W_key": "W^{K}", "W_value": "W^{V}"}
 
 
-def prepare(values: torch.Tensor, prompt: int = PROMPT, d_out: int = 2, **unknown: Any) -> dict[str, Any]:
-    """The causal lesson's ``nn.Linear`` weights (seed 789) and a validated prompt length."""
+def prepare(values: torch.Tensor, prompt: int | None = None, d_out: int = 2, **unknown: Any) -> dict[str, Any]:
+    """The causal lesson's ``nn.Linear`` weights (seed 789) and a validated prompt length.
+
+    Without ``prompt``, the prompt is :data:`PROMPT` tokens, or all but the
+    last token of a shorter text.
+    """
     if unknown:
         raise InputError(f"lesson 'kvcache' takes no option {', '.join(sorted(unknown))}")
     t = int(values.shape[0])
+    if t < 2:
+        raise InputError("lesson 'kvcache' needs at least two tokens: a prompt and a token to generate")
+    prompt = min(PROMPT, t - 1) if prompt is None else prompt
     if isinstance(prompt, bool) or not isinstance(prompt, int) or prompt < 1:
         raise InputError(f"must be a whole number of tokens, at least 1, got {prompt!r}", arg="prompt")
     if prompt >= t:
