@@ -36,8 +36,7 @@ from tracer.compare.check.result import CheckResult
 from tracer.compare.check.student import StudentError, _failure, _one_line
 from tracer.core.trace import Step
 
-CALLS = ((1, 2), (3, 3), (4, 4), (5, 6))
-"""The calls of the generation: the first and last token (1-based) each brings."""
+CALLS = lessons.CALLS
 CACHE_NAMES = ("cache", "kv_cache", "kvcache", "past", "past_kv", "past_key_value", "past_key_values", "layer_past")
 """Names of a ``forward`` parameter that takes the cache (and makes ``forward`` return it)."""
 RESETS = ("reset_cache", "reset_kv_cache", "reset", "clear_cache")

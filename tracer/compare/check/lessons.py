@@ -200,6 +200,16 @@ SPECS: dict[str, Spec] = {
 }
 
 
+CALLS = ((1, 2), (3, 3), (4, 4), (5, 6))
+"""Lesson kvcache's generation as the check drives it: the first and last token (1-based) of each call.
+
+A prompt of two tokens, tokens 3 and 4 one at a time, then tokens 5 and 6 in
+one call (a prompt fed in pieces, a draft being verified): a mask that is not
+offset to the new tokens' positions shows on a single token, one sliced
+``mask[:n, :n]`` only on a call of several (:mod:`.generation`).
+"""
+
+
 WRAP = (
     *_qkv("wrap."),
     Q("omega", "scores", "wrap.omega", True, "s"),
@@ -279,8 +289,6 @@ def reference(spec: Spec, roles: dict[str, Role]) -> Trace:
     elif spec.name == "window":
         extra.update(weights=w, weights_meta=info)
     elif spec.name == "kvcache":
-        from tracer.compare.check.generation import CALLS
-
         extra.update(weights=w, weights_meta=info, spans=list(CALLS))
     elif spec.name == "gqa":
         extra["weights"] = {**extra["weights"], **w}

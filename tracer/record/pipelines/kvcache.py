@@ -27,7 +27,9 @@ token.  Ids: ``docs/step-ids.md``.
 
 from __future__ import annotations
 
-import re
+import gc
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import torch
@@ -37,18 +39,13 @@ from tracer.errors import InputError
 from tracer.record import weights as wts
 from tracer.record.pipelines.blocks import context, projection, scores
 from tracer.record.pipelines.causal import causal_masks, masked_softmax
+from tracer.record.pipelines.kvcost import COUNTS, LAYERS, cost
 from tracer.record.pipelines.trainable import inputs_and_weights, sqrt_dk
 from tracer.record.recorder import Recorder, Var
 
 STAGES = ("inputs", "prompt", "step", "later", "full", "cost")
 PROMPT = 3
 """The default prompt: "Your journey starts", then "with", "one", "step" are generated one at a time."""
-LAYERS = 1
-"""The lesson's model has one attention layer; a real model keeps one cache per layer."""
-PLACEHOLDER = re.compile(r"<([a-z,']+)>")
-"""An index placeholder of a formula (``<i,j>``), the only kind a step's formulas hold."""
-COUNTS = ("cost.step.cached", "cost.step.full", "cost.cached", "cost.full", "cache.values", "cache.bytes")
-"""The nodes that count (multiplications, numbers, bytes): whole numbers, shown as such."""
 SYMS = {"W_query": "W^{Q}", "W_key": "W^{K}", "W_value": "W^{V}"}
 
 
@@ -166,6 +163,37 @@ def build(
     step) with other calls, each the first and last token it brings: the
     check (:mod:`tracer.compare.check.generation`) feeds a call of two tokens too.
     """
+    with _quiet_collector():
+        return _build(inputs, tokens, query, dtype, meta, weights, weights_meta, prompt, spans)
+
+
+@contextmanager
+def _quiet_collector() -> Iterator[None]:
+    """No cyclic garbage collection while the steps are recorded.
+
+    A long text makes tens of thousands of small nodes (29 per step), none of
+    them garbage; the collector's passes over them cost a fifth of the time.
+    """
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was:
+            gc.enable()
+
+
+def _build(
+    inputs: torch.Tensor,
+    tokens: list[str],
+    query: int,
+    dtype: torch.dtype,
+    meta: dict[str, Any],
+    weights: dict[str, torch.Tensor],
+    weights_meta: dict[str, Any],
+    prompt: int,
+    spans: list[tuple[int, int]] | None,
+) -> Trace:
     rec = Recorder(dtype)
     t, d_in = int(inputs.shape[0]), int(inputs.shape[1])
     x, w = inputs_and_weights(rec, inputs, weights)
@@ -235,15 +263,15 @@ def at_position(nodes: list[Node], offset: int, single: bool) -> None:
 
 
 def _shift(latex: str, offset: int, single: bool, wide: bool) -> str:
-    """``<i,j>`` -> ``4<j>`` for a step's one new token (``<i+3,j>`` for several): the token's position."""
+    """``<i,j>`` -> ``4<j>`` for a step's one new token (``<i+3,j>`` for several): the token's position.
 
-    def sub(m: re.Match[str]) -> str:
-        terms = m[1].split(",")
-        if not single:
-            return "<" + ",".join(f"i+{offset}" if t == "i" else t for t in terms) + ">"
-        return ("," if wide else "").join(str(offset + 1) if t == "i" else f"<{t}>" for t in terms)
-
-    return PLACEHOLDER.sub(sub, latex)
+    The query axis leads every placeholder it is in (``<i>``, ``<i,j>``, ``<i,c>``):
+    a step's nodes have no batch or head axis before it.
+    """
+    if single:
+        pos = str(offset + 1)
+        return latex.replace("<i>", pos).replace("<i,", pos + ("," if wide else "") + "<")
+    return latex.replace("<i>", f"<i+{offset}>").replace("<i,", f"<i+{offset},")
 
 
 def full_attention(rec: Recorder, x: Var, w: dict[str, Var], up: Var, gen: Var) -> Var:
@@ -262,50 +290,3 @@ def full_attention(rec: Recorder, x: Var, w: dict[str, Var], up: Var, gen: Var) 
             text="max |gen.z − full.z|",
         )
     return z
-
-
-def products_per_step(spans: list[tuple[int, int]], d_in: int, d: int) -> tuple[list[int], list[int]]:
-    """Multiplications of each step with the cache (new rows only) and without (every row recomputed).
-
-    A step with ``n`` new tokens and ``b`` tokens in all projects the new
-    tokens (``3 n d_in d``), scores them against the ``b`` keys (``n b d``)
-    and weighs the ``b`` values (``n b d``); without a cache it projects,
-    scores and weighs all ``b`` rows again.
-    """
-    with_cache, without = [], []
-    for a, b in spans:
-        n = b - a + 1
-        with_cache.append(3 * n * d_in * d + 2 * n * b * d)
-        without.append(3 * b * d_in * d + 2 * b * b * d)
-    return with_cache, without
-
-
-def cost(rec: Recorder, spans: list[tuple[int, int]], d_in: int, d: int) -> dict[str, Any]:
-    """Record the products per step both ways, their totals, and the cache's size per token."""
-    with_cache, without = products_per_step(spans, d_in, d)
-    for name, counts, how in (("cached", with_cache, "with the cache"), ("full", without, "recomputing every row")):
-        rec.input(
-            f"cost.step.{name}",
-            torch.tensor(counts, dtype=torch.float64),
-            "s",
-            symbol=rf"N^{{\mathrm{{{name}}}}}_{{<s>}}",
-            text=f"multiplications of step <s> {how}",
-        )
-    cached = rec.constant("cost.cached", float(sum(with_cache)), symbol=r"N^{\mathrm{cache}}", text="Σ_s products")
-    full = rec.constant("cost.full", float(sum(without)), symbol=r"N^{\mathrm{full}}", text="Σ_s products")
-    rec.elementwise(
-        "div",
-        "cost.ratio",
-        [full(), cached()],
-        (),
-        symbol=r"N^{\mathrm{full}} / N^{\mathrm{cache}}",
-        latex=r"N^{\mathrm{full}} / N^{\mathrm{cache}}",
-        text="cost.full / cost.cached",
-    )
-    size = 2 * LAYERS * d
-    rec.constant("cache.values", float(size), symbol=r"2 L d_{\mathrm{out}}", text=f"2 × {LAYERS} × {d}")
-    width = rec.dtype.itemsize
-    rec.constant(
-        "cache.bytes", float(size * width), symbol=r"2 L d_{\mathrm{out}} b", text=f"2 × {LAYERS} × {d} × {width}"
-    )
-    return {"cached": with_cache, "full": without, "bytes_per_token": size * width}
