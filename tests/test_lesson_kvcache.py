@@ -214,3 +214,14 @@ def test_narratives_agree_and_name_real_nodes() -> None:
                 assert story.node(name).caption, name
             for name in [*st.heatmap, *st.bars]:
                 assert story.node(name).figure and story.node(name).alt, name
+
+
+def test_the_collector_paused_for_the_steps_runs_again_after_them() -> None:
+    import gc
+
+    assert gc.isenabled()
+    tracer.trace_lesson("kvcache")
+    assert gc.isenabled()
+    with pytest.raises(InputError):
+        tracer.trace_lesson("kvcache", prompt=0)
+    assert gc.isenabled()

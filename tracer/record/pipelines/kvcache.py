@@ -146,6 +146,23 @@ def step(
     return z, ck, cv
 
 
+@contextmanager
+def _quiet_collector() -> Iterator[None]:
+    """No cyclic garbage collection while the steps are recorded.
+
+    A long text makes tens of thousands of small nodes (29 per step), none of
+    them garbage; the collector's passes over them cost a fifth of the time.
+    """
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was:
+            gc.enable()
+
+
+@_quiet_collector()
 def build(
     inputs: torch.Tensor,
     tokens: list[str],
@@ -163,37 +180,6 @@ def build(
     step) with other calls, each the first and last token it brings: the
     check (:mod:`tracer.compare.check.generation`) feeds a call of two tokens too.
     """
-    with _quiet_collector():
-        return _build(inputs, tokens, query, dtype, meta, weights, weights_meta, prompt, spans)
-
-
-@contextmanager
-def _quiet_collector() -> Iterator[None]:
-    """No cyclic garbage collection while the steps are recorded.
-
-    A long text makes tens of thousands of small nodes (29 per step), none of
-    them garbage; the collector's passes over them cost a fifth of the time.
-    """
-    was = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was:
-            gc.enable()
-
-
-def _build(
-    inputs: torch.Tensor,
-    tokens: list[str],
-    query: int,
-    dtype: torch.dtype,
-    meta: dict[str, Any],
-    weights: dict[str, torch.Tensor],
-    weights_meta: dict[str, Any],
-    prompt: int,
-    spans: list[tuple[int, int]] | None,
-) -> Trace:
     rec = Recorder(dtype)
     t, d_in = int(inputs.shape[0]), int(inputs.shape[1])
     x, w = inputs_and_weights(rec, inputs, weights)
