@@ -138,6 +138,7 @@ LESSONS = ("window", "gqa")
 """The lessons after chapter 3, each timed beside lesson ``causal`` on the same inputs (target: within 2x)."""
 LESSONS += ("flash",)
 LESSONS += ("rope",)
+LESSONS += ("kvcache",)
 
 
 def lesson_rows(x: object, repeat: int) -> list[tuple[str, str, str]]:

@@ -59,7 +59,7 @@ def test_corpus_covers_the_catalogue() -> None:
     correct = [w for w in wants if w["exit"] == "0"]
     assert len(FILES) >= 20 and len(correct) >= 6
     assert {e.code for e in (*CATALOGUE, *STRUCTURE)} <= {w.get("diagnosis") for w in wants}
-    lessons = {"simple", "trainable", "causal", "multihead", "window", "gqa", "flash", "rope"}
+    lessons = {"simple", "trainable", "causal", "multihead", "window", "gqa", "flash", "rope", "kvcache"}
     assert {w["lesson"] for w in correct} == lessons
     assert sum(1 for p in FILES if "two_bugs" in p.stem) >= 2
 

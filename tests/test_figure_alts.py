@@ -8,6 +8,7 @@ tokens and ``softmax``; none writes maths as ``α_2j``, ``x(2)`` or LaTeX.
 
 from __future__ import annotations
 
+import math
 import re
 from pathlib import Path
 
@@ -19,7 +20,7 @@ from tracer.present.views.alts import masked
 ROOT = Path(__file__).resolve().parent.parent
 PAGES = [
     f"{lesson}/{lang}"
-    for lesson in ("tutorial", "trainable", "causal", "multihead", "window", "gqa", "flash", "rope")
+    for lesson in ("tutorial", "trainable", "causal", "multihead", "window", "gqa", "flash", "rope", "kvcache")
     for lang in ("en", "zh")
 ]
 TOKENS = ("Your", "journey", "starts", "with", "one", "step")
@@ -69,11 +70,12 @@ def test_heatmap_alt_texts_name_the_focus_row_its_largest_value_and_the_mask(pag
         svg = re.search(rf'<figure class="fig[^"]*" id="{fig}">(.*?)</figure>', html, re.S)
         assert svg
         cells = [float(v) for v in re.findall(r'font-size="12" fill="#[0-9a-f]+">(-?\d+\.\d+)</text>', svg.group(1))]
-        assert len(cells) == 36, (page, fig)
-        row = cells[6:12]  # row 2, the focus query's
+        n = math.isqrt(len(cells))  # six tokens, or the three of a KV cache's prompt
+        assert n * n == len(cells) and n in (3, 6), (page, fig)
+        row = cells[n : 2 * n]  # row 2, the focus query's
         top = f"{max(row):.4f}"
         assert top in alt and ("journey" in alt), f"{page} {fig}: {alt}"
-        upper = [cells[6 * i + j] for i in range(6) for j in range(i + 1, 6)]
+        upper = [cells[n * i + j] for i in range(n) for j in range(i + 1, n)]
         said = "masked" in alt or "掩码遮住" in alt
         assert said == all(v == 0 for v in upper), f"{page} {fig}: the alt text and the masked cells disagree"
 

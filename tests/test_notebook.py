@@ -38,7 +38,7 @@ def write(tmp_path: Path, *args: str) -> Path:
 
 
 def test_every_lesson_with_a_narrative_has_notebook_code() -> None:
-    lessons = ["simple", "trainable", "causal", "multihead", "window", "gqa", "flash", "rope"]
+    lessons = ["simple", "trainable", "causal", "multihead", "window", "gqa", "flash", "rope", "kvcache"]
     assert NARRATED == list(notebooks.CODE) == lessons
 
 

@@ -20,7 +20,7 @@ import hashlib
 import tracer
 from tracer.core import portable
 from tracer.core.serialize import dumps
-for lesson in ("simple", "trainable", "causal", "multihead", "window", "gqa", "flash", "rope"):
+for lesson in ("simple", "trainable", "causal", "multihead", "window", "gqa", "flash", "rope", "kvcache"):
     canon = portable.canonical(tracer.trace_lesson(lesson))
     print(lesson, hashlib.sha256(dumps(canon).encode()).hexdigest())
 """
@@ -45,6 +45,6 @@ def hashes(extra: dict[str, str]) -> str:
 @pytest.mark.slow
 def test_canonical_traces_do_not_depend_on_kernels() -> None:
     base = hashes(SETTINGS[0])
-    assert base.count("\n") == 8  # one line per lesson
+    assert base.count("\n") == 9  # one line per lesson
     for extra in SETTINGS[1:]:
         assert hashes(extra) == base, extra

@@ -20,7 +20,7 @@ pytestmark = [pytest.mark.browser, pytest.mark.skipif(EXE is None, reason="chrom
 
 ROOT = Path(__file__).resolve().parent.parent
 ARTIFACTS = ROOT / "artifacts"
-LESSONS = ("tutorial", "trainable", "causal", "multihead", "window", "gqa", "flash", "rope")
+LESSONS = ("tutorial", "trainable", "causal", "multihead", "window", "gqa", "flash", "rope", "kvcache")
 
 OVERFLOWING_MATH = """(() => {
   const W = document.documentElement.clientWidth, out = [];

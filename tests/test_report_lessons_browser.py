@@ -14,7 +14,7 @@ ROOT = Path(__file__).resolve().parent.parent
 ARTIFACTS = ROOT / "artifacts"
 
 
-@pytest.mark.parametrize("lesson", ["trainable", "causal", "multihead", "window", "gqa", "flash", "rope"])
+@pytest.mark.parametrize("lesson", ["trainable", "causal", "multihead", "window", "gqa", "flash", "rope", "kvcache"])
 def test_lesson_report_loads_cleanly(lesson: str) -> None:
     b = Browser()
     try:

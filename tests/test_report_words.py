@@ -20,9 +20,9 @@ from tests.pagetext import NODE_NAMES, PLAIN_MATHS, visible, words
 from tracer.present import report
 from tracer.present.strings import LANGS
 
-CHECKED = ("simple", "trainable", "causal", "multihead", "window", "gqa", "flash", "rope")
+CHECKED = ("simple", "trainable", "causal", "multihead", "window", "gqa", "flash", "rope", "kvcache")
 """The lesson pages whose words are checked (every lesson, once its narrative is written for readers)."""
-LESSON_IDS = {"simple", "trainable", "causal", "multihead", "window", "gqa", "flash", "rope"}
+LESSON_IDS = {"simple", "trainable", "causal", "multihead", "window", "gqa", "flash", "rope", "kvcache"}
 LATIN_OK = {"softmax", "float32", "float64", "attn", "trace", "inf", "nan", *LESSON_IDS}
 """Latin words a Chinese page may show: the library's name, dtypes, inf/nan, softmax, lesson ids."""
 LATIN_OK |= {"FlashAttention", "GPU"}  # lesson flash: the kernel's name (as Chinese texts write it), the hardware

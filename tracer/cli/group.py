@@ -96,6 +96,7 @@ OPTION_OF = {
     "base": "--base",
     "offset": "--offset",
     "style": "--rope-style",
+    "prompt": "--prompt",
 }
 """The CLI option that carries each library argument named in an :class:`~tracer.errors.InputError`."""
 

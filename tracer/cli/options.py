@@ -48,6 +48,7 @@ def input_options(func: F) -> F:
         click.option("--window", type=int, help="Lesson window: how many keys each query sees (default 3)."),
         click.option("--heads", type=int, help="Lesson gqa: query heads (default 4)."),
         click.option("--groups", type=int, help="Lesson gqa: key/value groups (default 2; 1: multi-query)."),
+        click.option("--prompt", type=int, help="Lesson kvcache: tokens fed at once before generating (default 3)."),
         click.option("--pipeline", help="Your own pipeline instead of a lesson: module:function or file.py:function."),
         click.option(
             "--torch",
@@ -84,6 +85,7 @@ def build_trace(
     window: int | None = None,
     heads: int | None = None,
     groups: int | None = None,
+    prompt: int | None = None,
     pipeline: str | None = None,
     torch_fn: str | None = None,
     block: int | None = None,
@@ -104,6 +106,7 @@ def build_trace(
         others.update({"--window": window is not None, "--heads": heads is not None, "--groups": groups is not None})
         others.update({"--block": block is not None})
         others.update({"--base": base is not None, "--offset": offset is not None, "--rope-style": bool(rope_style)})
+        others.update({"--prompt": prompt is not None})
         clash = [k for k, v in others.items() if v]
         if clash:
             raise UserError(
@@ -137,7 +140,7 @@ def build_trace(
     if pipeline is not None:
         from tracer.record import custom
 
-        own: tuple[object, ...] = (weights, d_out, window, heads, groups, block)
+        own: tuple[object, ...] = (weights, d_out, window, heads, groups, block, prompt)
         own += (base, offset, rope_style)
         if lesson != "simple" or any(v is not None for v in own):
             raise UserError("--pipeline replaces the lesson: --lesson and the lessons' options do not apply")
@@ -147,7 +150,13 @@ def build_trace(
         extra["weights"] = weights
     if d_out is not None:
         extra["d_out"] = d_out
-    lessons_own: dict[str, object] = {"window": window, "heads": heads, "groups": groups, "block": block}
+    lessons_own: dict[str, object] = {
+        "window": window,
+        "heads": heads,
+        "groups": groups,
+        "block": block,
+        "prompt": prompt,
+    }
     lessons_own |= {"base": base, "offset": offset, "style": rope_style}
     extra |= {name: value for name, value in lessons_own.items() if value is not None}
     return api.run(lesson, ex, **extra)

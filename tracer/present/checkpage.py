@@ -128,6 +128,8 @@ def context(r: CheckResult, lang: str) -> dict[str, Any]:
         verdict["equation"] = formula(s, equation(r.trace, r.trace[d.element]))
         if d.note == "shared":
             verdict["yours"] = s("check.your_shared")
+        elif d.note and d.run.startswith("call:"):  # lesson kvcache: a call of the generation raised
+            verdict["yours"] = s("check.raised_call", error=d.note)
         elif d.note:
             verdict["yours"] = s("check.raised", n=_short(r), error=d.note)
         elif d.student is None:

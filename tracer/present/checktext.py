@@ -61,6 +61,9 @@ def run_label(s: Strings, r: CheckResult, run: str) -> str:
         return s("check.run_short", n=spec.short)
     if run == "block":
         return s("check.run_block", b=spec.block)
+    if run.startswith("call:"):  # lesson kvcache: one call of the generation, "call:3-4"
+        a, _, b = run[5:].partition("-")
+        return s("check.run_call_one", a=a) if a == b else s("check.run_call", a=a, b=b)
     return s("check.run_eval")
 
 
@@ -88,6 +91,8 @@ def divergence_lines(s: Strings, r: CheckResult, decimals: int = 4) -> list[str]
     lines.append(f"  {s('check.lesson_value')}: {formula(s, equation(r.trace, r.trace[d.element], decimals))}")
     if d.note == "shared":
         lines.append(f"  {s('check.your_value')}: {s('check.your_shared')}")
+    elif d.note and d.run.startswith("call:"):
+        lines.append(f"  {s('check.your_value')}: {s('check.raised_call', error=d.note)}")
     elif d.note:
         lines.append(f"  {s('check.your_value')}: {s('check.raised', n=_short(r), error=d.note)}")
     elif d.student is None:

@@ -339,10 +339,9 @@ class Recorder:
             terms = torch.empty([self._size(x, [a, b]) for x in work], dtype=self.dtype)
             torch.mul(a.aligned(work), b.aligned(work), out=terms)
             term_name = f"{name}.{parts[0]}"
-        sums = torch.empty_like(terms)
-        sums[0] = terms[0]
-        for n in range(1, terms.shape[0]):
-            torch.add(sums[n - 1], terms[n], out=sums[n])
+        # left to right, one IEEE addition of the dtype per running sum, as a loop of torch.add would do
+        # (ufunc.accumulate never reassociates, unlike a reduction or torch.cumsum's wider accumulator)
+        sums = torch.from_numpy(np.add.accumulate(terms.numpy(), axis=0))
         split = (0,) * name.count(".") + (len(lead), len(out) - len(lead))
         if term_name is not None and b is not None:
             self._record(

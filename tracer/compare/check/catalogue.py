@@ -11,6 +11,7 @@ reference steps involved.  ``docs/check.md`` lists them.
 
 from __future__ import annotations
 
+from tracer.compare.check import cachemistakes as K
 from tracer.compare.check import published as P
 from tracer.compare.check import rotations as R
 from tracer.compare.check.context import Context, Hit
@@ -215,6 +216,10 @@ CATALOGUE = (
 )
 
 BY_CODE = {e.code: e for e in (*CATALOGUE, *STRUCTURE)}
+
+KVCACHE: tuple[Entry, ...] = tuple(Entry(code, ("generation",), en, zh, lambda c: None) for code, en, zh in K.MISTAKES)
+"""Lesson kvcache's mistakes, tested by driving the generation (:mod:`.cachemistakes`), not on one run's tensors."""
+BY_CODE.update({e.code: e for e in KVCACHE})
 
 
 def diagnose(c: Context, stages: list[str]) -> Hit | None:

@@ -32,6 +32,10 @@ def gather(obj: Any, spec: lessons.Spec) -> Evidence:
         from tracer.compare.check import flashcheck
 
         return flashcheck.collect(obj)
+    if spec.name == "kvcache":  # a module driven through a generation, call by call
+        from tracer.compare.check import generation
+
+        return generation.collect(obj, spec)
     name = _name(obj)
     ev = Evidence(name)
     if spec.is_class:

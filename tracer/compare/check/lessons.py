@@ -216,6 +216,17 @@ SPECS: dict[str, Spec] = {
         short=4,
         style="half",
     ),
+    "kvcache": Spec(
+        "kvcache",
+        ("d_in", "d_out", "context_length"),
+        (3, 2, 6),
+        123,
+        3,
+        2,
+        1,
+        True,
+        (),  # every call's context rows: tracer.compare.check.generation drives the generation
+    ),
 }
 SPECS["flash"] = Spec(
     "flash",
@@ -237,6 +248,16 @@ SPECS["flash"] = Spec(
 """Lesson flash checks a function of queries, keys and values (:mod:`.flashcheck`), not a module."""
 SPECS["rope-interleaved"] = replace(SPECS["rope"], style="interleaved")
 """Lesson rope checked with the interleaved pairing (``--rope-style interleaved``): the same lesson, other pairs."""
+
+
+CALLS = ((1, 2), (3, 3), (4, 4), (5, 6))
+"""Lesson kvcache's generation as the check drives it: the first and last token (1-based) of each call.
+
+A prompt of two tokens, tokens 3 and 4 one at a time, then tokens 5 and 6 in
+one call (a prompt fed in pieces, a draft being verified): a mask that is not
+offset to the new tokens' positions shows on a single token, one sliced
+``mask[:n, :n]`` only on a call of several (:mod:`.generation`).
+"""
 
 
 WRAP = (
@@ -365,6 +386,8 @@ def reference(spec: Spec, roles: dict[str, Role]) -> Trace:
         extra.update(weights=w, weights_meta=info, module=w)
     elif spec.name in ("window", "rope"):
         extra.update(weights=w, weights_meta=info)
+    elif spec.name == "kvcache":
+        extra.update(weights=w, weights_meta=info, spans=list(CALLS))
     elif spec.name == "gqa":
         extra["weights"] = {**extra["weights"], **w}
         if "W_out" in roles:

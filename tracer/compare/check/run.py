@@ -7,7 +7,18 @@ from typing import Any
 
 import numpy as np
 
-from tracer.compare.check import align, deadline, flashcheck, lessons, marks, resize, roles, student, wrapper
+from tracer.compare.check import (
+    align,
+    deadline,
+    flashcheck,
+    generation,
+    lessons,
+    marks,
+    resize,
+    roles,
+    student,
+    wrapper,
+)
 from tracer.compare.check.catalogue import BY_CODE, diagnose
 from tracer.compare.check.context import Context, Hit
 from tracer.compare.check.evidence import Evidence, Malformed
@@ -92,6 +103,8 @@ def judge(ev: Evidence, spec: lessons.Spec, source: str | None) -> CheckResult:
         if code not in BY_CODE:
             raise Malformed(f"the structural difference {code[:40]!r} is not one the check knows")
         return _structural(spec, label, code, detail)
+    if spec.name == "kvcache":  # a generation, call by call, rather than one run
+        return generation.judge(ev, spec, label)
     if ev.square and spec.is_class:
         spec = lessons.sized(spec, spec.d_out, spec.d_out)
     if ev.wrap and spec.multi:

@@ -24,6 +24,7 @@ CODE = {
     for name in ("simple", "trainable", "causal", "multihead", "window", "gqa", "flash", "rope")
 }
 """Lesson -> module whose ``cells(trace)`` gives each stage's code cells."""
+CODE["kvcache"] = "tracer.present.notebook.kvcache"
 
 
 def lesson_cells(trace: Trace) -> dict[str, list[Cell]]:

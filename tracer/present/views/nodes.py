@@ -148,6 +148,18 @@ def node_blocks(ctx: LessonCtx, node: Node, stage: str) -> list[Block]:
     return out + notes
 
 
+def row_offset(ctx: LessonCtx, node: Node) -> int:
+    """How many tokens come before the node's first row (a KV cache step's new tokens: ``attrs["row_offset"]``).
+
+    0 unless the trace says so with a whole number that keeps every row among
+    the tokens (a trace file is untrusted: anything else is ignored).
+    """
+    off = node.attrs.get("row_offset", 0)
+    if isinstance(off, bool) or not isinstance(off, int) or off < 0 or off + node.sizes.get("i", 0) > ctx.t:
+        return 0
+    return off
+
+
 def _batch_note(ctx: LessonCtx, node: Node, lead: tuple[str, ...]) -> list[Block]:
     """Said once per page when every batch sample is the same; for a node whose samples differ, said for it."""
     if "b" not in lead or node.sizes["b"] < 2:
@@ -225,12 +237,13 @@ def _grid(
     cols, labels = _columns(ctx, node, c_axis)
     head = [Num(r_axis, latex=True), *_heads(cols, labels)]
     rows = []
+    first = row_offset(ctx, node) + 1 if r_axis == "i" else 1  # a cache step's rows are named by token position
     for r in elide(node.sizes[r_axis], keep=FULL_T, head=6, tail=3):
         if r is None:
             rows.append(Row(elided=ctx.s("lesson.elided")))
             continue
         cells = [cell(ctx, node, (*fixed, r, c)) if c is not None else Num("⋯") for c in cols]
-        rows.append(Row((Num(str(r + 1), cls="label"), *cells)))
+        rows.append(Row((Num(str(r + first), cls="label"), *cells)))
     notes = (Para(ctx.s("lesson.slice", q=ctx.q), note=True),) if sliced else ()
     return Table(anchor_id, caption(ctx, node, part), tuple(head), tuple(rows), notes)
 
@@ -250,6 +263,8 @@ def values_table(ctx: LessonCtx, nodes: list[Node], anchor_id: str, section: int
             continue
         v = float(node.value)
         text = portable.check_text(node) if node.op == "maxabsdiff" else ctx.num(v)
+        if node.attrs.get("integer") and np.isfinite(v):  # a count
+            text = str(int(v))
         value = Num(text, node.name, "" if np.isfinite(v) else "bad")
         what = caption(ctx, node, Part((), "", ""))
         rows.append(Row((Num(what.text, math=True), value)))

@@ -25,7 +25,7 @@ from tracer.present.views import alts
 from tracer.present.views.common import FULL_T, TOP, alone, heatmap_svg, tex
 from tracer.present.views.layout import board, chunked, sides
 from tracer.present.views.model import Block, Equation, Figure, Para
-from tracer.present.views.nodes import LessonCtx, Part, anchor, caption, lead_axes, parts
+from tracer.present.views.nodes import LessonCtx, Part, anchor, caption, lead_axes, parts, row_offset
 
 SIGNS = {"mul": r"\times", "sub": "-", "add": "+"}
 """LaTeX of the binary ops written out inline."""
@@ -214,20 +214,22 @@ def bars(ctx: LessonCtx, node: Node) -> list[Block]:
     terms_node = ctx.trace.node(f"{node.name}.t")
     out: list[Block] = []
     lead = lead_axes(node)
+    r = min(row(ctx, node), node.sizes.get("i", ctx.q))  # a cache step's one new query: its only row
+    q = r + row_offset(ctx, node)  # the token that row is
     for part in parts(ctx, node):
-        at = (*part.lead, ctx.q - 1) if lead else (ctx.q - 1,)
+        at = (*part.lead, r - 1) if lead else (r - 1,)
         terms = np.asarray(terms_node.value[at], dtype=np.float64)
         z = np.asarray(node.value[at], dtype=np.float64)
-        names, others = list(ctx.trace.tokens), False
+        names, others = list(ctx.trace.tokens[: terms.shape[0]]), False  # the keys: a cache holds the first ones
         if terms.shape[0] > FIG_PARTS:
             keep = FIG_PARTS - 1
             terms = np.vstack([terms[:keep], terms[keep:].sum(axis=0)])
             names, others = [*names[:keep], ctx.s("lesson.others")], True
         name = f"fig-{anchor(node.name)}{part.anchor}"
         comps = [ctx.s("lesson.bars_comp", c=c + 1) for c in range(z.shape[0])]
-        zlabel = ctx.s("lesson.bars_total", q=sup(f"({ctx.q})"))
+        zlabel = ctx.s("lesson.bars_total", q=sup(f"({q})"))
         svg = stacked(name, terms, z, names, comps, zlabel, others)
         what = ctx.text(node).alt or ctx.s("lesson.bars_what")
-        alt = _alt(ctx, ctx.s("lesson.bars_alt", q=ctx.q, token=ctx.trace.tokens[ctx.q - 1], what=what), part)
+        alt = _alt(ctx, ctx.s("lesson.bars_alt", q=q, token=ctx.trace.tokens[q - 1], what=what), part)
         out.append(Figure(name, name, svg, alt, _figure_caption(ctx, node, part, "lesson.bars_caption")))
     return out

@@ -39,4 +39,8 @@ LESSONS: dict[str, tuple[str, str]] = {
         "tracer.record.pipelines.rope",
         "Rotary position embeddings: queries and keys turned pair by pair by m·θ; scores depend only on m − n.",
     ),
+    "kvcache": (
+        "tracer.record.pipelines.kvcache",
+        "KV cache: generation token by token, each step's context row equal to full causal attention bit for bit.",
+    ),
 }
