@@ -90,12 +90,12 @@ def attentions(trace: Trace) -> list[list[Node]]:
             readers.setdefault(a.node, []).append(n)
     order = {n.name: k for k, n in enumerate(trace.nodes)}
     for w in trace.nodes:
-        sdpa = w.name.endswith(".weights.quot") and by.get(w.name.removesuffix(".weights.quot") + ".scores")
+        head = w.name.removesuffix(".weights.quot")
+        sdpa = w.name.endswith(".weights.quot") and head + ".scores" in by and head + ".weights" not in by
         if not (w.op == "softmax" or sdpa) or len(w.axes) < 2:
             continue
         chain: list[Node] = [w]
         if sdpa:
-            head = w.name.removesuffix(".weights.quot")
             parts = ("scores", "scaled", "causal", "masked", "hide", "masked_by", "biased")
             chain += [got for p in parts if (got := by.get(f"{head}.{p}")) is not None]
         else:

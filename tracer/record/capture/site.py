@@ -42,6 +42,7 @@ class Site:
     where: str  # "file.py:LINE" (base name only)
     code: str  # the function's name
     store: str = ""  # the tensor a write through indexing assigns into (``scores[i, j] = …``: "scores")
+    element: int | None = None  # ``return a, b``: the place of the value in the tuple returned
 
 
 def user_file(name: str) -> bool:
@@ -51,7 +52,7 @@ def user_file(name: str) -> bool:
 
 OPENED: set[CodeType] = set()
 """Code objects of torch functions being decomposed (``multi_head_attention_forward``): their frames count as
-the user's, so their steps are named after torch's own variables (``q``, ``attn_output_weights``)."""
+the user's, so their steps are named after torch's own variables (``q``, then documented names such as ``scores``)."""
 
 
 def _user_frame(depth: int) -> FrameType | None:
@@ -83,12 +84,37 @@ def user_site(depth: int = 2) -> Site | None:
     line = f.f_lineno or 0
     start, targets, kind, call, store = statement(f.f_code.co_filename, line, f.f_code.co_firstlineno)
     got = bytecode.flow(f.f_code, f.f_lasti)
-    if got is not None:  # the bytecode says where the value goes, with or without a source
+    element = got.element if got is not None else None
+    if got is not None and got.kind == "yield":  # ``q, k, v = (f(t) for t in …)``: where the generator's values go
+        start, targets, kind, element = _consumer(f, start, targets)
+    elif got is not None:  # the bytecode says where the value goes, with or without a source
         start, targets, kind = -1 - got.end, got.targets, got.kind
         store = got.store or (store if kind == "assign" and not targets else "")
         call = bytecode.call(f.f_code, f.f_lasti) or call
     where = f"{os.path.basename(f.f_code.co_filename)}:{line}"
-    return Site(id(f), start, f.f_lasti, targets, kind, call, where, f.f_code.co_name, store)
+    return Site(id(f), start, f.f_lasti, targets, kind, call, where, f.f_code.co_name, store, element)
+
+
+def _consumer(f: FrameType, start: int, targets: tuple[str, ...]) -> tuple[int, tuple[str, ...], str, int | None]:
+    """A generator's value unpacked by the frame that runs it: (start, the unpack's names, kind, which one).
+
+    The generator's frame keeps its iterator in ``.0``; a tuple's or list's
+    iterator tells how far it has gone, so the value yielded now is the one
+    of that place (None where it cannot tell).
+    """
+    back = f.f_back
+    got = bytecode.flow(back.f_code, back.f_lasti) if back is not None else None
+    if got is None or len(got.targets) < 2:
+        return start, targets, "assign", None
+    place: int | None = None
+    it = f.f_locals.get(".0")
+    try:
+        reduced = it.__reduce__() if it is not None else None
+        if isinstance(reduced, tuple) and len(reduced) == 3 and isinstance(reduced[2], int):
+            place = reduced[2] - 1
+    except (TypeError, AttributeError):
+        place = None
+    return -1 - got.end, got.targets, "assign", place
 
 
 Call = tuple[str, tuple[str, ...]]
