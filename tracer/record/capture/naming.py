@@ -110,7 +110,7 @@ def final_names(s: Session, order: list[str], nodes: list[str]) -> dict[str, str
             done[b] = claim(q, b)
         elif info.kind == "leaf":
             done[b] = claim(_ident(info.hint, "input"), b)
-        elif _inner(info, b, last, s) and info.module_out and not info.opened:
+        elif _inner(info, b, last, s) and info.module_out and not info.opened and not _is_target(info):
             done[b] = claim(pathname(info.module_out), b)  # ``self.c_attn(x).split(…)``: the code names ``c_attn``
         elif _inner(info, b, last, s) and not (info.derived and info.source in done):
             later.append(b)  # named after the statement's result, once that has its name
@@ -124,8 +124,6 @@ def final_names(s: Session, order: list[str], nodes: list[str]) -> dict[str, str
         end = done.get(last[info.group], "")
         if len(targets) > 1 and all(targets):  # ``q, k, v = …``: an op before the split is all three's
             end = pathname(info.scope) + "." + "_".join(targets) if info.scope else "_".join(targets)
-        if info.derived and info.source in done:
-            end, op = done[info.source or ""], op
         done[b] = claim(f"{end}.{op}" if end else op, b)
     for b in order:
         info = s.info[b]
@@ -133,6 +131,12 @@ def final_names(s: Session, order: list[str], nodes: list[str]) -> dict[str, str
             reader = done.get(info.hint, "const")
             done[b] = claim(f"{reader}.c", b)
     return done
+
+
+def _is_target(info: Info) -> bool:
+    """Whether a library module's path is also a name its statement assigns (``qkv = self.qkv(x).reshape(…)``)."""
+    targets = info.site.targets if info.site else ()
+    return info.module_out is not None and info.module_out.rpartition(".")[2] in targets
 
 
 def _inner(info: Info, b: str, last: dict[int, str], s: Session) -> bool:

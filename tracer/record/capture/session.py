@@ -67,6 +67,7 @@ class Session:
         self._group = 0
         self._last: Site | None = None
         self.dtype_seen: torch.dtype | None = None
+        self.taken: list[tuple[str, str]] = []  # (node, axis) taken apart by unbind/indexing (:mod:`.selector`)
         self.opened: list[str] = []  # module paths of the torch functions being run opened up (:mod:`.opened`)
 
     # -- names ---------------------------------------------------------------
