@@ -33,7 +33,8 @@ from tracer.errors import InputError
 from tracer.record.capture import axes as ax
 from tracer.record.capture import site
 from tracer.record.capture.mode import Mode
-from tracer.record.capture.naming import final_names, rename
+from tracer.record.capture.naming import final_names
+from tracer.record.capture.rename import rename
 from tracer.record.capture.selector import rename_axes, selector_axes
 from tracer.record.capture.session import Session
 from tracer.record.inputs import DEFAULT_QUERY

@@ -17,20 +17,18 @@ its id from the facts :class:`~tracer.record.capture.session.Info` kept:
   (``scores``), and the ops of that statement ``scores.<op>`` (``scores.dot``);
 * a Python number: ``<reader>.c``; clashes get ``_2``, ``_3`` ….
 
-Every name, reference, template and attribute is rewritten in one pass.
+Every name, reference, template and attribute is then rewritten in one pass
+(:mod:`tracer.record.capture.rename`).
 """
 
 from __future__ import annotations
 
 import re
-from dataclasses import replace
-from typing import Any
 
 import torch
 
-from tracer.core import formula
-from tracer.core.trace import ELEMENT, Node, Ref
 from tracer.record.capture.session import Info, Session
+from tracer.record.capture.site import BY_ORDER
 
 _PROV = re.compile(r"§[0-9]+")
 _BAD = re.compile(r"[^A-Za-z0-9_]")
@@ -99,6 +97,7 @@ def final_names(s: Session, order: list[str], nodes: list[str]) -> dict[str, str
         taken.add(cand)
         return cand
 
+    _number_iterations(s, order)
     later: list[str] = []
     for b in order:
         info = s.info[b]
@@ -131,6 +130,22 @@ def final_names(s: Session, order: list[str], nodes: list[str]) -> dict[str, str
             reader = done.get(info.hint, "const")
             done[b] = claim(f"{reader}.c", b)
     return done
+
+
+def _number_iterations(s: Session, order: list[str]) -> None:
+    """``q, k, v = [f(x) for x in zip(…)]``: the n-th iteration's ops make the n-th value."""
+    runs: dict[tuple[int, int], list[int]] = {}
+    for b in order:
+        site = s.info[b].site
+        if site is not None and site.element == BY_ORDER and site.kind == "assign":
+            got = runs.setdefault((site.frame, site.start), [])
+            if s.info[b].group not in got:
+                got.append(s.info[b].group)
+    for b in order:
+        info = s.info[b]
+        site = info.site
+        if site is not None and site.element == BY_ORDER and site.kind == "assign" and info.out_index is None:
+            info.out_index = runs[(site.frame, site.start)].index(info.group)
 
 
 def _is_target(info: Info) -> bool:
@@ -244,46 +259,3 @@ def _reads(s: Session, info: Info, old: str, done: dict[str, str]) -> bool:
             return False
         src = up.source
     return False
-
-
-def rename(nodes: list[Node], names: dict[str, str]) -> list[Node]:
-    """The nodes with every provisional name replaced (splits widened for the added segments).
-
-    Each node's symbol is the one its formula states (:func:`tracer.core.formula.stated_symbol`):
-    captured ops write free-form formulas, and the names they read operands by are not entry symbols.
-    """
-
-    def sub(text: str, latex: bool = False) -> str:
-        def one(m: re.Match[str]) -> str:
-            got = names.get(m.group(0), m.group(0).replace("§", "n"))
-            return got.replace("_", r"\_") if latex else got
-
-        return _PROV.sub(one, text)
-
-    def attrs(value: Any) -> Any:
-        if isinstance(value, str):
-            return sub(value)
-        if isinstance(value, dict):
-            return {k: attrs(v) for k, v in value.items()}
-        if isinstance(value, list):
-            return [attrs(v) for v in value]
-        return value
-
-    out = []
-    for n in nodes:
-        new = sub(n.name)
-        grow = new.count(".") - n.name.count(".")
-        latex = sub(n.latex, latex=True)
-        out.append(
-            replace(
-                n,
-                name=new,
-                split=(0,) * grow + tuple(n.split),
-                args=tuple(Ref(sub(r.node), r.index) for r in n.args),
-                text=sub(n.text),
-                latex=latex,
-                symbol=formula.stated_symbol(latex, n.granularity == ELEMENT),
-                attrs=attrs(n.attrs),
-            )
-        )
-    return out

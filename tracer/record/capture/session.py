@@ -126,7 +126,7 @@ class Session:
         self._last = site
         name = self.fresh()
         info = Info("op", op, self.scope, site, self._group, source=source, module_out=None, opened=bool(self.opened))
-        if site is not None and site.element is not None and site.kind == "assign":
+        if site is not None and site.element is not None and site.element >= 0 and site.kind == "assign":
             info.out_index = site.element  # the n-th value a generator gives ``q, k, v = (… for t in …)``
         self.info[name] = info
         self.rec._stage = self.stage_name(site, op)

@@ -87,6 +87,10 @@ def user_site(depth: int = 2) -> Site | None:
     element = got.element if got is not None else None
     if got is not None and got.kind == "yield":  # ``q, k, v = (f(t) for t in …)``: where the generator's values go
         start, targets, kind, element = _consumer(f, start, targets)
+    elif got is not None and got.kind == "return" and _helper(f):  # ``x, attn = attention(q, k, v)``
+        back = f.f_back
+        assert back is not None
+        start, targets, kind, element = _returned(back, got.element, (-1 - got.end, got.targets, got.kind))
     elif got is not None:  # the bytecode says where the value goes, with or without a source
         start, targets, kind = -1 - got.end, got.targets, got.kind
         store = got.store or (store if kind == "assign" and not targets else "")
@@ -95,26 +99,54 @@ def user_site(depth: int = 2) -> Site | None:
     return Site(id(f), start, f.f_lasti, targets, kind, call, where, f.f_code.co_name, store, element)
 
 
-def _consumer(f: FrameType, start: int, targets: tuple[str, ...]) -> tuple[int, tuple[str, ...], str, int | None]:
-    """A generator's value unpacked by the frame that runs it: (start, the unpack's names, kind, which one).
+def _helper(f: FrameType) -> bool:
+    """A function of the user's called from the user's code (not a module's ``forward``, not torch's)."""
+    back = f.f_back
+    return back is not None and f.f_code not in OPENED and back.f_code not in OPENED and user_file(
+        back.f_code.co_filename
+    ) and f.f_code.co_name not in ("forward", "<module>")  # fmt: skip
 
-    The generator's frame keeps its iterator in ``.0``; a tuple's or list's
-    iterator tells how far it has gone, so the value yielded now is the one
-    of that place (None where it cannot tell).
+
+def _returned(
+    back: FrameType, element: int | None, own: tuple[int, tuple[str, ...], str]
+) -> tuple[int, tuple[str, ...], str, int | None]:
+    """Where the caller stores what a helper returns: its names, and which one this value is (else ``own``)."""
+    got = bytecode.flow(back.f_code, back.f_lasti)
+    if got is None or got.kind != "assign" or not got.targets:
+        return (*own, None)
+    if element is None and len(got.targets) == 1:
+        return -1 - got.end, got.targets, "assign", None
+    if element is not None and element < len(got.targets):
+        return -1 - got.end, got.targets, "assign", element
+    return (*own, None)
+
+
+def _consumer(f: FrameType, start: int, targets: tuple[str, ...]) -> tuple[int, tuple[str, ...], str, int | None]:
+    """A generator's or list comprehension's value unpacked by the frame that runs it.
+
+    Returns (start, the unpack's names, kind, which one).  The comprehension's
+    frame keeps its iterator in ``.0``; a tuple's or list's iterator tells how
+    far it has gone, so the value made now is the one of that place; for
+    other iterators (``zip``) :data:`BY_ORDER` leaves it to the order of the
+    iterations (:func:`tracer.record.capture.naming.final_names`).
     """
     back = f.f_back
     got = bytecode.flow(back.f_code, back.f_lasti) if back is not None else None
     if got is None or len(got.targets) < 2:
         return start, targets, "assign", None
-    place: int | None = None
+    place = BY_ORDER  # which value: the naming counts the comprehension's iterations
     it = f.f_locals.get(".0")
     try:
         reduced = it.__reduce__() if it is not None else None
         if isinstance(reduced, tuple) and len(reduced) == 3 and isinstance(reduced[2], int):
             place = reduced[2] - 1
     except (TypeError, AttributeError):
-        place = None
+        place = BY_ORDER
     return -1 - got.end, got.targets, "assign", place
+
+
+BY_ORDER = -1
+"""``Site.element`` of a comprehension's value whose place only the order of its iterations tells."""
 
 
 Call = tuple[str, tuple[str, ...]]
