@@ -71,6 +71,29 @@ class MultiHeaded(nn.Module):
         return self.linears[-1](x)
 
 
+class CachedHeads(nn.Module):
+    """Multi-head attention with a key/value cache kept per head (``cat`` along the tokens, dim 2)."""
+
+    def __init__(self, dim: int = D, heads: int = H) -> None:
+        super().__init__()
+        self.heads = heads
+        self.qkv = nn.Linear(dim, 3 * dim, bias=False)
+        self.out = nn.Linear(dim, dim, bias=False)
+        self.k_cache: torch.Tensor | None = None
+        self.v_cache: torch.Tensor | None = None
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        b, t, d = x.shape
+        q, k, v = self.qkv(x).view(b, t, 3, self.heads, d // self.heads).permute(2, 0, 3, 1, 4)
+        if self.k_cache is None or self.v_cache is None:
+            self.k_cache, self.v_cache = k, v
+        else:
+            self.k_cache = torch.cat([self.k_cache, k], dim=2)
+            self.v_cache = torch.cat([self.v_cache, v], dim=2)
+        w = torch.softmax(q @ self.k_cache.transpose(-2, -1) / math.sqrt(d // self.heads), dim=-1)
+        return self.out((w @ self.v_cache).transpose(1, 2).reshape(b, t, d))
+
+
 def mingpt() -> torch.Tensor:
     torch.manual_seed(11)
     return ThreeProjections(Config())(_x())
@@ -84,5 +107,23 @@ def annotated() -> torch.Tensor:
     return mha(x, x, x, mask=causal)
 
 
-RUNNERS = ("mingpt", "annotated")
-HEADS = {"mingpt": (1, H), "annotated": (1, H)}
+def mha_batch_padding() -> torch.Tensor:
+    torch.manual_seed(13)
+    attn = nn.MultiheadAttention(D, H, batch_first=True)
+    x = _x(batch=2)
+    padding = torch.tensor([[False] * T, [False] * (T - 2) + [True] * 2])  # the second sequence is shorter
+    out, weights = attn(x, x, x, key_padding_mask=padding)
+    return out + weights.sum() * 0
+
+
+def generate_heads() -> torch.Tensor:
+    torch.manual_seed(14)
+    attn = CachedHeads()
+    x = _x()
+    return torch.cat([attn(x[:, i : i + 1]) for i in range(T)], dim=1)
+
+
+RUNNERS = ("mingpt", "annotated", "mha_batch_padding", "generate_heads")
+HEADS = {"mingpt": (1, H), "annotated": (1, H), "mha_batch_padding": (1, H), "generate_heads": (T, H)}
+MASKED = {"mingpt", "annotated", "mha_batch_padding"}
+"""The runners whose attention masks its scores (a generation step's one query sees every cached key)."""

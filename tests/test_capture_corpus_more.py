@@ -11,16 +11,24 @@ zip(…)]``) after its own target.
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 
 import tracer
 from tests import capture_corpus_more as more
-from tests.test_capture_corpus import _reaches_products, _weights
+from tests.test_capture_corpus import _reaches_products
+from tests.test_capture_corpus import _weights as _softmax
 from tracer.core.trace import Trace
 from tracer.present import report
 from tracer.present.captured import attentions, role
 from tracer.present.views.nodes import anchor
+
+
+def _weights(t: Trace, a: list) -> object:  # type: ignore[type-arg]
+    """The weights per batch and head where the code has them (``nn.MultiheadAttention``'s view), else the softmax."""
+    return next((n for n in a if n.axes[:2] == ("b", "h") and role(t, a, n) == "weights"), _softmax(a))
 
 
 @pytest.fixture(scope="module")
@@ -39,8 +47,9 @@ def test_capture_changes_nothing_verifies_clean_and_finds_each_attention(traces:
     assert len(found) == count
     for a in found:
         roles = [role(t, a, n) for n in a]
-        assert {"scores", "mask", "weights", "context", "out"} <= set(roles), roles
-        w = _weights(a)
+        assert {"scores", "weights", "context", "out"} <= set(roles), roles
+        assert ("mask" in roles) == (name in more.MASKED), roles
+        w = _weights(t, a)
         assert w.value.shape[w.axes.index("h")] == heads and w.axes[-2:] == ("i", "j"), w.axes  # type: ignore[attr-defined]
 
 
@@ -51,10 +60,13 @@ def test_the_report_draws_the_weights_per_head_with_the_tokens(traces: dict[str,
     files = report.build(t, lang)
     _, heads = more.HEADS[name]
     for a in attentions(t):
-        w = _weights(a)
+        w = _weights(t, a)
         for h in range(1, heads + 1):
             svg = files[f"fig-{anchor(w.name)}-h{h}.svg"].decode()  # type: ignore[attr-defined]
-            assert all(tok in svg for tok in t.tokens)
+            keys = int(w.value.shape[-1])  # type: ignore[attr-defined]
+            assert all(f">{tok}<" in svg for tok in t.tokens[:keys]), (w.name, keys)  # type: ignore[attr-defined]
+            if int(w.value.shape[-2]) == 1:  # type: ignore[attr-defined]  # a generation step: its query is the newest
+                assert re.findall(r">(t[0-9]+)<", svg)[0] == t.tokens[keys - 1], w.name  # type: ignore[attr-defined]
     page = files["index.html"].decode()
     assert "Head 1: </" not in page and "**" not in page and "<figcaption></figcaption>" not in page
 
@@ -62,8 +74,8 @@ def test_the_report_draws_the_weights_per_head_with_the_tokens(traces: dict[str,
 @pytest.mark.parametrize("name", more.RUNNERS)
 def test_a_weight_entry_is_explained_down_to_the_products(traces: dict[str, Trace], name: str) -> None:
     t = traces[name]
-    w = _weights(attentions(t)[-1])
-    entry = [1] * (w.value.ndim - 2) + [more.T, 2]  # type: ignore[attr-defined]
+    w = _softmax(attentions(t)[-1])
+    entry = [1] * (w.value.ndim - 2) + [int(w.value.shape[-2]), 2]  # type: ignore[attr-defined]  # the last query
     assert _reaches_products(t, tracer.core.ids.render(w.name, w.split, entry))  # type: ignore[attr-defined]
 
 
