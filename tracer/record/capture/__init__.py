@@ -62,6 +62,8 @@ class Capture:
             hooks.register_module_forward_pre_hook(lambda m, a: _quiet(self.session.enter, m, a)),
             hooks.register_module_forward_hook(lambda m, a, o: _quiet(self.session.leave, m, o)),
         ]
+        self._outer = id(sys._getframe(1))  # the frame of the ``with``: what it stores is not a helper's result
+        site.OUTER.add(self._outer)
         self._mode = Mode(self.session)
         self._mode.__enter__()  # type: ignore[no-untyped-call]
         return self
@@ -72,6 +74,7 @@ class Capture:
         for h in self._handles:
             h.remove()
         self._handles = []
+        site.OUTER.discard(getattr(self, "_outer", 0))
         site.OPENED.discard(torch.nn.MultiheadAttention.forward.__code__)  # left open if its forward raised
         self.session.opened.clear()
         if kind is None:

@@ -99,12 +99,17 @@ def user_site(depth: int = 2) -> Site | None:
     return Site(id(f), start, f.f_lasti, targets, kind, call, where, f.f_code.co_name, store, element)
 
 
+OUTER: set[int] = set()
+"""Ids of the frames running a ``with tracer.capture()`` block: a function called there is the captured code
+itself, so what it returns keeps its own name (as under ``trace_torch``), not the block's variable."""
+
+
 def _helper(f: FrameType) -> bool:
-    """A function of the user's called from the user's code (not a module's ``forward``, not torch's)."""
+    """A function of the user's called from the user's code inside the capture (not a ``forward``, not torch's)."""
     back = f.f_back
     return back is not None and f.f_code not in OPENED and back.f_code not in OPENED and user_file(
         back.f_code.co_filename
-    ) and f.f_code.co_name not in ("forward", "<module>")  # fmt: skip
+    ) and id(back) not in OUTER and f.f_code.co_name not in ("forward", "<module>")  # fmt: skip
 
 
 def _returned(
