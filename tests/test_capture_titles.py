@@ -64,3 +64,16 @@ def test_the_inputs_paragraph_never_shows_a_dash_for_an_empty_list() -> None:
         for lang in ("en", "zh"):
             text = str(stage_story(t, "inputs", Strings(lang))["text"])
             assert "—" not in text and "()" not in text and "（）" not in text, text
+
+
+def test_inputs_and_parameters_are_captioned_as_what_they_are() -> None:
+    from tracer.present.captured import captions
+
+    t = tracer.trace_torch(corpus.fused)
+    for lang, given, param in (
+        ("en", "an input of the code", "a parameter or buffer"),
+        ("zh", "代码的输入", "模块的参数"),
+    ):
+        cap = captions(t, Strings(lang))
+        assert given in cap["x"]["caption"] and param in cap["c_attn.weight"]["caption"], lang
+        assert "elementwise" not in cap["x"]["caption"] and "逐元素" not in cap["x"]["caption"]

@@ -73,7 +73,9 @@ def captions(trace: Trace, s: Strings) -> dict[str, dict[str, str]]:
     """A caption for every table and heatmap of the page: each attention's parts by their role, else by kind."""
     out: dict[str, dict[str, str]] = {}
     for n in trace.nodes:
-        if not is_part(trace, n):
+        if n.op == "input":  # what the code started from: given to it, or a module's weight or buffer
+            out[n.name] = {"caption": s("capture.cap_input" if _given(n) else "capture.cap_param", name=n.name)}
+        elif not is_part(trace, n):
             text = s(f"capture.cap_{kind(n)}", name=n.name)
             out[n.name] = {"caption": text, **_formula(n)}
     for attention in attentions(trace):
