@@ -147,7 +147,7 @@ def main() -> None:
     args = ap.parse_args()
     t = args.tokens
     measure("MultiHeadAttention", "build", t, args.repeat, f"attn_scores[1,4,{t},{t}].p[16]")
-    measure("nn.MultiheadAttention", "build_mha", t, args.repeat, f"attn.attn_output_weights.xw[4,{t},{t}].p[16]")
+    measure("nn.MultiheadAttention", "build_mha", t, args.repeat, f"attn.scores.xw[4,{t},{t}].p[16]")
 
 
 if __name__ == "__main__":

@@ -24,6 +24,7 @@ from tracer.cli import app
 from tracer.core.trace import Trace
 from tracer.present import report
 from tracer.present.captured import attentions, role
+from tracer.present.strings import Strings
 from tracer.present.views.nodes import anchor
 
 HEADS = {
@@ -90,7 +91,9 @@ def test_the_report_draws_each_attentions_weights_per_head_with_the_tokens(
         scores = next(n for n in a if role(t, a, n) == "scores")
         assert any(f.startswith(f"fig-{anchor(scores.name)}") for f in files), scores.name
     assert "Head 1: </" not in page and "**" not in page and "<figcaption></figcaption>" not in page
-    assert (f"attention, heads: {heads}" if lang == "en" else f"注意力，头数：{heads}") in page  # the section says so
+    assert Strings(lang)("page.summary_unfollowed") not in page  # the loop forms shown follow: no false alarm
+    title = f"per head, for {heads} heads" if lang == "en" else f"共 {heads} 个头"
+    assert (title if heads > 1 else ("Attention in" if lang == "en" else "中的注意力")) in page  # the section says so
     md = files["index.md"].decode()
     assert re.search(r"_\{[0-9,]+\} &= ", md), "a written-out entry says which entry it is"
 

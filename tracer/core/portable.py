@@ -29,7 +29,7 @@ import dataclasses
 
 import numpy as np
 
-from tracer.core import fmt
+from tracer.core import fmt, recompute
 from tracer.core.predict import predict
 from tracer.core.trace import Node, Trace
 
@@ -78,8 +78,9 @@ def shown(trace: Trace) -> Trace:
     """``trace`` with each checked library node holding its loop form's values: what pages print.
 
     A step computed from a library node (the sums of ``torch.alpha``'s
-    weights) is recomputed from the values shown, when its op is exact
-    (:mod:`tracer.core.predict`).  Nothing else changes (ids, ops, formulas,
+    weights, the split of a fused projection into q, k and v) is recomputed
+    from the values shown, when its op is exact (:mod:`tracer.core.predict`,
+    :mod:`tracer.core.recompute`).  Nothing else changes (ids, ops, formulas,
     checks), so every renderer can take this trace instead of the original.
     A trace without bounded checks (an older file) comes back as it is.
     """
@@ -96,6 +97,8 @@ def shown(trace: Trace) -> Trace:
         elif n.op != CHECK and any(a.node in changed for a in n.args):
             args = [a.to_json() for a in n.args]
             again = predict(n.op, n.axes, n.value.shape, args, n.attrs, done, n.value.dtype)
+            if again is None:  # a layout op, a mask, an elementwise op read through index arithmetic
+                again = recompute.exact(n, done)
             value = n.value if again is None or again.shape != n.value.shape else again
         if value is not n.value:
             changed.add(n.name)

@@ -110,7 +110,7 @@ def predict(
             out[0] = work[0] if fix is None else fix(0, work[0].copy())
             for n in range(1, work.shape[0]):
                 if fix is None:
-                    np.add(out[n - 1], work[n], out=out[n], dtype=dtype)
+                    np.add(out[n - 1], work[n], out=out[n, ...], dtype=dtype)  # a 0-d view for 1-d sums too
                 else:
                     out[n] = fix(n, np.add(out[n - 1], work[n], dtype=dtype))
         return np.moveaxis(out, 0, ax)

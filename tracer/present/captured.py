@@ -14,6 +14,7 @@ products worked out term by term, and heatmaps of (…, i, j) matrices.
 from __future__ import annotations
 
 from tracer.core.trace import Node, Trace
+from tracer.present.attention_parts import LAYOUT, attentions, role
 from tracer.present.narrative import Narrative
 from tracer.present.strings import Strings
 
@@ -36,8 +37,6 @@ KINDS = (
     ("other", "op_other"),
     ("opaque", "op_opaque"),
 )
-LAYOUT = {"view", "reshape", "transpose", "permute", "unsqueeze", "squeeze", "expand", "getitem", "cat", "stack"}
-LAYOUT |= {"split", "chunk", "unbind", "flatten", "unflatten", "lookup", "permute"}
 ARITH = {"add", "sub", "mul", "div", "exp", "sqrt", "rsqrt", "pow", "neg", "abs", "tanh", "log", "square"}
 ARITH |= {"reciprocal", "sigmoid", "relu", "maximum", "minimum", "erf", "var", "layer_norm", "gelu"}
 MAX_TABLES = 6
@@ -59,6 +58,8 @@ def kind(node: Node) -> str:
     """The paragraph a node is told in."""
     if node.attrs.get("library") == "dropout":
         return "dropout"
+    if node.attrs.get("library") == "linear":  # with a bias its last step is an ``add``: still sums of products
+        return "sum"
     if node.op in ("sum", "softmax", "masked_fill", "opaque", "write"):
         return node.op
     if node.op in LAYOUT:
@@ -68,101 +69,13 @@ def kind(node: Node) -> str:
     return "arith" if node.op in ARITH else "other"
 
 
-_BACK = {"masked_fill", "add", "sub", "mul", "div", "where"}
-"""Ops between the scores and the softmax (mask, scale, additive mask) followed back from the weights."""
-
-
-def attentions(trace: Trace) -> list[list[Node]]:
-    """Each attention the code computed, whatever op did it: its scores, mask, scaled scores, weights, context.
-
-    The weights are a softmax's result (``torch.softmax``, ``F.softmax``,
-    ``Tensor.softmax``) or the weights inside SDPA (``N.weights.quot``).
-    From the weights, the steps that led to them are followed back to the
-    sum of products that made the scores; the context is the sum whose
-    products read the weights (or their dropout); the out-projection is the
-    next linear layer.  Each list is in trace order.
-    """
-    out: list[list[Node]] = []
-    by = {n.name: n for n in trace.nodes}
-    readers: dict[str, list[Node]] = {}
-    for n in trace.nodes:
-        for a in n.args:
-            readers.setdefault(a.node, []).append(n)
-    order = {n.name: k for k, n in enumerate(trace.nodes)}
-    for w in trace.nodes:
-        sdpa = w.name.endswith(".weights.quot") and by.get(w.name.removesuffix(".weights.quot") + ".scores")
-        if not (w.op == "softmax" or sdpa) or len(w.axes) < 2:
-            continue
-        chain: list[Node] = [w]
-        if sdpa:
-            head = w.name.removesuffix(".weights.quot")
-            parts = ("scores", "scaled", "causal", "masked", "hide", "masked_by", "biased")
-            chain += [got for p in parts if (got := by.get(f"{head}.{p}")) is not None]
-        else:
-            x = by.get(w.args[0].node) if w.args else None
-            while x is not None and len(chain) < 6:
-                chain.append(x)
-                if x.op == "sum" or x.op not in _BACK or not x.args:
-                    break
-                x = by.get(x.args[0].node)
-        kept = [r.name for r in readers.get(w.name, []) if r.name.endswith(".kept")]  # dropout's x · mask
-        used = [w.name] + [d.name for k in kept for d in readers.get(k, []) if d.attrs.get("library") == "dropout"]
-        views = [
-            r for u in used for r in readers.get(u, []) if r.op in ("view", "reshape") and {"b", "h"} <= set(r.axes)
-        ]
-        chain += views[:1]  # ``nn.MultiheadAttention``'s weights per batch and head
-        ctx = [r.name.rsplit(".", 1)[0] for u in used for r in readers.get(u, []) if r.name.endswith((".p", ".t"))]
-        if sdpa:
-            ctx.append(w.name.removesuffix(".weights.quot"))
-        for c in dict.fromkeys(ctx):
-            node = by.get(c)
-            if node is not None:
-                chain.append(node)
-                chain += _projection(node, readers, by)[:1]
-        keep = ("sum", "softmax", "add", "div", "view", "reshape", "triu", *_BACK)
-        picked = {n.name: n for n in chain if n.op in keep}
-        out.append(sorted(picked.values(), key=lambda n: order[n.name]))
-    return out
-
-
-def _projection(context: Node, readers: dict[str, list[Node]], by: dict[str, Node]) -> list[Node]:
-    """The linear layer whose products read the context vectors, through the views that join the heads."""
-    todo, seen = [context], {context.name}
-    while todo:
-        n = todo.pop(0)
-        for r in readers.get(n.name, []):
-            owner = r.name.removesuffix(".p").removesuffix(".xw")  # ``out_proj.p``, ``out_proj.xw.p``
-            got = by.get(owner)
-            if r.name.endswith(".p") and got is not None and got.attrs.get("library") == "linear":
-                return [got]
-            if r.op in LAYOUT and r.name not in seen and len(seen) < 16:
-                seen.add(r.name)
-                todo.append(r)
-    return []
-
-
-def role(trace: Trace, attention: list[Node], node: Node) -> str:
-    """What ``node`` is in its attention: scores, scaled, mask, weights, context or out (the out-projection)."""
-    weights = next(n for n in attention if n.op == "softmax" or n.name.endswith(".weights.quot"))
-    if node is weights or (node.op in ("view", "reshape") and {"b", "h"} <= set(node.axes)):
-        return "weights"  # or the weights (after their dropout) viewed per batch and head
-    if node.attrs.get("library") == "linear" and attention.index(node) > attention.index(weights):
-        return "out"
-    if attention.index(node) > attention.index(weights):
-        return "context"
-    if node.op == "sum":
-        return "scores"
-    consts = [a for a in node.args if trace.node(a.node).op == "const"]
-    if node.op in ("mul", "div") and consts:
-        return "scaled"
-    return "mask"
-
-
 def captions(trace: Trace, s: Strings) -> dict[str, dict[str, str]]:
     """A caption for every table and heatmap of the page: each attention's parts by their role, else by kind."""
     out: dict[str, dict[str, str]] = {}
     for n in trace.nodes:
-        if not is_part(trace, n):
+        if n.op == "input":  # what the code started from: given to it, or a module's weight or buffer
+            out[n.name] = {"caption": s("capture.cap_input" if _given(n) else "capture.cap_param", name=n.name)}
+        elif not is_part(trace, n):
             text = s(f"capture.cap_{kind(n)}", name=n.name)
             out[n.name] = {"caption": text, **_formula(n)}
     for attention in attentions(trace):
@@ -181,7 +94,8 @@ def stage_story(trace: Trace, stage: str, s: Strings) -> dict[str, object]:
         leaves = [n.name for n in own if n.op == "input"]
         given = [n for n in leaves if _given(trace.node(n))]
         params = [n for n in leaves if n not in given]
-        text = s("capture.inputs", inputs=", ".join(given) or "—", params=", ".join(params) or "—")
+        key = "capture.inputs" if given and params else "capture.inputs_only" if given else "capture.inputs_params"
+        text = s(key, inputs=", ".join(given), params=", ".join(params))
         return {"title": s("capture.inputs_title"), "text": text, "show": leaves[:MAX_TABLES]}
     main = [n for n in own if not is_part(trace, n)]
     paras = [
@@ -197,14 +111,7 @@ def stage_story(trace: Trace, stage: str, s: Strings) -> dict[str, object]:
     elif stage == "main":
         title = s("capture.main_title")
     else:
-        title = s("capture.stage_title", name=stage)
-        heads = [
-            _heads(trace, a)
-            for a in attentions(trace)
-            if any(n.stage == stage and role(trace, a, n) == "weights" for n in a)
-        ]
-        if heads:  # the section computes attention: say so, and over how many heads
-            title = s("capture.attention_title", name=stage, heads=max(heads))
+        title = _title(trace, stage, main, s)
     checks = [n.name for n in own if n.name.startswith("check.")]
     attn = [n for a in attentions(trace) for n in a if n.stage == stage]
     rest = sorted((n for n in main if n.op != "opaque" and n not in attn), key=lambda n: n.op != "write")
@@ -222,6 +129,60 @@ def stage_story(trace: Trace, stage: str, s: Strings) -> dict[str, object]:
         "heatmap": [n.name for n in shown if _square(n)][: max(2, len(attn))],
     }
     return table
+
+
+def _where(trace: Trace, stage: str, s: Strings) -> str:
+    """What a section is: a module's ``forward`` (``CausalSelfAttention.forward``, its path) or a statement."""
+    modules = trace.meta.get("modules") or {}
+    pairs = modules.items() if isinstance(modules, dict) else ()
+    paths = {str(p).replace(".", "_"): (str(p), str(c)) for p, c in pairs}
+    if stage in paths:
+        path, cls = paths[stage]
+        return s("capture.where_module", cls=cls, path=path)
+    own = [n.name for n in trace.nodes if n.stage == stage]
+    if any(n.endswith((".in_proj", ".in_proj_q")) for n in own):  # nn.MultiheadAttention, opened up
+        path = next(n for n in own if n.endswith((".in_proj", ".in_proj_q"))).rpartition(".")[0]
+        return s("capture.where_module", cls="nn.MultiheadAttention", path=path)
+    if stage == trace.meta.get("lesson"):  # the captured function's ``return``
+        return s("capture.where_return", fn=stage)
+    root = paths.get("(root)")
+    if root is not None and not root[1].startswith(("MultiheadAttention", "Linear")):
+        return s("capture.where_in", name=_targets(trace, stage), cls=root[1])
+    return s("capture.where_statement", name=_targets(trace, stage))
+
+
+def _targets(trace: Trace, stage: str) -> str:
+    """The names a statement's section was called after: ``q, k, v`` for the section ``q_k_v`` (if those exist)."""
+    names = {n.name.rpartition(".")[2] for n in trace.nodes if n.stage == stage}
+    parts = stage.split("_")
+    return ", ".join(parts) if len(parts) > 1 and all(p in names for p in parts) else stage
+
+
+def _title(trace: Trace, stage: str, main: list[Node], s: Strings) -> str:
+    """A sentence saying what the section shows: where, and what it computes (per head, for an attention)."""
+    where = _where(trace, stage, s)
+    found = [a for a in attentions(trace) if any(n.stage == stage and role(trace, a, n) == "weights" for n in a)]
+    if found:
+        roles = [r for r in ROLES if any(n.stage == stage and role(trace, a, n) == r for a in found for n in a)]
+        parts = _join(s, [s(f"capture.part_{r}") for r in roles])
+        heads = max(_heads(trace, a) for a in found)
+        key = "capture.attention_title" if heads > 1 else "capture.attention_title_one"
+        return s(key, where=where, parts=parts, heads=heads)
+    kinds = [k for k, _ in KINDS if any(kind(n) == k for n in main)]
+    if not kinds:
+        return s("capture.stage_title_empty", where=where)
+    return s("capture.stage_title", where=where, parts=_join(s, [s(f"capture.kind_{k}") for k in kinds]))
+
+
+def _join(s: Strings, items: list[str]) -> str:
+    """``a, b and c`` (``a、b和c``)."""
+    if len(items) < 2:
+        return "".join(items)
+    return s("capture.and", first=s("capture.comma").join(items[:-1]), last=items[-1])
+
+
+ROLES = ("scores", "scaled", "mask", "weights", "context", "out")
+"""The parts of an attention, in the order a title lists them."""
 
 
 def _formula(node: Node) -> dict[str, str]:

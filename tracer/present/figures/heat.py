@@ -38,17 +38,23 @@ def heatmap(
     links: Sequence[Sequence[str]] | None = None,
     xlabel: str = "",
     ylabel: str = "",
+    row_ticks: Sequence[str] | None = None,
 ) -> str:
-    """SVG of ``values`` (rows: queries, columns: keys); ``cells`` are the numbers written in the cells."""
+    """SVG of ``values`` (rows: queries, columns: keys); ``cells`` are the numbers written in the cells.
+
+    ``ticks`` label the keys and, unless ``row_ticks`` are given (fewer queries than keys: the newest
+    tokens of a key/value cache), the queries too.
+    """
     r, c = values.shape
     finite = values[np.isfinite(values)]
     lo, hi = (float(finite.min()), float(finite.max())) if finite.size else (0.0, 1.0)
     span = hi - lo if hi > lo else 1.0
     labels = [cut(t, 12) for t in ticks] if ticks is not None else []
+    rows = [cut(t, 12) for t in row_ticks] if row_ticks is not None else labels
     num = max((width(s) for row in cells for s in row), default=0) if cells is not None else 0
     cw = max(num + 8.0, 30.0) if cells is not None else max(6.0, min(20.0, 320.0 / c))
     ch = CELL_H if cells is not None else cw
-    left = PAD + (TITLE if ylabel else 0.0) + (max(width(t) for t in labels) + 6.0 if labels else 0.0)
+    left = PAD + (TITLE if ylabel else 0.0) + (max(width(t) for t in rows) + 6.0 if rows else 0.0)
     gw, gh = c * cw, r * ch
     below = (max(width(t) for t in labels) * math.sqrt(0.5) + SIZE if labels else 0.0) + 6.0
     body: list[str] = []
@@ -62,7 +68,7 @@ def heatmap(
                 mark += text(x + cw / 2, y + ch / 2 + SIZE * 0.35, cells[i][j], "middle", marks.ink_on(fill))
             href = links[i][j] if links is not None else ""
             if href:  # a link of its own, named for a screen reader: which pair, and its value
-                named = f"{ylabel}: {labels[i]}, {xlabel}: {labels[j]}, {cells[i][j]}" if cells and labels else ""
+                named = f"{ylabel}: {rows[i]}, {xlabel}: {labels[j]}, {cells[i][j]}" if cells and labels else ""
                 mark = (
                     f'<a href="{escape(href)}" aria-label="{escape(named)}">{mark}</a>'
                     if named
@@ -71,11 +77,12 @@ def heatmap(
             body.append(mark)
     if focus is not None:
         body.append(rect(left, PAD + focus * ch, gw, ch, "none", f' stroke="{FOCUS}" stroke-width="2"'))
-    for k, t in enumerate(labels):
-        ink = FOCUS if k == focus else marks.INK
-        if k < r:
-            body.append(text(left - 6, PAD + k * ch + ch / 2 + SIZE * 0.35, t, "end", ink))
-        if k < c:
+    for k in range(max(len(rows), len(labels))):
+        if k < r and k < len(rows):
+            ink = FOCUS if k == focus else marks.INK
+            body.append(text(left - 6, PAD + k * ch + ch / 2 + SIZE * 0.35, rows[k], "end", ink))
+        if k < c and k < len(labels):
+            t = labels[k]
             x, y = left + k * cw + cw / 2 + SIZE * 0.3, PAD + gh + 8
             body.append(text(x, y, t, "end", marks.INK, rotate=-45))
     y = PAD + gh + below

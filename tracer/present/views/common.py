@@ -206,6 +206,13 @@ def heatmap_svg(ctx: Ctx, name: str, matrix: np.ndarray, hrefs: list[list[str]] 
     m = np.asarray(matrix, dtype=np.float64)
     t, q = m.shape[0], ctx.q
     titles = (ctx.s("figures.key"), ctx.s("figures.query"))
+    c = m.shape[1]
+    if t < c <= HEAT_CELLS and c <= len(ctx.trace.tokens):  # fewer queries than keys: a cache's newest tokens
+        cells = [[ctx.num(v) for v in row] for row in m]
+        rows, focus = list(ctx.trace.tokens[c - t : c]), q - 1 - (c - t)
+        labels = list(ctx.trace.tokens[:c])
+        picked = focus if 0 <= focus < t else None
+        return heat.heatmap(name, m, cells, labels, picked, hrefs, *titles, row_ticks=rows), False
     if t <= HEAT_CELLS:
         cells = [[ctx.num(v) for v in row] for row in m]
         labels = list(ctx.trace.tokens[:t])

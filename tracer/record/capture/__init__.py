@@ -33,7 +33,9 @@ from tracer.errors import InputError
 from tracer.record.capture import axes as ax
 from tracer.record.capture import site
 from tracer.record.capture.mode import Mode
-from tracer.record.capture.naming import final_names, rename
+from tracer.record.capture.naming import final_names
+from tracer.record.capture.rename import rename
+from tracer.record.capture.selector import rename_axes, selector_axes
 from tracer.record.capture.session import Session
 from tracer.record.inputs import DEFAULT_QUERY
 
@@ -60,6 +62,8 @@ class Capture:
             hooks.register_module_forward_pre_hook(lambda m, a: _quiet(self.session.enter, m, a)),
             hooks.register_module_forward_hook(lambda m, a, o: _quiet(self.session.leave, m, o)),
         ]
+        self._outer = id(sys._getframe(1))  # the frame of the ``with``: what it stores is not a helper's result
+        site.OUTER.add(self._outer)
         self._mode = Mode(self.session)
         self._mode.__enter__()  # type: ignore[no-untyped-call]
         return self
@@ -70,6 +74,7 @@ class Capture:
         for h in self._handles:
             h.remove()
         self._handles = []
+        site.OUTER.discard(getattr(self, "_outer", 0))
         site.OPENED.discard(torch.nn.MultiheadAttention.forward.__code__)  # left open if its forward raised
         self.session.opened.clear()
         if kind is None:
@@ -115,6 +120,8 @@ class Capture:
         raw = s.rec.trace({}).nodes
         if not raw:
             raise InputError("the captured code computed nothing in torch")
+        renames = selector_axes(list(raw), s.taken)
+        raw = tuple(rename_axes(n, renames[n.name]) if n.name in renames else n for n in raw)
         raw = tuple(_read_leaves(raw, s.known(self.output) if isinstance(self.output, torch.Tensor) else None))
         full = [n.name for n in raw]
         bases = {b for f in full for b in re.findall(r"§[0-9]+", f)}

@@ -8,8 +8,10 @@ following the value it leaves on the stack through the next instructions
 finds where it ends: a ``STORE_FAST``/``STORE_NAME``/``STORE_GLOBAL``/
 ``STORE_DEREF`` (``q = …``), an ``UNPACK_SEQUENCE`` and its stores
 (``q, k, v = x.split(…)``), a ``STORE_ATTR`` (``self.q = …``), a
-``STORE_SUBSCR`` (``scores[i] = …``), ``POP_TOP`` (an expression statement)
-or ``RETURN_VALUE``.  A value that becomes an operand (``softmax(a / b)``)
+``STORE_SUBSCR`` (``scores[i] = …``), ``POP_TOP`` (an expression statement),
+``RETURN_VALUE``, or ``YIELD_VALUE``/``LIST_APPEND`` (a generator's or a
+list comprehension's value, followed on into the frame that unpacks it by
+:mod:`.site`).  A value that becomes an operand (``softmax(a / b)``)
 is followed as the result of the op that took it, so every op of one
 statement ends at the same store, and ``q, k, v = a(x), b(x), c(x)`` sends
 each call's value to its own name (the compiler swaps them on the stack).
@@ -21,15 +23,16 @@ caller falls back to the source.  Nothing here runs the code.
 
 from __future__ import annotations
 
+import bisect
 import dis
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 from types import CodeType
 
 _STORE = {"STORE_FAST", "STORE_NAME", "STORE_GLOBAL", "STORE_DEREF"}
 _LOAD = {"LOAD_FAST", "LOAD_NAME", "LOAD_GLOBAL", "LOAD_DEREF", "LOAD_CLASSDEREF", "LOAD_CLOSURE", "LOAD_CONST"}
 _NOP = {"NOP", "CACHE", "EXTENDED_ARG", "PRECALL", "KW_NAMES", "RESUME", "TO_BOOL"}
-_END = {"POP_TOP": "expr", "RETURN_VALUE": "return"}
+_END = {"POP_TOP": "expr", "RETURN_VALUE": "return", "YIELD_VALUE": "yield", "LIST_APPEND": "yield"}
 _TWO_TO_ONE = {"BINARY_OP", "BINARY_SUBSCR", "COMPARE_OP", "IS_OP", "CONTAINS_OP"}
 _ONE_TO_ONE = {"UNARY_NEGATIVE", "UNARY_POSITIVE", "UNARY_INVERT", "UNARY_NOT", "GET_LEN"}
 
@@ -42,12 +45,18 @@ class Flow:
     targets: tuple[str, ...]  # the names it was stored under (one per element when unpacked)
     kind: str  # "assign", "expr", "return"
     store: str = ""  # ``t[i] = …``: the tensor written into
+    element: int | None = None  # ``return a, b``: the value's place in the tuple returned
 
 
 @lru_cache(maxsize=512)
 def _code(code: CodeType) -> tuple[tuple[dis.Instruction, ...], dict[int, int]]:
     ins = tuple(dis.get_instructions(code))
     return ins, {x.offset: n for n, x in enumerate(ins)}
+
+
+@lru_cache(maxsize=512)
+def _offsets(code: CodeType) -> tuple[int, ...]:
+    return tuple(x.offset for x in _code(code)[0])
 
 
 def _effect(x: dis.Instruction) -> tuple[int, int] | None:
@@ -99,12 +108,31 @@ def _version() -> tuple[int, int]:
     return sys.version_info[:2]
 
 
+def _at(code: CodeType, lasti: int) -> int | None:
+    """Index of the instruction running at ``lasti``.
+
+    While a call into a Python function runs (``Tensor.split``,
+    ``torch.einsum``), Python 3.11 reports ``f_lasti`` past the ``CALL``, on
+    its last inline cache entry: that is the ``CALL`` still.
+    """
+    ins, where = _code(code)
+    n = where.get(lasti)
+    if n is None:
+        n = bisect.bisect_right(_offsets(code), lasti) - 1
+        if n < 0 or ins[n].opname not in ("CALL", "CALL_KW", "CALL_FUNCTION_EX", "BINARY_SUBSCR", "BINARY_OP"):
+            return None
+    return n
+
+
 def flow(code: CodeType, lasti: int) -> Flow | None:
     """Follow the value the instruction at ``lasti`` leaves on the stack to where it ends (None: not followed)."""
     ins, where = _code(code)
-    n = where.get(lasti)
+    n = _at(code, lasti)
     if n is None or _effect(ins[n]) is None:
         return None
+    if ins[n].opname == "UNPACK_SEQUENCE":  # ``k, v = tensor``: iterating the tensor is the op (``unbind``)
+        names = _stores(ins, n + 1, ins[n].arg or 0)
+        return Flow(ins[_stores_end(ins, n + 1, len(names))].offset, names, "assign") if names else None
     depth = 0  # of our value, from the top of the stack
     above: list[str] = []  # what each slot above it is called (top last), for ``t[i] = …``
     elem: int | None = None  # our value's position in the tuple being built, if it is in one
@@ -130,14 +158,14 @@ def flow(code: CodeType, lasti: int) -> Flow | None:
             continue
         taken = _taken(x, depth, above)
         if taken is not None:
-            return taken
+            return replace(taken, element=elem) if taken.kind == "return" and elem is not None else taken
         if x.opname == "UNPACK_SEQUENCE" and elem is not None:  # ``a, b = f(x), g(x)`` built as a tuple
             depth, above = elem, [""] * elem
             elem = None
             continue
         if x.opname == "UNPACK_SEQUENCE":
             names = _stores(ins, m, x.arg or 0)
-            return Flow(ins[m + (x.arg or 0) - 1].offset, names, "assign") if names else None
+            return Flow(ins[_stores_end(ins, m, len(names))].offset, names, "assign") if names else None
         if pushes == 0:
             return None
         elem = (pops - 1 - depth) if x.opname == "BUILD_TUPLE" else None
@@ -180,17 +208,37 @@ def _label(x: dis.Instruction) -> str:
 
 
 def _stores(ins: tuple[dis.Instruction, ...], start: int, count: int) -> tuple[str, ...]:
-    """The names of ``count`` plain stores from ``start`` (after an ``UNPACK_SEQUENCE``), or () if not plain."""
-    got = ins[start : start + count]
-    if len(got) != count or any(x.opname not in _STORE for x in got):
-        return ()
-    return tuple(str(x.argval) for x in got)
+    """The names of ``count`` stores from ``start`` (after an ``UNPACK_SEQUENCE``), or () if not plain.
+
+    A store is ``STORE_FAST x`` or ``LOAD_FAST self; STORE_ATTR attn`` (``x, self.attn = …``).
+    """
+    names: list[str] = []
+    m = start
+    while len(names) < count and m < len(ins):
+        x = ins[m]
+        if x.opname in _STORE:
+            names.append(str(x.argval))
+            m += 1
+        elif x.opname in _LOAD and m + 1 < len(ins) and ins[m + 1].opname == "STORE_ATTR":
+            names.append(str(ins[m + 1].argval))
+            m += 2
+        else:
+            return ()
+    return tuple(names) if len(names) == count else ()
+
+
+def _stores_end(ins: tuple[dis.Instruction, ...], start: int, count: int) -> int:
+    """Index of the last instruction of the ``count`` stores from ``start`` (see :func:`_stores`)."""
+    m = start
+    for _ in range(count):
+        m += 1 if ins[m].opname in _STORE else 2
+    return m - 1
 
 
 def call(code: CodeType, lasti: int) -> tuple[str, tuple[str, ...]] | None:
     """The callee and positional argument names of the ``CALL`` at ``lasti``: ``("sa_v2.W_query", ("inputs",))``."""
-    ins, where = _code(code)
-    n = where.get(lasti)
+    ins, _ = _code(code)
+    n = _at(code, lasti)
     if n is None or ins[n].opname != "CALL":
         return None
     argc = ins[n].arg or 0

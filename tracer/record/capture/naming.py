@@ -17,20 +17,18 @@ its id from the facts :class:`~tracer.record.capture.session.Info` kept:
   (``scores``), and the ops of that statement ``scores.<op>`` (``scores.dot``);
 * a Python number: ``<reader>.c``; clashes get ``_2``, ``_3`` ….
 
-Every name, reference, template and attribute is rewritten in one pass.
+Every name, reference, template and attribute is then rewritten in one pass
+(:mod:`tracer.record.capture.rename`).
 """
 
 from __future__ import annotations
 
 import re
-from dataclasses import replace
-from typing import Any
 
 import torch
 
-from tracer.core import formula
-from tracer.core.trace import ELEMENT, Node, Ref
 from tracer.record.capture.session import Info, Session
+from tracer.record.capture.site import BY_ORDER
 
 _PROV = re.compile(r"§[0-9]+")
 _BAD = re.compile(r"[^A-Za-z0-9_]")
@@ -99,6 +97,7 @@ def final_names(s: Session, order: list[str], nodes: list[str]) -> dict[str, str
         taken.add(cand)
         return cand
 
+    _number_iterations(s, order)
     later: list[str] = []
     for b in order:
         info = s.info[b]
@@ -110,6 +109,8 @@ def final_names(s: Session, order: list[str], nodes: list[str]) -> dict[str, str
             done[b] = claim(q, b)
         elif info.kind == "leaf":
             done[b] = claim(_ident(info.hint, "input"), b)
+        elif _inner(info, b, last, s) and info.module_out and not info.opened and not _is_target(info):
+            done[b] = claim(pathname(info.module_out), b)  # ``self.c_attn(x).split(…)``: the code names ``c_attn``
         elif _inner(info, b, last, s) and not (info.derived and info.source in done):
             later.append(b)  # named after the statement's result, once that has its name
         else:
@@ -117,14 +118,40 @@ def final_names(s: Session, order: list[str], nodes: list[str]) -> dict[str, str
             done[b] = claim(_op_name(s, b, info, last, done, bound, given), b)
     for b in later:
         info = s.info[b]
+        op = _ident(info.op.rstrip("_"), "op")
+        targets = [_ident(t, "") for t in (info.site.targets if info.site else ())]
         end = done.get(last[info.group], "")
-        done[b] = claim(f"{end}.{_ident(info.op.rstrip('_'), 'op')}" if end else _ident(info.op, "op"), b)
+        if len(targets) > 1 and all(targets):  # ``q, k, v = …``: an op before the split is all three's
+            end = pathname(info.scope) + "." + "_".join(targets) if info.scope else "_".join(targets)
+        done[b] = claim(f"{end}.{op}" if end else op, b)
     for b in order:
         info = s.info[b]
         if info.kind == "const":
             reader = done.get(info.hint, "const")
             done[b] = claim(f"{reader}.c", b)
     return done
+
+
+def _number_iterations(s: Session, order: list[str]) -> None:
+    """``q, k, v = [f(x) for x in zip(…)]``: the n-th iteration's ops make the n-th value."""
+    runs: dict[tuple[int, int], list[int]] = {}
+    for b in order:
+        site = s.info[b].site
+        if site is not None and site.element == BY_ORDER and site.kind == "assign":
+            got = runs.setdefault((site.frame, site.start), [])
+            if s.info[b].group not in got:
+                got.append(s.info[b].group)
+    for b in order:
+        info = s.info[b]
+        site = info.site
+        if site is not None and site.element == BY_ORDER and site.kind == "assign" and info.out_index is None:
+            info.out_index = runs[(site.frame, site.start)].index(info.group)
+
+
+def _is_target(info: Info) -> bool:
+    """Whether a library module's path is also a name its statement assigns (``qkv = self.qkv(x).reshape(…)``)."""
+    targets = info.site.targets if info.site else ()
+    return info.module_out is not None and info.module_out.rpartition(".")[2] in targets
 
 
 def _inner(info: Info, b: str, last: dict[int, str], s: Session) -> bool:
@@ -155,17 +182,27 @@ def _op_name(
     op = _ident(info.op.rstrip("_"), "op")
     targets = [_ident(t, "") for t in (info.site.targets if info.site else ())]
     is_last = _is_last(info, b, last, s)
+    site = info.site
+    if info.opened and site is not None and site.code in _PROJECTIONS and site.element is not None:
+        return f"{pre}in_proj_{'qkv'[site.element % 3]}"  # ``return proj[0], proj[1], proj[2]``
     if targets and all(targets) and is_last:
         var = targets[info.out_index] if info.out_index is not None and info.out_index < len(targets) else targets[0]
         if len(targets) > 1 and info.out_index is None:
             var = "_".join(targets)
+        if info.opened:
+            var = _documented(var, info.op)
+            proj = bound.get((scope, "out_proj"))
+            if var == "context" and proj is not None and _reads(s, info, proj, done):  # the out-projection, moved
+                var = "out_proj"
         key = (scope, var)
         old = bound.get(key)
         if old is None:
             name = pre + var
-        elif info.source is not None and done.get(info.source) == old:
-            name = f"{old}.{op}"
-        elif info.module_out:
+        elif info.derived and _reads(s, info, old, done):  # ``k = k.view(…).transpose(1, 2)``: k moved
+            name = f"{done[info.source or '']}.{op}"
+        elif _reads(s, info, old, done):  # ``att = att.masked_fill(…)``: att, then what was done to it
+            name = f"{old}_{op}" if old.rpartition(".")[2] == var else f"{pre}{var}_{op}"
+        elif info.module_out and not info.opened:  # ``x = self.proj(y)``: the module the code calls
             name = pathname(info.module_out)
         else:
             name = pre + var
@@ -187,44 +224,38 @@ def _op_name(
     return pre + op
 
 
-def rename(nodes: list[Node], names: dict[str, str]) -> list[Node]:
-    """The nodes with every provisional name replaced (splits widened for the added segments).
+_PROJECTIONS = ("_in_projection_packed", "_in_projection")
+"""torch's helpers that make q, k and v from the packed or the three separate in-projection weights."""
 
-    Each node's symbol is the one its formula states (:func:`tracer.core.formula.stated_symbol`):
-    captured ops write free-form formulas, and the names they read operands by are not entry symbols.
+
+def _documented(var: str, op: str) -> str:
+    """The documented name of one of ``nn.MultiheadAttention``'s steps, from torch's variable and the op.
+
+    torch reuses ``attn_output_weights`` for the scores and the weights, and
+    ``attn_output`` for the context and the out-projection; the steps get
+    the names its documentation uses: ``in_proj``, ``scores``, ``weights``,
+    ``context``, ``out_proj`` (``q``, ``k``, ``v``, ``q_scaled`` and the masks
+    keep torch's own).
     """
+    if var == "proj":
+        return "in_proj"
+    if var == "attn_output_weights":
+        return "scores" if op in ("bmm", "baddbmm", "matmul") else "weights"
+    if var == "attn_output":
+        return "out_proj" if op == "linear" else "context"
+    return var
 
-    def sub(text: str, latex: bool = False) -> str:
-        def one(m: re.Match[str]) -> str:
-            got = names.get(m.group(0), m.group(0).replace("§", "n"))
-            return got.replace("_", r"\_") if latex else got
 
-        return _PROV.sub(one, text)
-
-    def attrs(value: Any) -> Any:
-        if isinstance(value, str):
-            return sub(value)
-        if isinstance(value, dict):
-            return {k: attrs(v) for k, v in value.items()}
-        if isinstance(value, list):
-            return [attrs(v) for v in value]
-        return value
-
-    out = []
-    for n in nodes:
-        new = sub(n.name)
-        grow = new.count(".") - n.name.count(".")
-        latex = sub(n.latex, latex=True)
-        out.append(
-            replace(
-                n,
-                name=new,
-                split=(0,) * grow + tuple(n.split),
-                args=tuple(Ref(sub(r.node), r.index) for r in n.args),
-                text=sub(n.text),
-                latex=latex,
-                symbol=formula.stated_symbol(latex, n.granularity == ELEMENT),
-                attrs=attrs(n.attrs),
-            )
-        )
-    return out
+def _reads(s: Session, info: Info, old: str, done: dict[str, str]) -> bool:
+    """Whether an op reads the value named ``old``, directly or through layout ops of its own statement."""
+    src = info.source
+    for _ in range(16):
+        if src is None:
+            return False
+        if done.get(src) == old:
+            return True
+        up = s.info.get(src)
+        if up is None or up.group != info.group or not up.derived:
+            return False
+        src = up.source
+    return False

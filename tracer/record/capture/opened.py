@@ -20,7 +20,8 @@ it is called through a copy whose globals answer ``has_torch_function`` with
 False: the same code object, the same torch calls, in the same order, so the
 result is the result without capture, bit for bit.  Its frames (and those of
 the in-projection helpers) count as user frames while it runs, so the steps
-are named after torch's own variables (``attn.q``, ``attn.attn_output_weights``),
+are named after torch's own variables, mapped to the documented names (``attn.q``, ``attn.scores``,
+``attn.weights``: :func:`tracer.record.capture.naming._documented`),
 under the path of the module that ran it.  Torch's fast path for evaluation
 under ``torch.no_grad()`` (``torch._native_multi_head_attention``) is not
 taken while a capture is active: ``nn.MultiheadAttention`` skips it whenever

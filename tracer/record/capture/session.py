@@ -39,6 +39,7 @@ class Info:
     module_out: str | None = None  # a library module whose output this is
     hint: str = ""  # leaf: its name ("x", "ones"); const: the provisional name of its reader
     derived: bool = False  # a layout op or a cast: named after its operand when not named by the code
+    opened: bool = False  # ran inside a torch function run opened up (``nn.MultiheadAttention``)
     attrs: dict[str, Any] = field(default_factory=dict)
 
 
@@ -66,6 +67,7 @@ class Session:
         self._group = 0
         self._last: Site | None = None
         self.dtype_seen: torch.dtype | None = None
+        self.taken: list[tuple[str, str]] = []  # (node, axis) taken apart by unbind/indexing (:mod:`.selector`)
         self.opened: list[str] = []  # module paths of the torch functions being run opened up (:mod:`.opened`)
 
     # -- names ---------------------------------------------------------------
@@ -123,7 +125,9 @@ class Session:
             self._group += 1
         self._last = site
         name = self.fresh()
-        info = Info("op", op, self.scope, site, self._group, source=source, module_out=None)
+        info = Info("op", op, self.scope, site, self._group, source=source, module_out=None, opened=bool(self.opened))
+        if site is not None and site.element is not None and site.element >= 0 and site.kind == "assign":
+            info.out_index = site.element  # the n-th value a generator gives ``q, k, v = (… for t in …)``
         self.info[name] = info
         self.rec._stage = self.stage_name(site, op)
         return name, info

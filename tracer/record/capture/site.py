@@ -42,6 +42,7 @@ class Site:
     where: str  # "file.py:LINE" (base name only)
     code: str  # the function's name
     store: str = ""  # the tensor a write through indexing assigns into (``scores[i, j] = …``: "scores")
+    element: int | None = None  # ``return a, b``: the place of the value in the tuple returned
 
 
 def user_file(name: str) -> bool:
@@ -51,7 +52,7 @@ def user_file(name: str) -> bool:
 
 OPENED: set[CodeType] = set()
 """Code objects of torch functions being decomposed (``multi_head_attention_forward``): their frames count as
-the user's, so their steps are named after torch's own variables (``q``, ``attn_output_weights``)."""
+the user's, so their steps are named after torch's own variables (``q``, then documented names such as ``scores``)."""
 
 
 def _user_frame(depth: int) -> FrameType | None:
@@ -83,12 +84,74 @@ def user_site(depth: int = 2) -> Site | None:
     line = f.f_lineno or 0
     start, targets, kind, call, store = statement(f.f_code.co_filename, line, f.f_code.co_firstlineno)
     got = bytecode.flow(f.f_code, f.f_lasti)
-    if got is not None:  # the bytecode says where the value goes, with or without a source
+    element = got.element if got is not None else None
+    if got is not None and got.kind == "yield":  # ``q, k, v = (f(t) for t in …)``: where the generator's values go
+        start, targets, kind, element = _consumer(f, start, targets)
+    elif got is not None and got.kind == "return" and _helper(f):  # ``x, attn = attention(q, k, v)``
+        back = f.f_back
+        assert back is not None
+        start, targets, kind, element = _returned(back, got.element, (-1 - got.end, got.targets, got.kind))
+    elif got is not None:  # the bytecode says where the value goes, with or without a source
         start, targets, kind = -1 - got.end, got.targets, got.kind
         store = got.store or (store if kind == "assign" and not targets else "")
         call = bytecode.call(f.f_code, f.f_lasti) or call
     where = f"{os.path.basename(f.f_code.co_filename)}:{line}"
-    return Site(id(f), start, f.f_lasti, targets, kind, call, where, f.f_code.co_name, store)
+    return Site(id(f), start, f.f_lasti, targets, kind, call, where, f.f_code.co_name, store, element)
+
+
+OUTER: set[int] = set()
+"""Ids of the frames running a ``with tracer.capture()`` block: a function called there is the captured code
+itself, so what it returns keeps its own name (as under ``trace_torch``), not the block's variable."""
+
+
+def _helper(f: FrameType) -> bool:
+    """A function of the user's called from the user's code inside the capture (not a ``forward``, not torch's)."""
+    back = f.f_back
+    return back is not None and f.f_code not in OPENED and back.f_code not in OPENED and user_file(
+        back.f_code.co_filename
+    ) and id(back) not in OUTER and f.f_code.co_name not in ("forward", "<module>")  # fmt: skip
+
+
+def _returned(
+    back: FrameType, element: int | None, own: tuple[int, tuple[str, ...], str]
+) -> tuple[int, tuple[str, ...], str, int | None]:
+    """Where the caller stores what a helper returns: its names, and which one this value is (else ``own``)."""
+    got = bytecode.flow(back.f_code, back.f_lasti)
+    if got is None or got.kind != "assign" or not got.targets:
+        return (*own, None)
+    if element is None and len(got.targets) == 1:
+        return -1 - got.end, got.targets, "assign", None
+    if element is not None and element < len(got.targets):
+        return -1 - got.end, got.targets, "assign", element
+    return (*own, None)
+
+
+def _consumer(f: FrameType, start: int, targets: tuple[str, ...]) -> tuple[int, tuple[str, ...], str, int | None]:
+    """A generator's or list comprehension's value unpacked by the frame that runs it.
+
+    Returns (start, the unpack's names, kind, which one).  The comprehension's
+    frame keeps its iterator in ``.0``; a tuple's or list's iterator tells how
+    far it has gone, so the value made now is the one of that place; for
+    other iterators (``zip``) :data:`BY_ORDER` leaves it to the order of the
+    iterations (:func:`tracer.record.capture.naming.final_names`).
+    """
+    back = f.f_back
+    got = bytecode.flow(back.f_code, back.f_lasti) if back is not None else None
+    if got is None or len(got.targets) < 2:
+        return start, targets, "assign", None
+    place = BY_ORDER  # which value: the naming counts the comprehension's iterations
+    it = f.f_locals.get(".0")
+    try:
+        reduced = it.__reduce__() if it is not None else None
+        if isinstance(reduced, tuple) and len(reduced) == 3 and isinstance(reduced[2], int):
+            place = reduced[2] - 1
+    except (TypeError, AttributeError):
+        place = BY_ORDER
+    return -1 - got.end, got.targets, "assign", place
+
+
+BY_ORDER = -1
+"""``Site.element`` of a comprehension's value whose place only the order of its iterations tells."""
 
 
 Call = tuple[str, tuple[str, ...]]

@@ -138,6 +138,7 @@ def getitem(s: Session, c: Call) -> None:
         size = x.shape[d]
         if isinstance(it, int):
             exprs.append(str(it % size + 1))
+            s.taken.append((vx.name, vx.axes[d]))  # ``qkv[0]``: see :mod:`tracer.record.capture.selector`
         else:
             start, _stop, step = it.indices(size)
             a = vx.axes[d]
@@ -254,6 +255,8 @@ def split(s: Session, c: Call) -> None:
     x, outs = c.args[0], c.out
     vx = s.var(x)
     dim = int(c.arg(1 if c.key == "unbind" else 2, "dim", 0)) % x.dim()
+    if c.key == "unbind" or all(int(piece.shape[dim]) == 1 for piece in outs):
+        s.taken.append((vx.name, vx.axes[dim]))  # taken apart: a q/k/v selector if a reshape made it
     offset = 0
     for piece in outs:
         if c.key == "unbind":

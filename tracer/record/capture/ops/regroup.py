@@ -21,8 +21,9 @@ def _meaning(src: list[str], sizes: list[int]) -> list[str]:
     """What the new axes of one regrouped block index, by the way attention code splits and joins them.
 
     A feature axis split in two is (heads, features of a head), ``(h, d)``,
-    unless the first part has 3 entries: the q/k/v selector of a fused
-    projection, ``(p, c)``; split in three it is ``(p, h, d)``.  Split with the
+    whatever the sizes (an axis the code then takes apart, ``unbind`` or
+    ``x[0]``, is renamed the q/k/v selector ``p`` by
+    :mod:`tracer.record.capture.selector`); split in three it is ``(p, h, d)``.  Split with the
     batch, it is batch-times-heads ``n`` (torch's ``N·num_heads``) and ``d``,
     and ``n`` (or ``h``) split in two is ``(b, h)``.  Joined: heads with their features are
     features ``c``, a batch with its heads ``h``.  Anything else gets fresh letters.
@@ -33,8 +34,8 @@ def _meaning(src: list[str], sizes: list[int]) -> list[str]:
         return ["b", "h"]
     if len(sizes) == 2 and "b" in src:  # ``nn.MultiheadAttention``: the batch and the heads in one axis
         return ["n", "d"]
-    if len(sizes) == 2:
-        return ["p", "c"] if sizes[0] == 3 else ["h", "d"]
+    if len(sizes) == 2:  # heads and their features; an axis the code later takes apart is q/k/v (``selector``)
+        return ["h", "d"]
     if len(sizes) == 3:
         return ["p", "h", "d"]
     return ["e"] * len(sizes)
@@ -64,11 +65,15 @@ def regroup(src_names: Sequence[str], src: list[int], dst: list[int]) -> tuple[l
             groups[-1][1].extend(gj)
         else:
             groups.append((gi, gj))
+    groups, ones = _widened(groups, src, dst, src_names)
     names: list[str] = [""] * len(dst)
     kept = {gj[0]: src_names[gi[0]] for gi, gj in groups if len(gi) == 1 and len(gj) == 1}
     for d, name in kept.items():
         names[d] = name
     used = list(src_names) + list(kept.values())
+    for d in ones:  # broadcast axes put in front of a kept one: batch, heads
+        names[d] = ax.fresh(used, ("b", "h", "u"))
+        used.append(names[d])
     for gi, gj in groups:
         if len(gi) == 1 and len(gj) == 1:
             continue
@@ -93,6 +98,27 @@ def regroup(src_names: Sequence[str], src: list[int], dst: list[int]) -> tuple[l
             else:
                 exprs[e] = f"({f})//{stride}%{src[e]}+1" if stride != 1 else f"({f})%{src[e]}+1"
     return names, exprs
+
+
+def _widened(
+    groups: list[tuple[list[int], list[int]]], src: list[int], dst: list[int], src_names: Sequence[str]
+) -> tuple[list[tuple[list[int], list[int]]], list[int]]:
+    """Groups in which a source axis only gained axes of size one (``mask.view(1, 1, T, T)``) keep that axis.
+
+    Returns the groups, such an axis now a kept pair, and the new axes of size one.  Batch times heads
+    (``n``, ``h``) is the exception: split into a batch of one and the heads, it is ``(b, h)`` (``_meaning``).
+    """
+    out: list[tuple[list[int], list[int]]] = []
+    ones: list[int] = []
+    for gi, gj in groups:
+        big = [d for d in gj if dst[d] != 1]
+        alone = len(gi) == 1 and len(gj) > 1 and len(big) == 1 and src_names[gi[0]] not in ("n", "h")
+        if alone and dst[big[0]] == src[gi[0]] != 1:
+            out.append((gi, big))
+            ones += [d for d in gj if d != big[0]]
+        else:
+            out.append((gi, gj))
+    return out, ones
 
 
 def _times(expr: str, n: int) -> str:

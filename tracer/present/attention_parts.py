@@ -1,0 +1,104 @@
+"""Each attention in a captured trace, whatever op computed it, and the part each of its steps plays.
+
+A report of captured code draws every attention's scores, mask, scaled
+scores, weights, context and out-projection (:mod:`tracer.present.captured`);
+this module finds them from the trace's structure alone, from each softmax
+(or SDPA's weights) back to the sum of products that made the scores and on
+to the sum that reads the weights.
+"""
+
+from __future__ import annotations
+
+from tracer.core.trace import Node, Trace
+
+LAYOUT = {"view", "reshape", "transpose", "permute", "unsqueeze", "squeeze", "expand", "getitem", "cat", "stack"}
+LAYOUT |= {"split", "chunk", "unbind", "flatten", "unflatten", "lookup", "permute"}
+
+_BACK = {"masked_fill", "add", "sub", "mul", "div", "where"}
+"""Ops between the scores and the softmax (mask, scale, additive mask) followed back from the weights."""
+
+
+def attentions(trace: Trace) -> list[list[Node]]:
+    """Each attention the code computed, whatever op did it: its scores, mask, scaled scores, weights, context.
+
+    The weights are a softmax's result (``torch.softmax``, ``F.softmax``,
+    ``Tensor.softmax``) or the weights inside SDPA (``N.weights.quot``).
+    From the weights, the steps that led to them are followed back to the
+    sum of products that made the scores; the context is the sum whose
+    products read the weights (or their dropout); the out-projection is the
+    next linear layer.  Each list is in trace order.
+    """
+    out: list[list[Node]] = []
+    by = {n.name: n for n in trace.nodes}
+    readers: dict[str, list[Node]] = {}
+    for n in trace.nodes:
+        for a in n.args:
+            readers.setdefault(a.node, []).append(n)
+    order = {n.name: k for k, n in enumerate(trace.nodes)}
+    for w in trace.nodes:
+        head = w.name.removesuffix(".weights.quot")
+        sdpa = w.name.endswith(".weights.quot") and head + ".scores" in by and head + ".weights" not in by
+        if not (w.op == "softmax" or sdpa) or len(w.axes) < 2:
+            continue
+        chain: list[Node] = [w]
+        if sdpa:
+            parts = ("scores", "scaled", "causal", "masked", "hide", "masked_by", "biased")
+            chain += [got for p in parts if (got := by.get(f"{head}.{p}")) is not None]
+        else:
+            x = by.get(w.args[0].node) if w.args else None
+            while x is not None and len(chain) < 6:
+                chain.append(x)
+                if x.op == "sum" or x.op not in _BACK or not x.args:
+                    break
+                x = by.get(x.args[0].node)
+        kept = [r.name for r in readers.get(w.name, []) if r.name.endswith(".kept")]  # dropout's x · mask
+        used = [w.name] + [d.name for k in kept for d in readers.get(k, []) if d.attrs.get("library") == "dropout"]
+        views = [
+            r for u in used for r in readers.get(u, []) if r.op in ("view", "reshape") and {"b", "h"} <= set(r.axes)
+        ]
+        chain += views[:1]  # ``nn.MultiheadAttention``'s weights per batch and head
+        ctx = [r.name.rsplit(".", 1)[0] for u in used for r in readers.get(u, []) if r.name.endswith((".p", ".t"))]
+        if sdpa:
+            ctx.append(w.name.removesuffix(".weights.quot"))
+        for c in dict.fromkeys(ctx):
+            node = by.get(c)
+            if node is not None:
+                chain.append(node)
+                chain += _projection(node, readers, by)[:1]
+        keep = ("sum", "softmax", "add", "div", "view", "reshape", "triu", *_BACK)
+        picked = {n.name: n for n in chain if n.op in keep}
+        out.append(sorted(picked.values(), key=lambda n: order[n.name]))
+    return out
+
+
+def _projection(context: Node, readers: dict[str, list[Node]], by: dict[str, Node]) -> list[Node]:
+    """The linear layer whose products read the context vectors, through the views that join the heads."""
+    todo, seen = [context], {context.name}
+    while todo:
+        n = todo.pop(0)
+        for r in readers.get(n.name, []):
+            owner = r.name.removesuffix(".p").removesuffix(".xw")  # ``out_proj.p``, ``out_proj.xw.p``
+            got = by.get(owner)
+            if r.name.endswith(".p") and got is not None and got.attrs.get("library") == "linear":
+                return [got]
+            if r.op in LAYOUT and r.name not in seen and len(seen) < 16:
+                seen.add(r.name)
+                todo.append(r)
+    return []
+
+
+def role(trace: Trace, attention: list[Node], node: Node) -> str:
+    """What ``node`` is in its attention: scores, scaled, mask, weights, context or out (the out-projection)."""
+    weights = next(n for n in attention if n.op == "softmax" or n.name.endswith(".weights.quot"))
+    if node is weights or (node.op in ("view", "reshape") and {"b", "h"} <= set(node.axes)):
+        return "weights"  # or the weights (after their dropout) viewed per batch and head
+    if node.attrs.get("library") == "linear" and attention.index(node) > attention.index(weights):
+        return "out"
+    if attention.index(node) > attention.index(weights):
+        return "context"
+    if node.op == "sum":
+        return "scores"
+    consts = [a for a in node.args if trace.node(a.node).op == "const"]
+    if node.op in ("mul", "div") and consts:
+        return "scaled"
+    return "mask"
