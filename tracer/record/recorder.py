@@ -447,11 +447,15 @@ class Recorder:
         one computation, as lesson flash's online and ordinary softmax): the
         bound is the maths' rounding bound, and pages print the residual too.
         """
-        gap = torch.where(a.data == b.data, 0.0, (a.data - b.data).abs())  # equal infinities (masked) do agree
+        # equal infinities (masked) agree, and so do two NaNs (a row whose every key is masked, in both forms)
+        same = (a.data == b.data) | (torch.isnan(a.data) & torch.isnan(b.data))
+        gap = torch.where(same, 0.0, (a.data - b.data).abs())
         value = gap.amax() if a.data.numel() else torch.zeros(())
         attrs: dict[str, Any] = {}
-        if bound is not None:
-            attrs["bound"] = bounds.shown(float(np.max(bound)) if np.size(bound) else 0.0)
+        if bound is not None:  # entries whose bound is not a number are NaN in both forms: they agree exactly
+            finite = np.asarray(bound, dtype=np.float64)
+            finite = finite[np.isfinite(finite)]
+            attrs["bound"] = bounds.shown(float(np.max(finite)) if finite.size else 0.0)
             if traced:
                 attrs["forms"] = "traced"
         return self.tensor(name, "maxabsdiff", value, [a, b], (), latex=latex, text=text, attrs=attrs)
