@@ -111,8 +111,14 @@ def _format(text: str, values: dict[str, Any]) -> str:
 
 
 def fill(trace: Trace, story: Narrative) -> Narrative:
-    """``story`` with its placeholders filled from ``trace`` (unchanged for a lesson not in :data:`LESSONS`)."""
+    """``story`` with its placeholders filled from ``trace`` (unchanged for a lesson not in :data:`LESSONS`).
+
+    A captured trace is never a shipped lesson's example, whatever its
+    function is called (a runner named ``gqa`` is told by the captured narrative).
+    """
     if story.filled or story.lesson not in LESSONS or str(trace.meta.get("lesson")) != story.lesson:
+        return story
+    if trace.meta.get("captured"):
         return story
     values = facts(trace, story)
 
