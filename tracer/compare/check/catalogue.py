@@ -127,7 +127,7 @@ CATALOGUE = (
         ("dropout",),
         "There is no dropout: in training mode the attention weights are the same as in eval mode; "
         "apply nn.Dropout({p}) to the weights after the softmax.",
-        "没有 dropout：训练模式下的注意力权重与评估模式下相同；应当在 softmax 之后对权重施加 nn.Dropout({p})。",
+        "没有随机失活（dropout）：训练模式下的注意力权重与评估模式下相同；应当在 softmax 之后对权重施加 nn.Dropout({p})。",
         P.dropout_missing,
     ),
     Entry(

@@ -135,7 +135,7 @@ MISTAKES: tuple[Entry, ...] = (
         "dropout_on_scores",
         ("dropout",),
         "Dropout is applied to the attention scores instead of to the attention weights (the softmax's output).",
-        "dropout 作用在了注意力分数上，而不是注意力权重（softmax 的输出）上。",
+        "随机失活（dropout）作用在了注意力分数上，而不是注意力权重（softmax 的输出）上。",
         H.dropout_scores,
     ),
     Entry(
@@ -143,7 +143,7 @@ MISTAKES: tuple[Entry, ...] = (
         ("dropout",),
         "Dropout zeroes weights without multiplying the kept ones by 1/(1−p) = {scale}, "
         "so the weights shrink during training; nn.Dropout does this scaling for you.",
-        "dropout 把一部分权重置零，却没有把保留下来的权重乘以 1/(1−p) = {scale}，"
+        "随机失活把一部分权重置零，却没有把保留下来的权重乘以 1/(1−p) = {scale}，"
         "训练时权重整体变小；nn.Dropout 会自动完成这一缩放。",
         H.dropout_unscaled,
     ),
@@ -152,7 +152,7 @@ MISTAKES: tuple[Entry, ...] = (
         ("context",),
         "Dropout still runs in eval mode (p = {p}): the weights are zeroed at random even after "
         "model.eval(); use nn.Dropout, or F.dropout(..., training=self.training).",
-        "在评估模式下 dropout 仍在起作用（p = {p}）：即使调用了 model.eval()，权重仍被随机置零；"
+        "在评估模式下随机失活仍在起作用（p = {p}）：即使调用了 model.eval()，权重仍被随机置零；"
         "应当使用 nn.Dropout，或 F.dropout(..., training=self.training)。",
         H.dropout_in_eval,
     ),
