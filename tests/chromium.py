@@ -128,7 +128,14 @@ class Browser:
         msg: dict[str, Any] = {"id": self.next_id, "method": method, "params": params}
         if session:
             msg["sessionId"] = session
-        os.write(self.out, json.dumps(msg).encode() + b"\0")
+        try:
+            os.write(self.out, json.dumps(msg).encode() + b"\0")
+        except BrokenPipeError:  # Chromium is gone (it may have exited before reading anything)
+            try:
+                code: int | None = self.proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                code = None
+            raise RuntimeError(f"{method}: Chromium exited with code {code}; stderr: {self._stderr()}") from None
         want = self.next_id
         waited = self.timeout if budget is None else budget
         deadline = time.monotonic() + waited

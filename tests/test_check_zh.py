@@ -29,10 +29,12 @@ FILES = sorted(CORPUS.glob("*.py"))
 CODE = {
     "softmax", "dropout", "torch", "nn", "einsum", "inf", "nan", "NaN", "True", "False", "dim", "mod",
     "ModuleList", "Linear", "Parameter", "Dropout", "num_heads", "qkv_bias", "weight", "bias",
+    "pos",
 }  # fmt: skip
-"""Words of code and mathematics a Chinese text writes as they are (``dropout``: the glossary's term in prose)."""
+"""Words of code and mathematics a Chinese text writes as they are (``dropout``: code; ``pos``: the slice
+``mask[pos:pos + n, :pos + n]`` a kvcache sentence gives, named again in its prose)."""
 
-WORD = re.compile(r"[A-Za-z][A-Za-z_]+")
+WORD = re.compile(r"[A-Za-z][A-Za-z0-9_]+")
 LATIN_RUN = re.compile(r"[\x20-\x7e]+")
 
 
@@ -46,6 +48,7 @@ def names(r: Any) -> set[str]:
     said = [r.name, r.built, *SPECS, *(x.param for x in r.roles), *(x.role for x in r.roles)]
     said += [n.name for n in r.trace.nodes] + ([n.name for n in r.student.nodes] if r.student else [])
     said += [s.quantity.key for s in r.stages] + [s.evidence.id for s in r.stages if s.evidence]
+    said += list(r.hit.detail.values()) if r.hit else []  # the student's own exception text, quoted in a sentence
     return {w for text in said for w in re.split(r"[^A-Za-z0-9_]+", str(text)) if w}
 
 

@@ -38,7 +38,7 @@ CATALOGUE: tuple[Entry, ...] = (
         "The two conventions are mixed: the cos and sin tables are laid out for one pairing (repeat_interleave "
         "for neighbours, or cat for halves) but the partner of each component is taken by the other "
         "(rotate_half, or neighbours swapped), so components are turned by the angle of another pair.",
-        "两种约定被混用了：cos 和 sin 表按一种配对方式排列（相邻配对用 repeat_interleave，前后两半用 cat），"
+        "两种约定被混用了：cos 和 sin 表按一种配对方式排列（相邻配对用 repeat_interleave，前后两半用 torch.cat），"
         "而每个分量的搭档却按另一种方式选取（rotate_half，或交换相邻分量），所以分量转过的是另一对的角度。",
         R.pairs_mixed,
     ),
@@ -67,7 +67,7 @@ CATALOGUE: tuple[Entry, ...] = (
         "(positions = torch.arange(T)); with the queries and keys both shifted the scores survive, "
         "but a KV cache that adds tokens later would not.",
         "位置从 {start} 而不是从 0 开始：第一个词元应当完全不转（positions = torch.arange(T)）；"
-        "查询和键一起平移时注意力分数不变，但之后往 KV 缓存里追加词元时就会出错。",
+        "查询和键一起平移时注意力分数不变，但之后往键值缓存里追加词元时就会出错。",
         R.positions_off,
     ),
     Entry(
@@ -127,7 +127,8 @@ CATALOGUE = (
         ("dropout",),
         "There is no dropout: in training mode the attention weights are the same as in eval mode; "
         "apply nn.Dropout({p}) to the weights after the softmax.",
-        "没有随机失活（dropout）：训练模式下的注意力权重与评估模式下相同；应当在 softmax 之后对权重施加 nn.Dropout({p})。",
+        "没有随机失活（dropout）：训练模式下的注意力权重与评估模式下相同；"
+        "应当在 softmax 之后对权重施加 nn.Dropout({p})。",
         P.dropout_missing,
     ),
     Entry(
