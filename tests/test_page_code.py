@@ -99,7 +99,11 @@ def _compare(blocks: list[Code]) -> int:
     return off
 
 
-@pytest.mark.parametrize("name", ["simple", "trainable", "causal", "multihead", "window", "gqa", "flash", "kvcache"])
+PAGES = ["simple", "trainable", "causal", "multihead", "window", "gqa", "flash", "rope", "kvcache"]
+"""Every lesson page with code."""
+
+
+@pytest.mark.parametrize("name", PAGES)
 def test_each_page_s_code_runs_and_prints_what_the_page_shows(name: str) -> None:
     blocks = code_blocks(page(lesson_trace(name)))
     assert _compare(blocks) <= 2  # a digit on a rounding boundary at most, where a library kernel ran
