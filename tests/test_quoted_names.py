@@ -50,3 +50,13 @@ def test_an_output_that_exists_is_named_in_quotes(tmp_path: Path, monkeypatch: p
     Path("my trace.json").write_text("kept")
     assert "Error: 'my trace.json' already exists; use --force to overwrite it" in run("trace", "-o", "my trace.json")
     assert Path("my trace.json").read_text() == "kept"
+
+
+def test_a_class_folder_and_its_output_are_named_in_quotes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    Path("my class").mkdir()
+    assert "no .py files match 'my class'" in run("check", "my class:Attn", "--lesson", "causal")
+    Path("my class/a.py").write_text("class Attn: pass\n")
+    Path("pages out").write_text("a file")
+    said = run("check", "my class:Attn", "--lesson", "causal", "--format", "html", "-o", "pages out")
+    assert "'pages out' is a file; give a folder" in said

@@ -25,6 +25,7 @@ from typing import Any
 from tracer import checking, classout
 from tracer.checking import Options, Verdict
 from tracer.cli.group import UserError, status, write_output
+from tracer.core.files import quoted
 from tracer.textsafe import printable
 
 GLOB = re.compile(r"[*?\[]")
@@ -48,7 +49,7 @@ def submissions(where: str) -> list[Path]:
     else:
         files = sorted(Path(p) for p in glob.glob(where, recursive=True) if p.endswith(".py") and Path(p).is_file())
     if not files:
-        raise UserError(f"no .py files match {where}")
+        raise UserError(f"no .py files match {quoted(where)}")
     return files
 
 
@@ -107,11 +108,11 @@ def _job(spec: str, opts: Options) -> Callable[[], dict[str, Any]]:
 
 def _check_folder(out: Path, force: bool) -> None:
     if out.is_symlink():
-        raise UserError(f"{out} is a symbolic link; give a folder")
+        raise UserError(f"{quoted(out)} is a symbolic link; give a folder")
     if out.exists() and not out.is_dir():
-        raise UserError(f"{out} is a file; give a folder for the class's pages")
+        raise UserError(f"{quoted(out)} is a file; give a folder for the class's pages")
     if out.exists() and any(out.iterdir()) and not force:
-        raise UserError(f"{out} already exists; use --force to overwrite it")
+        raise UserError(f"{quoted(out)} already exists; use --force to overwrite it")
 
 
 def page_name(n: int, label: str) -> str:
@@ -140,7 +141,7 @@ def _write_html(out: Path, lesson: str, done: list[tuple[str, Verdict]], force: 
     try:
         write_folder(out, files, force, lambda f: f == "index.html" or bool(PAGE.fullmatch(f)))
     except OSError as e:
-        raise UserError(f"cannot write {out}: {e}") from None
+        raise UserError(f"cannot write {quoted(out)}: {e}") from None
 
 
 def _trouble_page(label: str, v: Verdict) -> str:
