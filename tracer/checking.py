@@ -96,8 +96,7 @@ def job(spec: str, opts: Options) -> dict[str, Any]:
     from tracer.compare.check.evidence import encode
     from tracer.compare.check.gather import gather
     from tracer.compare.check.run import spec_for
-    from tracer.compare.check.student import StudentError, load
-    from tracer.errors import TracerError
+    from tracer.compare.check.student import load
 
     try:
         lesson = spec_for(opts.lesson, **opts.sizes)
@@ -105,16 +104,8 @@ def job(spec: str, opts: Options) -> dict[str, Any]:
         with deadline.limit(opts.timeout, f"the check of {spec.rpartition(':')[2]}"):
             ev = gather(obj, lesson)
         return {"kind": "evidence", "evidence": encode(ev)}
-    except StudentError as e:
-        return {"kind": "trouble", "message": str(e), "details": e.details}
-    except TracerError as e:
-        return {"kind": "trouble", "message": str(e), "details": traceback.format_exc()}
-    except Exception as e:  # a failure of ours on this code: still one line, exit 2
-        return {
-            "kind": "trouble",
-            "message": f"the check failed: {type(e).__name__}: {e}",
-            "details": traceback.format_exc(),
-        }
+    except Exception as e:  # the student's crash, a refusal of ours, or a failure of ours: one line, exit 2
+        return _trouble(e)
 
 
 def judge(msg: dict[str, Any], full: str, opts: Options) -> dict[str, Any]:
@@ -130,8 +121,6 @@ def judge(msg: dict[str, Any], full: str, opts: Options) -> dict[str, Any]:
     from tracer.compare.check.evidence import Malformed
     from tracer.compare.check.run import judge as judge_run
     from tracer.compare.check.run import spec_for
-    from tracer.compare.check.student import StudentError
-    from tracer.errors import TracerError
 
     try:
         ev = decode(msg.get("evidence"))
@@ -145,17 +134,20 @@ def judge(msg: dict[str, Any], full: str, opts: Options) -> dict[str, Any]:
             page = render_check(result, opts.lang)
     except Malformed as e:
         return {"kind": "malformed", "message": str(e)}
-    except StudentError as e:
-        return {"kind": "trouble", "message": str(e), "details": e.details}
-    except TracerError as e:
-        return {"kind": "trouble", "message": str(e), "details": traceback.format_exc()}
-    except Exception as e:  # a failure of ours on this data: still one line, exit 2
-        return {
-            "kind": "trouble",
-            "message": f"the check failed: {type(e).__name__}: {e}",
-            "details": traceback.format_exc(),
-        }
+    except Exception as e:  # a failure on this data: still one line, exit 2
+        return _trouble(e)
     return {"kind": "verdict", "ok": bool(result.ok), "doc": doc, "text": text, "page": page}
+
+
+def _trouble(e: Exception) -> dict[str, Any]:
+    """The ``trouble`` message for an exception: the student's crash with its own traceback, ours with ours."""
+    from tracer.compare.check.student import StudentError
+    from tracer.errors import TracerError
+
+    if isinstance(e, StudentError):
+        return {"kind": "trouble", "message": str(e), "details": e.details}
+    message = str(e) if isinstance(e, TracerError) else f"the check failed: {type(e).__name__}: {e}"
+    return {"kind": "trouble", "message": message, "details": traceback.format_exc()}
 
 
 def absolute(spec: str) -> str:

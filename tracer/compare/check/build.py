@@ -26,7 +26,7 @@ import torch
 
 from tracer.compare.check import deadline, roles, wrapper
 from tracer.compare.check.lessons import Spec, sized, wrapped
-from tracer.compare.check.student import StudentError, _failure, _shape
+from tracer.compare.check.student import StudentError, _failure, _shape, name_of
 from tracer.errors import InputError
 
 ALIASES: dict[str, tuple[str, ...]] = {
@@ -66,7 +66,7 @@ def plan(obj: Any, values: dict[str, Any], order: Sequence[str]) -> tuple[tuple[
     role = {alias: name for name, aliases in ALIASES.items() for alias in aliases}
     width = [p.name for p in params if p.name.lower() in WIDTH]
     if width and values.get("d_in") != values.get("d_out"):
-        raise Square(f"{_name(obj)} takes one width ({width[0]}) for its inputs and outputs: it maps d to d")
+        raise Square(f"{name_of(obj)} takes one width ({width[0]}) for its inputs and outputs: it maps d to d")
     kwargs: dict[str, Any] = {}
     for p in params:
         name = role.get(p.name) or role.get(p.name.lower())
@@ -91,19 +91,19 @@ def plan(obj: Any, values: dict[str, Any], order: Sequence[str]) -> tuple[tuple[
 def called(obj: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> str:
     """How ``obj`` was called, as Python: ``CausalAttention(d_in=3, d_out=2, context_length=6, dropout=0.5)``."""
     parts = [repr(a) for a in args] + [f"{k}={v!r}" for k, v in kwargs.items()]
-    return f"{_name(obj)}({', '.join(parts)})"
+    return f"{name_of(obj)}({', '.join(parts)})"
 
 
 def build(obj: Any, values: dict[str, Any], order: Sequence[str], seed: int) -> tuple[torch.nn.Module, str]:
     """``obj`` called with the lesson's sizes under ``torch.manual_seed(seed)``, and how it was called."""
     if not callable(obj):
-        raise InputError(f"{_name(obj)} is not a module class or a function that returns a module")
+        raise InputError(f"{name_of(obj)} is not a module class or a function that returns a module")
     args, kwargs = plan(obj, values, order)
     if args:
         try:
             inspect.signature(obj).bind(*args)
         except TypeError as e:
-            raise InputError(f"{_name(obj)} does not take the lesson's arguments {_shape(order)}: {e}") from None
+            raise InputError(f"{name_of(obj)} does not take the lesson's arguments {_shape(order)}: {e}") from None
         except ValueError:
             pass
     how = called(obj, args, kwargs)
@@ -120,10 +120,6 @@ def build(obj: Any, values: dict[str, Any], order: Sequence[str], seed: int) -> 
     if not isinstance(module, torch.nn.Module):
         raise InputError(f"{how} returned {type(module).__name__}, not a torch.nn.Module")
     return module, how
-
-
-def _name(obj: Any) -> str:
-    return str(getattr(obj, "__qualname__", None) or getattr(obj, "__name__", None) or type(obj).__name__)
 
 
 def _built(obj: Any, spec: Spec) -> tuple[torch.nn.Module, str, dict[str, Any], Any, Spec]:

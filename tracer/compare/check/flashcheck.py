@@ -37,7 +37,7 @@ from tracer.compare.check.context import Hit
 from tracer.compare.check.evidence import Evidence, Malformed
 from tracer.compare.check.model import Divergence, Match, Seen, StageResult
 from tracer.compare.check.result import CheckResult
-from tracer.compare.check.student import StudentError, _failure, _one_line
+from tracer.compare.check.student import StudentError, _failure, _one_line, name_of
 from tracer.core.trace import Step, Trace
 from tracer.errors import InputError
 from tracer.record.inputs import tutorial
@@ -71,7 +71,7 @@ def collect(obj: Any) -> Evidence:
     for run, (t, b) in SIZES.items():
         got = _call(obj, q[:t], k[:t], v[:t], b)
         seen.append(Seen(run, "return", np.zeros(0) if got is None else got, ""))  # empty: another shape
-    name = str(getattr(obj, "__qualname__", None) or getattr(obj, "__name__", None) or type(obj).__name__)
+    name = name_of(obj)
     return Evidence(name, seen=seen, output=seen[0].value)
 
 
@@ -103,7 +103,7 @@ def judge(ev: Evidence, source: str | None, label: str) -> CheckResult:
 
 def _call(fn: Any, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, b: int) -> np.ndarray | None:
     """The student's result as a float64 ``[T, d]`` array (None: another shape); a crash is a StudentError."""
-    name = str(getattr(fn, "__qualname__", None) or getattr(fn, "__name__", None) or type(fn).__name__)
+    name = name_of(fn)
     with torch.no_grad():
         try:
             out = fn(q.clone(), k.clone(), v.clone(), b)

@@ -24,6 +24,7 @@ import torch
 from tracer.compare.check import build, lessons, resize, roles, student
 from tracer.compare.check.evidence import Evidence, Failure
 from tracer.compare.check.model import Seen
+from tracer.compare.check.student import name_of
 
 
 def gather(obj: Any, spec: lessons.Spec) -> Evidence:
@@ -36,7 +37,7 @@ def gather(obj: Any, spec: lessons.Spec) -> Evidence:
         from tracer.compare.check import generation
 
         return generation.collect(obj, spec)
-    name = _name(obj)
+    name = name_of(obj)
     ev = Evidence(name)
     if spec.is_class:
         try:
@@ -74,10 +75,6 @@ def gather(obj: Any, spec: lessons.Spec) -> Evidence:
         sizes = spec.signature
         ev.other = resize.gather(lambda got: build.build(obj, {n: got[n] for n in sizes}, sizes, spec.seed)[0], spec)
     return ev
-
-
-def _name(obj: Any) -> str:
-    return str(getattr(obj, "__qualname__", None) or getattr(obj, "__name__", None) or type(obj).__name__)
 
 
 def _output(out: Any) -> Seen:

@@ -33,7 +33,7 @@ from tracer.compare.check import align, build, cachemistakes, deadline, lessons,
 from tracer.compare.check.evidence import Evidence, Failure, Malformed
 from tracer.compare.check.model import Divergence, Match, Quantity, Seen, StageResult
 from tracer.compare.check.result import CheckResult
-from tracer.compare.check.student import StudentError, _failure, _one_line
+from tracer.compare.check.student import StudentError, _failure, _one_line, name_of
 from tracer.core.trace import Step
 
 CALLS = lessons.CALLS
@@ -121,7 +121,7 @@ def collect(obj: Any, spec: lessons.Spec) -> Evidence:
     raised is ``op="raised"`` with the crash kept as ``short_error`` (a
     generation ends at its first crash).
     """
-    name = str(getattr(obj, "__qualname__", None) or getattr(obj, "__name__", None) or type(obj).__name__)
+    name = name_of(obj)
     ev = Evidence(name)
     try:
         module, ev.built, ev.roles, _, spec, ev.square = build.module_for(obj, spec)

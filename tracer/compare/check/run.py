@@ -25,6 +25,7 @@ from tracer.compare.check.evidence import Evidence, Malformed
 from tracer.compare.check.gather import gather
 from tracer.compare.check.model import Divergence, Match, Quantity, Seen, StageResult
 from tracer.compare.check.result import CheckResult
+from tracer.compare.check.student import name_of
 from tracer.core.trace import Step
 from tracer.errors import InputError
 
@@ -58,7 +59,7 @@ def check(
     """
     spec = spec_for(lesson, d_out, d_in, heads, rope_style)
     source = source or student.source_of(obj)
-    with deadline.limit(deadline.SECONDS if timeout is None else timeout, f"the check of {_name(obj)}"):
+    with deadline.limit(deadline.SECONDS if timeout is None else timeout, f"the check of {name_of(obj)}"):
         ev = gather(obj, spec)
     return judge(ev, spec, source)
 
@@ -187,10 +188,6 @@ def _needed(got: Any, what: str) -> Any:
     if got is None:
         raise Malformed(f"{what} is missing")
     return got
-
-
-def _name(obj: Any) -> str:
-    return str(getattr(obj, "__qualname__", None) or getattr(obj, "__name__", None) or type(obj).__name__)
 
 
 def _ref(ctx: Context, q: Quantity) -> tuple[np.ndarray, tuple[str, ...]]:

@@ -86,11 +86,11 @@ def source_of(obj: Any) -> str | None:
 def construct(cls: Any, args: Sequence[Any], names: Sequence[str], seed: int) -> torch.nn.Module:
     """``cls(*args)`` under ``torch.manual_seed(seed)``, as the book builds its modules."""
     if not isinstance(cls, type) or not issubclass(cls, torch.nn.Module):
-        raise InputError(f"{_name(cls)} must be a torch.nn.Module class: {_shape(names)}")
+        raise InputError(f"{name_of(cls)} must be a torch.nn.Module class: {_shape(names)}")
     try:
         inspect.signature(cls).bind(*args)
     except TypeError as e:
-        raise InputError(f"{_name(cls)} does not take the lesson's arguments {_shape(names)}: {e}") from None
+        raise InputError(f"{name_of(cls)} does not take the lesson's arguments {_shape(names)}: {e}") from None
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
         try:
@@ -98,7 +98,7 @@ def construct(cls: Any, args: Sequence[Any], names: Sequence[str], seed: int) ->
         except (KeyboardInterrupt, deadline.Overtime):
             raise
         except BaseException as e:  # SystemExit too: the student's code, not ours
-            raise StudentError(f"{_name(cls)}{_shape(names)} raised {_failure(e)}", traceback.format_exc()) from None
+            raise StudentError(f"{name_of(cls)}{_shape(names)} raised {_failure(e)}", traceback.format_exc()) from None
     return module
 
 
@@ -114,7 +114,7 @@ def run(fn: Callable[..., Any], x: torch.Tensor, seed: int | None) -> Run:
         except (TracerError, KeyboardInterrupt, deadline.Overtime):  # ours, the keyboard's, the clock's
             raise
         except BaseException as e:  # SystemExit too: the student's code, not ours
-            err = StudentError(f"{_name(fn)} raised {_failure(e)}", traceback.format_exc(), _one_line(e))
+            err = StudentError(f"{name_of(fn)} raised {_failure(e)}", traceback.format_exc(), _one_line(e))
             return Run([], None, err)
     return Run(seen(trace, sites), out, None, trace)
 
@@ -129,7 +129,7 @@ def call(fn: Callable[..., Any], x: torch.Tensor, seed: int | None) -> Run:
         except (KeyboardInterrupt, deadline.Overtime):
             raise
         except BaseException as e:  # SystemExit too: the student's code, not ours
-            err = StudentError(f"{_name(fn)} raised {_failure(e)}", traceback.format_exc(), _one_line(e))
+            err = StudentError(f"{name_of(fn)} raised {_failure(e)}", traceback.format_exc(), _one_line(e))
             return Run([], None, err)
     return Run([], out)
 
@@ -143,7 +143,8 @@ def output_array(out: Any, what: str) -> Any:
     return out.detach().to(torch.float64).cpu().numpy().copy()
 
 
-def _name(obj: Any) -> str:
+def name_of(obj: Any) -> str:
+    """What messages call the student's ``obj``: its qualified name, its name, or its type's name."""
     return str(getattr(obj, "__qualname__", None) or getattr(obj, "__name__", None) or type(obj).__name__)
 
 

@@ -149,6 +149,16 @@ def project(kind: str, x: str, w: str) -> str:
     return PROJECT[kind].format(x=x, w=w)
 
 
+def projections_cell(trace: Trace, kind: str) -> Cell:
+    """All tokens' queries, keys and values as the book projects them (:func:`project`), checked against q, k, v."""
+    made = [f"{v} = {project(kind, 'inputs', w)}" for v, w in zip(ROLES, ("W_query", "W_key", "W_value"), strict=True)]
+    return lines(*made, *(check(trace, step, v) for step, v in zip("qkv", ROLES, strict=True)))
+
+
+ROLES = ("queries", "keys", "values")
+"""The variables the pages' code holds the projected tokens in."""
+
+
 def weights_cell(trace: Trace, kind: str, seed: int, d_out: int, pre: str = "") -> Cell:
     """Build ``W_query``, ``W_key``, ``W_value`` as the book does, and check them against steps ``{pre}W_*``.
 

@@ -12,7 +12,7 @@ comparison, then the same loop from the last block back to the first.
 from __future__ import annotations
 
 from tracer.core.trace import Trace
-from tracer.present.notebook.code import Cell, check, inputs_cell, lines, weights_cell
+from tracer.present.notebook.code import Cell, check, inputs_cell, lines, projections_cell, weights_cell
 from tracer.present.notebook.trainable import weights_of
 
 STATE = (
@@ -61,14 +61,7 @@ def cells(trace: Trace) -> dict[str, list[Cell]]:
     b = int(trace.meta.get("block", 2))
     kind, seed, d_out = weights_of(trace)
     inputs = inputs_cell(trace, trace.tensor("x")) + lines(check(trace, "x", "inputs"))
-    projections = lines(
-        "queries = W_query(inputs)",
-        "keys = W_key(inputs)",
-        "values = W_value(inputs)",
-        check(trace, "q", "queries"),
-        check(trace, "k", "keys"),
-        check(trace, "v", "values"),
-    )
+    projections = projections_cell(trace, kind)
     blocks = lines(
         f"block = {b}  # keys per block",
         "n_blocks = -(-context_length // block)  # the last block may be shorter: ceil(T / B)",

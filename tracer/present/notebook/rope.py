@@ -12,7 +12,15 @@ correctly rounded ones in the last bit, which the checks allow and the
 from __future__ import annotations
 
 from tracer.core.trace import Trace
-from tracer.present.notebook.code import Cell, check, definitions, inputs_cell, lines, project, weights_cell
+from tracer.present.notebook.code import (
+    Cell,
+    check,
+    definitions,
+    inputs_cell,
+    lines,
+    projections_cell,
+    weights_cell,
+)
 from tracer.present.notebook.trainable import weights_of
 
 ROTATE_HALF = '''def rotate_half(x):
@@ -48,14 +56,7 @@ def cells(trace: Trace) -> dict[str, list[Cell]]:
     main, alt = ("apply_rope", "apply_rope_complex") if half_main else ("apply_rope_complex", "apply_rope")
     defs, alt_defs = ((ROTATE_HALF, APPLY_ROPE), (APPLY_ROPE_COMPLEX,))[:: 1 if half_main else -1]
     inputs = inputs_cell(trace, trace.tensor("x")) + lines(check(trace, "x", "inputs"))
-    projections = lines(
-        f"queries = {project(kind, 'inputs', 'W_query')}",
-        f"keys = {project(kind, 'inputs', 'W_key')}",
-        f"values = {project(kind, 'inputs', 'W_value')}",
-        check(trace, "q", "queries"),
-        check(trace, "k", "keys"),
-        check(trace, "v", "values"),
-    )
+    projections = projections_cell(trace, kind)
     rope = definitions(*defs) + lines(
         f"base = {base!r}",
         "positions = torch.arange(context_length)  # token i sits at position m = i - 1",

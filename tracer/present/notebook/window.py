@@ -11,7 +11,7 @@ mask on the same scores and compares.
 from __future__ import annotations
 
 from tracer.core.trace import Trace
-from tracer.present.notebook.code import Cell, check, inputs_cell, lines, weights_cell
+from tracer.present.notebook.code import Cell, check, inputs_cell, lines, projections_cell, weights_cell
 from tracer.present.notebook.trainable import weights_of
 
 
@@ -20,14 +20,7 @@ def cells(trace: Trace) -> dict[str, list[Cell]]:
     w = int(trace.meta.get("window", 3))
     kind, seed, d_out = weights_of(trace)
     inputs = inputs_cell(trace, trace.tensor("x")) + lines(check(trace, "x", "inputs"))
-    projections = lines(
-        "queries = W_query(inputs)",
-        "keys = W_key(inputs)",
-        "values = W_value(inputs)",
-        check(trace, "q", "queries"),
-        check(trace, "k", "keys"),
-        check(trace, "v", "values"),
-    )
+    projections = projections_cell(trace, kind)
     scores = lines(
         "attn_scores = queries @ keys.T  # omega_ij = q(i) . k(j)",
         check(trace, "omega", "attn_scores"),
