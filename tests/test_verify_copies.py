@@ -75,7 +75,7 @@ def test_an_edited_head_split_is_named_by_verify_and_explain(captured: dict[str,
     assert (
         r.exit_code == 1
         and "keys.view[1,1,1,1]" in r.output
-        and "keys.view" not in r.output.split("not recomputed")[-1]
+        and "not recomputed" not in r.output  # the checks of the products are recomputed too
     )
     r = CliRunner().invoke(app, ["explain", "keys.view[1,1,1,1]", "--from", str(path)])
     assert r.exit_code == 0 and "not follow" in r.stderr and "keys.view[1,1,1,1]" in r.stderr, r.stderr

@@ -16,9 +16,11 @@ trace itself records, with the op it records:
   within the bound the maths gives for its longest row and widest spread
   (:func:`tracer.core.bounds.softmax_rel`: a long row's sum, added in any
   order, may move more than a few units);
-- ``maxabsdiff`` is recomputed exactly from its two operands; a bounded one
-  (a library result against its loop form) follows when both its recorded
-  and its recomputed residual are within the bound it carries;
+- ``maxabsdiff`` is recomputed exactly from its two operands (from the
+  totals of running sums, their last entry along the summed axis, when it
+  reads them, as a captured product's ``check.N`` reads ``N.s``); a bounded
+  one (a library result against its loop form) follows when both its
+  recorded and its recomputed residual are within the bound it carries;
 - layout ops (``view``, ``transpose``, ``cat``, ``stack``, indexing), writes,
   masks (``tril``, ``triu``, comparisons, ``where``) and elementwise ops read
   through index arithmetic are recomputed entry by entry from the operand
@@ -61,12 +63,14 @@ def verify(trace: Trace) -> Verification:
     wrong: list[Wrong] = []
     unchecked: list[str] = []
     flagged: set[str] = set()
+    seen: dict[str, Node] = {}
     checked = 0
     partners = _partners(trace)
     bounded = {name: bound for name, (bound, _) in partners.items()}
     for node in trace.nodes:
-        bad = _mismatch(node, done, bounded.get(node.name) if "library" in node.attrs else None)
+        bad = _mismatch(node, done, bounded.get(node.name) if "library" in node.attrs else None, seen)
         done[node.name] = node.value
+        seen[node.name] = node
         if bad is None:
             if node.op not in ("input", "const"):
                 unchecked.append(node.name)
@@ -124,10 +128,13 @@ def _partners(trace: Trace) -> dict[str, tuple[float, str]]:
     return out
 
 
-def _mismatch(node: Node, done: Mapping[str, np.ndarray], bound: float | None = None) -> np.ndarray | None:
+def _mismatch(
+    node: Node, done: Mapping[str, np.ndarray], bound: float | None = None, seen: Mapping[str, Node] | None = None
+) -> np.ndarray | None:
     """A boolean array, True where the node's value does not follow (None: not recomputable).
 
-    ``bound``: the node is a library's result, to follow within it.
+    ``bound``: the node is a library's result, to follow within it; ``seen``:
+    the nodes before it, by name (a check reads the totals of running sums).
     """
     v = node.value
     args = [r.to_json() for r in node.args]
@@ -157,7 +164,7 @@ def _mismatch(node: Node, done: Mapping[str, np.ndarray], bound: float | None = 
                 return None
         return ~_close(v, ref)
     if node.op == "maxabsdiff" and len(args) == 2 and v.ndim == 0:
-        a, b = done[args[0]["node"]], done[args[1]["node"]]
+        a, b = done[args[0]["node"]], _totals(done[args[1]["node"]], (seen or {}).get(args[1]["node"]))
         if a.shape != b.shape or a.dtype != v.dtype or b.dtype != v.dtype:
             return None
         with np.errstate(all="ignore"):  # two NaNs agree (files written before that rule recorded NaN: accepted)
@@ -173,6 +180,18 @@ def _mismatch(node: Node, done: Mapping[str, np.ndarray], bound: float | None = 
         return np.asarray(~_same_bits(v, np.asarray(ref, dtype=v.dtype)))
     copied = recompute.exact(node, done)  # layout, writes, masks, elementwise ops read through index arithmetic
     return None if copied is None else _differs(v, copied, bound)
+
+
+def _totals(v: np.ndarray, node: Node | None) -> np.ndarray:
+    """The totals of running sums (the last sum along the summed axis), or ``v`` itself.
+
+    A captured library product's check (``check.q_proj``) holds torch's
+    result to the left-to-right sums ``q_proj.s``, whose last axis runs over
+    the terms: its last entry along that axis is the loop form's total.
+    """
+    if node is None or node.op != "acc" or not node.axes or node.attrs.get("over") != node.axes[-1]:
+        return v
+    return v[..., -1] if v.ndim and v.shape[-1] else v
 
 
 def _differs(v: np.ndarray, again: np.ndarray, bound: float | None) -> np.ndarray:
