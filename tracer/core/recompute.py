@@ -11,7 +11,8 @@ references name, so each entry's value is fixed:
   is in range for it (for ``cat``, ``stack`` and writes, the references say,
   by falling outside their operand, which one that is);
 - a *mask* or *elementwise* op is one IEEE operation, or a choice, of its
-  operand entries: the same bits in numpy as in torch.
+  operand entries (``clamp`` between its recorded ``min`` and ``max``): the
+  same bits in numpy as in torch.
 
 :func:`exact` gives the values a node must hold, or None when the node is
 none of these kinds, or reads its operands in a way this cannot follow
@@ -63,7 +64,7 @@ _COMPARE: dict[str, Callable[..., Any]] = {
     ">": np.greater,
     ">=": np.greater_equal,
 }
-_CHOICES = frozenset({"masked_fill", "where", "compare", "not", "cast", "tril", "triu"})
+_CHOICES = frozenset({"masked_fill", "where", "compare", "not", "cast", "tril", "triu", "clamp"})
 RESCALE = "rescale_add"
 """``a × b + c``, a multiplication then an addition, each rounded: lesson flash's running sum and accumulator."""
 KINDS = COPIES | _BINARY.keys() | _UNARY.keys() | _CHOICES | {RESCALE}
@@ -147,6 +148,10 @@ def _compute(node: Node, xs: list[np.ndarray], shape: tuple[int, ...]) -> np.nda
         if op == "masked_fill" and len(xs) == 2 and xs[0].dtype == dt:
             fill = _number(node.attrs.get("fill"))
             return None if fill is None else np.where(xs[1] != 0, dt.type(fill), xs[0]).astype(dt)
+        if op == "clamp" and len(xs) == 1 and xs[0].dtype == dt:  # torch.clamp: max(x, lo), then min(·, hi)
+            lo, hi = _number(node.attrs.get("min")), _number(node.attrs.get("max"))
+            y = xs[0] if lo is None else np.maximum(xs[0], dt.type(lo))
+            return np.asarray(y if hi is None else np.minimum(y, dt.type(hi)), dtype=dt)
         if op == "not" and len(xs) == 1:
             return np.asarray(xs[0] == 0, dtype=dt)
         if op == "cast" and len(xs) == 1:

@@ -29,6 +29,8 @@ HANDLERS: dict[str, Handler] = {
     **dict.fromkeys(pointwise.CASTS, pointwise.cast),
     **dict.fromkeys(("masked_fill", "masked_fill_"), pointwise.masked_fill),
     "where": pointwise.where,
+    **dict.fromkeys(("clamp", "clip", "clamp_", "clamp_min", "clamp_max"), pointwise.clamp),
+    **dict.fromkeys(("outer", "ger"), pointwise.outer),
     **dict.fromkeys(("tril", "triu"), pointwise.triangle),
     "softmax": reduce.softmax,
     **dict.fromkeys(("sum", "mean"), reduce.total),

@@ -138,17 +138,21 @@ def sdpa(s: Session, c: Call) -> None:
     mask, p = c.arg(3, "attn_mask"), float(c.arg(4, "dropout_p", 0.0))
     causal, scale = bool(c.arg(5, "is_causal", False)), c.arg(6, "scale")
     out: torch.Tensor = c.out
-    if c.kwargs.get("enable_gqa") or q.dim() < 2 or q.shape[:-2] != k.shape[:-2] != v.shape[:-2]:
-        raise Unsupported("SDPA with grouped heads or broadcast batches")
+    gqa = bool(c.kwargs.get("enable_gqa"))
+    batched = q.shape[:-2] == k.shape[:-2] == v.shape[:-2]
+    if q.dim() < (3 if gqa else 2) or not (batched or gqa):
+        raise Unsupported("SDPA with broadcast batches")
     if p != 0.0 and c.rng is None:
         raise Unsupported("SDPA dropout without a known random state")
     vq, vk, vv = s.var(q), s.var(k), s.var(v)
+    name, _ = s.begin("sdpa")
+    if gqa:
+        vk, vv = _grouped(s, name, q, k, vk, "k"), _grouped(s, name, q, v, vv, "v")
     lead = vq.axes[:-2]
     i = vq.axes[-2]
     j = ax.fresh([*lead, i], ("j",))
     e = ax.fresh([*lead, i, j], ("c", "d"))
     f = ax.fresh([*lead, i, j], ("d", "c", "e"))
-    name, _ = s.begin("sdpa")
     sc = s.rec.contract(
         f"{name}.scores",
         vq(*lead, i, e),
@@ -214,6 +218,23 @@ def sdpa(s: Session, c: Call) -> None:
     w64, v64 = weights.data.double().numpy(), vv.data.detach().double().numpy()
     bound = bounds.matmul(spec, w64, err, v64, np.zeros(()), unit(out.dtype))
     check(s, name, ctx, s.rec.value(f"{name}.s", last=j), f"{name}.s", f"{name}.s left to right", bound)
+
+
+def _grouped(s: Session, name: str, q: torch.Tensor, x: torch.Tensor, vx: Var, which: str) -> Var:
+    """SDPA's ``enable_gqa``: key/value heads repeated for the query heads, as torch does (``repeat_interleave``).
+
+    Head ``h`` of the queries reads head ``(h-1)//r+1`` of ``x``, with
+    ``r`` = query heads / key-value heads; the node is ``N.k``/``N.v`` under the
+    name the SDPA call will take, each entry a copy.
+    """
+    hq, hx = int(q.shape[-3]), int(x.shape[-3])
+    if hx == 0 or hq % hx or q.shape[:-3] != x.shape[:-3]:
+        raise Unsupported("SDPA with grouped heads that do not divide the query heads")
+    r = hq // hx
+    wide = x.detach().repeat_interleave(r, dim=-3)
+    exprs = [f"({a}-1)//{r}+1" if n == x.dim() - 3 else a for n, a in enumerate(vx.axes)]
+    refs = [Ref(vx.name, tuple(exprs))]
+    return s.rec.apply("repeat_interleave", f"{name}.{which}", wide, refs, vx.axes, text=ax.ref_text(vx.name, exprs))
 
 
 def _score_bound(s: Session, products: str, factor: float, cur: Var, mask: object) -> np.ndarray:

@@ -79,6 +79,8 @@ UNARY = {
     "sigmoid": "sigmoid",
     "relu": "relu",
     "exp_": "exp",
+    "cos": "cos",
+    "sin": "sin",
 }
 CASTS = {"bool", "float", "double", "half", "int", "long", "to", "type_as"}
 
@@ -223,3 +225,38 @@ def triangle(s: Session, c: Call) -> None:
     keep = f"<{j}> ≤ <{i}> + {d}" if c.key == "tril" else f"<{j}> ≥ <{i}> + {d}"
     ref = Ref(vx.name, vx.axes)
     _record(s, c, name, c.key, [ref], vx.axes, f"{ax.ref_text(vx.name, vx.axes)} if {keep} else 0", diagonal=d)
+
+
+def clamp(s: Session, c: Call) -> None:
+    """``x.clamp(lo, hi)``/``clamp_min``/``clamp_max`` with Python-number bounds: each entry a choice, no rounding.
+
+    T5 clips relative distances to its buckets this way; the bounds are kept
+    as the node's ``min``/``max`` (absent: no bound on that side).
+    """
+    x = c.args[0]
+    lo = c.arg(1, "min") if c.key != "clamp_max" else None
+    hi = c.arg(2, "max") if c.key == "clamp" else c.arg(1, "max") if c.key == "clamp_max" else None
+    if any(b is not None and (isinstance(b, bool) or not isinstance(b, int | float)) for b in (lo, hi)):
+        raise Unsupported("clamp with tensor bounds")
+    if lo is None and hi is None:
+        raise Unsupported("clamp without bounds")
+    vx = s.var(x)
+    name, info = s.begin("clamp", vx.name)
+    if _receiver(c) is not None:
+        info.receiver = vx.name
+    out: torch.Tensor = c.out
+    ref = s.read(x, vx.axes, tuple(out.shape)).ref
+    bounds = {k: float(b) for k, b in (("min", lo), ("max", hi)) if b is not None}
+    text = f"clamp({text_of(ref)}, {lo if lo is not None else '−∞'}, {hi if hi is not None else '∞'})"
+    _record(s, c, name, "clamp", [ref], vx.axes, text, **bounds)
+
+
+def outer(s: Session, c: Call) -> None:
+    """``torch.outer(a, b)``/``ger``: entry (i, j) is ``a[i] × b[j]``, one rounding each."""
+    a, b = c.args[0], c.arg(1, "vec2")
+    if not (isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor) and a.dim() == b.dim() == 1):
+        raise Unsupported("outer of these operands")
+    names = ("i", "j")
+    name, _ = s.begin("mul")
+    refs = [Ref(s.var(a).name, ("i",)), Ref(s.var(b).name, ("j",))]
+    _record(s, c, name, "mul", refs, names, f"{text_of(refs[0])} × {text_of(refs[1])}")

@@ -14,7 +14,7 @@ import torch
 
 from tracer.core.trace import Ref
 from tracer.record.capture import axes as ax
-from tracer.record.capture.ops.common import Call, Unsupported, check, magnitude, sums_bound
+from tracer.record.capture.ops.common import Call, Unsupported, check, constant, magnitude, sums_bound
 from tracer.record.capture.ops.reduce import flat
 from tracer.record.capture.session import Session
 from tracer.record.recorder import Arg
@@ -80,10 +80,17 @@ def linear(s: Session, c: Call) -> None:
 
 
 def addmm(s: Session, c: Call) -> None:
-    """``baddbmm(M, A, B)``/``addmm(M, A, B)`` = ``M + A @ B`` (how ``nn.MultiheadAttention`` adds a mask)."""
+    """``baddbmm(M, A, B)``/``addmm(M, A, B)`` = ``M + A @ B`` (how ``nn.MultiheadAttention`` adds a mask).
+
+    With ``beta``/``alpha`` (BLOOM's ``baddbmm(alibi, q, k, beta=1, alpha=1/√d)``,
+    Python numbers) it is ``beta·M + alpha·(A @ B)``: ``N.alpha`` = alpha × ``N.xw``
+    and ``N.beta`` = beta × M, each one rounding, where they are not 1.
+    """
     m, a, b = c.arg(0, "input"), c.arg(1, "batch1", c.kwargs.get("mat1")), c.arg(2, "batch2", c.kwargs.get("mat2"))
-    if c.kwargs.get("beta", 1) != 1 or c.kwargs.get("alpha", 1) != 1 or len(c.args) > 3:
-        raise Unsupported(f"{c.key} with beta or alpha")
+    beta, alpha = c.kwargs.get("beta", 1), c.kwargs.get("alpha", 1)
+    scalar = all(isinstance(f, int | float) and not isinstance(f, bool) for f in (alpha, beta))
+    if not scalar or len(c.args) > 3 or beta == 0:
+        raise Unsupported(f"{c.key} with these beta or alpha")
     dims = 3 if c.key == "baddbmm" else 2
     if not all(isinstance(t, torch.Tensor) and t.dim() == dims for t in (a, b)) or not isinstance(m, torch.Tensor):
         raise Unsupported(f"{c.key} of these shapes")
@@ -93,16 +100,41 @@ def addmm(s: Session, c: Call) -> None:
     col = ax.fresh([*lead, row], ("j", "c") if vb.axes[-1] == "i" else ("c", "j"))
     over = ax.fresh([*lead, row, col], (va.axes[-1], "k"))
     x, w = va(*lead, row, over), vb(*lead, over, col)
-    _biased(s, c, x, w, (*lead, row, col), over, m, c.key, r"M + A B")
+    latex = rf"{_times(beta)}M + {_times(alpha)}A B"
+    _biased(s, c, x, w, (*lead, row, col), over, m, c.key, latex, (float(alpha), float(beta)))
+
+
+def _times(f: float) -> str:
+    return "" if f == 1 else f"{f:g}\\, "
+
+
+def _scaled(s: Session, name: str, arg: Arg, f: float, names: tuple[str, ...], dtype: torch.dtype) -> Arg:
+    """``f × arg`` as the node ``name`` (one rounding per entry), or ``arg`` itself when ``f`` is 1."""
+    if f == 1:
+        return arg
+    k = constant(s, f, name, dtype)
+    text = f"{f:g} × {ax.ref_text(arg.var.name, arg.index)}"
+    return s.rec.elementwise("mul", name, [arg, k()], names, symbol="", latex=rf"{f:g}\, x", text=text)(*names)
 
 
 def _biased(
-    s: Session, c: Call, x: Arg, w: Arg, names: tuple[str, ...], over: str, bias: torch.Tensor, lib: str, latex: str
+    s: Session,
+    c: Call,
+    x: Arg,
+    w: Arg,
+    names: tuple[str, ...],
+    over: str,
+    bias: torch.Tensor,
+    lib: str,
+    latex: str,
+    scale: tuple[float, float] = (1.0, 1.0),
 ) -> None:
     """``N.xw`` = Σ x·w left to right, ``N.loop`` = ``N.xw`` + bias, ``N`` = torch's value, and their check.
 
     Torch adds the bias inside its kernel (``addmm``), so ``N`` is held to
     ``N.loop`` within the bound of a sum of the products and the bias.
+    ``scale`` = (alpha, beta): ``N.loop`` = alpha × ``N.xw`` + beta × bias,
+    and the bound counts the two multiplications as two more terms.
     """
     out: torch.Tensor = c.out
     name, _ = s.begin(lib, None)
@@ -119,31 +151,27 @@ def _biased(
         text=f"Σ_{over} {ax.ref_text(xn, x.index)} × {ax.ref_text(wn, w.index)}",
         part_text=_part_texts(xn, list(x.index), wn, list(w.index), over),
     )
-    vb = s.read(bias, names, tuple(out.shape))
-    loop = s.rec.elementwise(
-        "add",
-        f"{name}.loop",
-        [s.rec.var(mm)(*names), vb],
-        names,
-        symbol="",
-        latex=latex,
-        text=f"{ax.ref_text(mm, names)} + {ax.ref_text(vb.var.name, vb.index)}",
-    )
+    alpha, beta = scale
+    ab = _scaled(s, f"{name}.alpha", s.rec.var(mm)(*names), alpha, names, out.dtype)
+    vb = _scaled(s, f"{name}.beta", s.read(bias, names, tuple(out.shape)), beta, names, out.dtype)
+    sum_text = f"{ax.ref_text(ab.var.name, names)} + {ax.ref_text(vb.var.name, vb.index)}"
+    loop = s.rec.elementwise("add", f"{name}.loop", [ab, vb], names, symbol="", latex=latex, text=sum_text)
     extra = np.abs(vb.aligned(names).double().numpy())
-    mag = magnitude(s.rec.data(f"{mm}.p"), -1) + np.where(np.isfinite(extra), extra, 0.0)  # -inf: masked, exact
+    mag = abs(alpha) * magnitude(s.rec.data(f"{mm}.p"), -1) + np.where(np.isfinite(extra), extra, 0.0)  # -inf: exact
     tv = s.rec.apply(
         "add",
         name,
         out,
-        [Ref(mm, names), vb.ref],
+        [Ref(ab.var.name, names), vb.ref],
         names,
         symbol=rf"\mathrm{{{name}}}",
         latex=rf"\mathrm{{{name}}} = {latex}",
-        text=f"{ax.ref_text(mm, names)} + {ax.ref_text(vb.var.name, vb.index)}",
+        text=sum_text,
         attrs={"library": lib},
     )
     s.bind(out, tv)
-    bound = sums_bound(mag, int(x.var.data.shape[x.index.index(over)]) + 1, out.dtype)
+    terms = int(x.var.data.shape[x.index.index(over)]) + 1 + (alpha != 1) + (beta != 1)
+    bound = sums_bound(mag, terms, out.dtype)
     check(s, name, tv, loop.data, loop.name, f"{loop.name} ({mm} + bias, left to right)", bound)
 
 

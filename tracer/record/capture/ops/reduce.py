@@ -122,10 +122,15 @@ def stable(s: Session, name: str, x: Var, over: str) -> Var:
 
 
 def softmax(s: Session, c: Call) -> None:
-    """``torch.softmax``/``Tensor.softmax``/``F.softmax`` along one axis."""
+    """``torch.softmax``/``Tensor.softmax``/``F.softmax`` along one axis.
+
+    ``dtype=`` the input already has (Llama's and BLOOM's ``dtype=torch.float32``
+    on float32 scores) changes nothing; another dtype is not followed.
+    """
     x, out = c.args[0], c.out
-    if c.kwargs.get("dtype") is not None:
-        raise Unsupported("softmax with a dtype")
+    want = c.kwargs.get("dtype", c.args[2] if len(c.args) > 2 and isinstance(c.args[2], torch.dtype) else None)
+    if want is not None and not (isinstance(x, torch.Tensor) and want == x.dtype):
+        raise Unsupported("softmax into another dtype")
     vx = s.var(x)
     d = _dim(c, x)
     over = vx.axes[d]

@@ -23,7 +23,8 @@ def _meaning(src: list[str], sizes: list[int]) -> list[str]:
     A feature axis split in two is (heads, features of a head), ``(h, d)``,
     whatever the sizes (an axis the code then takes apart, ``unbind`` or
     ``x[0]``, is renamed the q/k/v selector ``p`` by
-    :mod:`tracer.record.capture.selector`); split in three it is ``(p, h, d)``.  Split with the
+    :mod:`tracer.record.capture.selector`); split in three it is ``(p, h, d)``,
+    or ``(h, p, d)`` when only the middle size is 3 (BLOOM's ``(heads, 3, d)``).  Split with the
     batch, it is batch-times-heads ``n`` (torch's ``N·num_heads``) and ``d``,
     and ``n`` (or ``h``) split in two is ``(b, h)``.  Joined: heads with their features are
     features ``c``, a batch with its heads ``h``.  Anything else gets fresh letters.
@@ -36,8 +37,8 @@ def _meaning(src: list[str], sizes: list[int]) -> list[str]:
         return ["n", "d"]
     if len(sizes) == 2:  # heads and their features; an axis the code later takes apart is q/k/v (``selector``)
         return ["h", "d"]
-    if len(sizes) == 3:
-        return ["p", "h", "d"]
+    if len(sizes) == 3:  # (3, heads, d) as most code views it, or BLOOM's (heads, 3, d)
+        return ["h", "p", "d"] if sizes[1] == 3 != sizes[0] else ["p", "h", "d"]
     return ["e"] * len(sizes)
 
 
