@@ -37,7 +37,7 @@ COPIES = frozenset(
         "transpose", "permute", "movedim", "moveaxis",
         "unsqueeze", "squeeze", "expand", "getitem",
         "cat", "stack", "split", "chunk", "unbind", "write",
-        "concat", "split_heads", "join_heads", "repeat_interleave", "repeat",
+        "concat", "split_heads", "join_heads", "repeat_interleave", "repeat", "lookup", "gather",
     }
 )  # fmt: skip
 """Ops whose every entry is a copy of the one operand entry its references name."""

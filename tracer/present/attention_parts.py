@@ -16,6 +16,10 @@ LAYOUT |= {"split", "chunk", "unbind", "flatten", "unflatten", "lookup", "permut
 
 _BACK = {"masked_fill", "add", "sub", "mul", "div", "where"}
 """Ops between the scores and the softmax (mask, scale, additive mask) followed back from the weights."""
+_SCORES_ARG = {"where": 1}
+"""The operand that carries the scores, where it is not the first: ``torch.where(mask, scores, fill)``."""
+_THROUGH = {"view", "reshape"}
+"""Layout ops followed through, not shown as parts: scores or weights regrouped (BLOOM's (b·h, T, T))."""
 
 
 def attentions(trace: Trace) -> list[list[Node]]:
@@ -47,12 +51,16 @@ def attentions(trace: Trace) -> list[list[Node]]:
         else:
             x = by.get(w.args[0].node) if w.args else None
             while x is not None and len(chain) < 6:
+                if x.op in _THROUGH and len(x.args) == 1:  # BLOOM's scores viewed per batch and head: passed
+                    x = by.get(x.args[0].node)
+                    continue
                 chain.append(x)
                 if x.op == "sum" or x.op not in _BACK or not x.args:
                     break
-                x = by.get(x.args[0].node)
+                x = by.get(x.args[_SCORES_ARG.get(x.op, 0)].node)
         kept = [r.name for r in readers.get(w.name, []) if r.name.endswith(".kept")]  # dropout's x · mask
         used = [w.name] + [d.name for k in kept for d in readers.get(k, []) if d.attrs.get("library") == "dropout"]
+        used += [r.name for u in list(used) for r in readers.get(u, []) if r.op in _THROUGH]  # (b·h, T, T) for bmm
         views = [
             r for u in used for r in readers.get(u, []) if r.op in ("view", "reshape") and {"b", "h"} <= set(r.axes)
         ]
@@ -79,7 +87,7 @@ def _projection(context: Node, readers: dict[str, list[Node]], by: dict[str, Nod
         for r in readers.get(n.name, []):
             owner = r.name.removesuffix(".p").removesuffix(".xw")  # ``out_proj.p``, ``out_proj.xw.p``
             got = by.get(owner)
-            if r.name.endswith(".p") and got is not None and got.attrs.get("library") == "linear":
+            if r.name.endswith(".p") and got is not None and got.attrs.get("library") in ("linear", "addmm"):
                 return [got]
             if r.op in LAYOUT and r.name not in seen and len(seen) < 16:
                 seen.add(r.name)
@@ -92,13 +100,13 @@ def role(trace: Trace, attention: list[Node], node: Node) -> str:
     weights = next(n for n in attention if n.op == "softmax" or n.name.endswith(".weights.quot"))
     if node is weights or (node.op in ("view", "reshape") and {"b", "h"} <= set(node.axes)):
         return "weights"  # or the weights (after their dropout) viewed per batch and head
-    if node.attrs.get("library") == "linear" and attention.index(node) > attention.index(weights):
+    if node.attrs.get("library") in ("linear", "addmm") and attention.index(node) > attention.index(weights):
         return "out"
     if attention.index(node) > attention.index(weights):
         return "context"
     if node.op == "sum":
         return "scores"
-    consts = [a for a in node.args if trace.node(a.node).op == "const"]
+    consts = [a for a in node.args if trace.node(a.node).op == "const" or trace.node(a.node).value.ndim == 0]
     if node.op in ("mul", "div") and consts:
         return "scaled"
     return "mask"

@@ -199,7 +199,9 @@ def _first_input(s: Session) -> torch.Tensor | None:
     the root module's ``forward`` (named after its parameter); a leaf from
     outside the call; one made inside the call (``torch.rand``) that is not a
     parameter or buffer of the module (a causal-mask buffer of the context
-    length would give the wrong token count and width).
+    length would give the wrong token count and width), a (batch, tokens,
+    features) one first (``F.multi_head_attention_forward`` called with weight
+    matrices made by ``torch.randn`` before the input).
     """
     owned = {id(t) for root in s.roots for t in (*root.parameters(), *root.buffers())}
     leaves = [
@@ -210,7 +212,8 @@ def _first_input(s: Session) -> torch.Tensor | None:
     ]
     given = [t for t in leaves if id(t) in s.arg_names]
     outside = [t for t in leaves if s.made.get(id(t)) is None and s._storage_origin(t) is None]
-    for pool in (given, outside, leaves):
+    batched = sorted(leaves, key=lambda t: t.dim() < 3)  # made inside: a batch of sequences before a plain matrix
+    for pool in (given, outside, batched):
         if pool:
             return pool[0]
     return None

@@ -22,6 +22,7 @@ paths come from torch's global forward hooks
 from __future__ import annotations
 
 import contextlib
+import sys
 from typing import Any
 
 import torch
@@ -32,6 +33,8 @@ from tracer.record.capture.ops.common import Call, Handler, Unsupported
 from tracer.record.capture.session import Session
 
 SILENT = {"__get__", "__set__", "__setitem__", "register_buffer", "requires_grad_", "retain_grad"}
+INITIALISERS = {"__init__", "reset_parameters", "_reset_parameters", "_fill_padding_idx_with_zero"}
+"""Functions of ``torch.nn`` that make a module's weights (a slice they take is part of making it)."""
 
 
 def key_of(func: Any) -> str:
@@ -71,6 +74,9 @@ class Mode(TorchFunctionMode):
         if _inplace(key) and key not in ops.INITS and args and isinstance(args[0], torch.Tensor):
             self._safe(lambda: self.s.var(args[0]))  # snapshot what an in-place op overwrites
         out = func(*args, **kwargs)
+        if key == "__getitem__" and self._initialising(args):  # ``self.weight[padding_idx].fill_(0)``
+            self.s.note_made(out, "a slice of a weight being initialised")
+            return out
         if key in ops.FACTORIES and isinstance(out, torch.Tensor):
             self.s.note_made(out, f"torch.{key}({', '.join(map(str, out.shape))})")
             return out
@@ -96,6 +102,25 @@ class Mode(TorchFunctionMode):
         if key != "copy_" or len(args) < 2 or not isinstance(args[1], torch.Tensor):
             return False
         return self.s.known(args[1]) is not None or self.s.known(args[0]) is not None
+
+    def _initialising(self, args: tuple[Any, ...]) -> bool:
+        """A slice of a new parameter taken by a torch module's initialisation, under ``no_grad``.
+
+        ``nn.Embedding(…, padding_idx=p)`` zeroes its row ``p`` after drawing it:
+        that is part of how the weight is made, as the draw is, not a step of
+        the code; the weight is recorded when the code first uses it, zeros
+        included.
+        """
+        if torch.is_grad_enabled() or not args or not isinstance(args[0], torch.nn.Parameter):
+            return False
+        if self.s.known(args[0]) is not None:
+            return False
+        frame = sys._getframe(2)
+        while frame is not None:
+            if frame.f_code.co_name in INITIALISERS and str(frame.f_globals.get("__name__", "")).startswith("torch.nn"):
+                return True
+            frame = frame.f_back  # type: ignore[assignment]
+        return False
 
     def _record(self, call: Call, handler: Handler | None = None) -> None:
         handler = handler or ops.HANDLERS.get(call.key)

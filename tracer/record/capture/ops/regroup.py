@@ -27,12 +27,16 @@ def _meaning(src: list[str], sizes: list[int]) -> list[str]:
     or ``(h, p, d)`` when only the middle size is 3 (BLOOM's ``(heads, 3, d)``).  Split with the
     batch, it is batch-times-heads ``n`` (torch's ``N·num_heads``) and ``d``,
     and ``n`` (or ``h``) split in two is ``(b, h)``.  Joined: heads with their features are
-    features ``c``, a batch with its heads ``h``.  Anything else gets fresh letters.
+    features ``c``, a batch with its heads ``h``, a batch with its tokens the token rows ``i``
+    (``x.view(-1, c)`` before a matrix product), and such rows split in two are ``(b, i)`` again.
+    Anything else gets fresh letters.
     """
     if len(sizes) == 1:
-        return ["c"] if "d" in src or "c" in src else ["h"] if "h" in src else ["e"]
+        return ["c"] if "d" in src or "c" in src else ["h"] if "h" in src else ["i"] if "i" in src else ["e"]
     if len(src) == 1 and src[0] in ("h", "n") and len(sizes) == 2:
         return ["b", "h"]
+    if len(src) == 1 and src[0] == "i" and len(sizes) == 2:  # GPT-2's ``Conv1D``: (b·t, c) viewed back as (b, t, c)
+        return ["b", "i"]
     if len(sizes) == 2 and "b" in src:  # ``nn.MultiheadAttention``: the batch and the heads in one axis
         return ["n", "d"]
     if len(sizes) == 2:  # heads and their features; an axis the code later takes apart is q/k/v (``selector``)
