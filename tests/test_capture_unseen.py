@@ -157,3 +157,17 @@ def test_baddbmm_with_beta_and_alpha_is_followed_within_its_bound() -> None:
     out = t.meta["output"]
     assert {f"{out}.alpha", f"{out}.beta", f"{out}.loop", f"check.{out}"} <= {n.name for n in t.nodes}
     assert t[f"{out}.alpha[1,1,1]"].value == np.float32(0.25) * t[f"{out}.xw[1,1,1]"].value
+
+
+def test_a_mask_made_by_new_full_is_made_not_an_opaque_step() -> None:
+    torch.manual_seed(0)
+    q, k = torch.randn(1, 5, 4), torch.randn(1, 5, 4)
+
+    def run() -> torch.Tensor:
+        scores = q @ k.mT
+        return torch.softmax(scores + scores.new_full((5, 5), float("-inf")).triu(1), dim=-1)
+
+    t = tracer.trace_torch(run)
+    assert t.meta["opaque"] == [] and t.verify().ok and t.verify().unchecked == ()
+    made = [n.attrs.get("made_by") for n in t.nodes if n.op == "input"]
+    assert "Tensor.new_full(5, 5)" in made, made

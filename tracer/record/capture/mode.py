@@ -78,7 +78,8 @@ class Mode(TorchFunctionMode):
             self.s.note_made(out, "a slice of a weight being initialised")
             return out
         if key in ops.FACTORIES and isinstance(out, torch.Tensor):
-            self.s.note_made(out, f"torch.{key}({', '.join(map(str, out.shape))})")
+            owner = "Tensor" if key.startswith("new_") else "torch"  # ``scores.new_full((T, T), -inf)``
+            self.s.note_made(out, f"{owner}.{key}({', '.join(map(str, out.shape))})")
             return out
         if key in ops.INITS:
             first = next((a for a in (*args, *kwargs.values()) if isinstance(a, torch.Tensor)), None)

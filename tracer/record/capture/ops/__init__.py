@@ -59,7 +59,7 @@ HANDLERS: dict[str, Handler] = {
 FACTORIES = {
     "rand", "randn", "randint", "ones", "zeros", "empty", "full", "arange", "linspace", "eye", "tensor",
     "as_tensor", "from_numpy", "ones_like", "zeros_like", "empty_like", "full_like", "rand_like", "randn_like",
-    "randperm", "normal", "bernoulli", "multinomial",
+    "randperm", "normal", "bernoulli", "multinomial", "new_full", "new_zeros", "new_ones", "new_empty", "new_tensor",
 }  # fmt: skip
 INITS = {
     "kaiming_uniform_", "kaiming_normal_", "xavier_uniform_", "xavier_normal_", "uniform_", "normal_",
