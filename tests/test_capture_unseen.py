@@ -171,3 +171,14 @@ def test_a_mask_made_by_new_full_is_made_not_an_opaque_step() -> None:
     assert t.meta["opaque"] == [] and t.verify().ok and t.verify().unchecked == ()
     made = [n.attrs.get("made_by") for n in t.nodes if n.op == "input"]
     assert "Tensor.new_full(5, 5)" in made, made
+
+
+@pytest.mark.parametrize("eq", ["...id,...jd->...ij", "b h i d, b h j d -> b h i j", "...id,...jd"])
+def test_einsum_with_an_ellipsis_is_followed_to_its_products(eq: str) -> None:
+    torch.manual_seed(0)
+    q, k = torch.randn(1, 2, 5, 4), torch.randn(1, 2, 5, 4)
+    t = tracer.trace_torch(lambda: torch.einsum(eq, q, k).softmax(-1))
+    assert t.meta["opaque"] == [] and t.verify().ok and t.verify().unchecked == ()
+    assert np.array_equal(t.tensor(t.meta["output"]), torch.einsum(eq, q, k).softmax(-1).numpy())
+    w = attentions(t)[0][-1]
+    assert w.value.shape == (1, 2, 5, 5) and _reaches_products(t, tracer.core.ids.render(w.name, w.split, [1, 2, 5, 2]))

@@ -15,6 +15,7 @@ import torch
 from tracer.core.trace import Ref
 from tracer.record.capture import axes as ax
 from tracer.record.capture.ops.common import Call, Unsupported, check, constant, magnitude, sums_bound
+from tracer.record.capture.ops.equation import no_ellipsis
 from tracer.record.capture.ops.reduce import flat
 from tracer.record.capture.session import Session
 from tracer.record.recorder import Arg
@@ -244,16 +245,17 @@ def einsum(s: Session, c: Call) -> None:
     summed letters are first read as one axis of each operand, in the order
     they first appear (``N.left``/``N.right``, layout nodes naming their
     sources).  With nothing summed, two operands are one ``mul`` node and one
-    operand is its axes reordered.  Not decomposed: ``...``, a letter
-    repeated within one operand (a diagonal), three or more operands.
+    operand is its axes reordered.  ``...`` stands for letters of its own
+    (:func:`~tracer.record.capture.ops.equation.no_ellipsis`).  Not decomposed: a letter repeated within one
+    operand (a diagonal), three or more operands.
     """
     eq = c.args[0] if c.args and isinstance(c.args[0], str) else None
     ops = list(c.args[1:])
     if len(ops) == 1 and isinstance(ops[0], list | tuple):
         ops = list(ops[0])
-    if eq is None or "..." in eq or len(ops) not in (1, 2) or not all(isinstance(t, torch.Tensor) for t in ops):
-        raise Unsupported("einsum with '...', or other than one or two tensors")
-    eq = eq.replace(" ", "")
+    if eq is None or len(ops) not in (1, 2) or not all(isinstance(t, torch.Tensor) for t in ops):
+        raise Unsupported("einsum of other than one or two tensors")
+    eq = no_ellipsis(eq.replace(" ", ""), [t.dim() for t in ops])
     lhs, rhs = eq.split("->") if "->" in eq else (eq, "")
     specs = lhs.split(",")
     if "->" not in eq:  # implicit output: the letters used once, in alphabetical order
