@@ -88,6 +88,7 @@ def test_the_report_draws_scores_and_weights_per_head_with_the_tokens(traces: di
     for a in attentions(t):
         w = _weights(t, a)
         figs = [f"fig-{anchor(w.name)}-h{h}.svg" for h in range(1, heads + 1)] if "h" in w.axes else []
+        assert f"fig-{anchor(w.name)}-h{heads + 1}.svg" not in files  # one heatmap per head, no more
         for fig in figs or [f"fig-{anchor(w.name)}.svg"]:
             assert fig in files, (fig, sorted(f for f in files if f.startswith("fig-")))
             svg = files[fig].decode()
