@@ -80,10 +80,13 @@ def test_each_attention_is_found_with_its_heads_and_its_queries(traces: dict[str
             assert w.value.shape[-2:] == (queries, unseen.T), w.value.shape
 
 
+@pytest.mark.parametrize("lang", ["en", "zh"])
 @pytest.mark.parametrize("name", unseen.RUNNERS)
-def test_the_report_draws_scores_and_weights_per_head_with_the_tokens(traces: dict[str, Trace], name: str) -> None:
+def test_the_report_draws_scores_and_weights_per_head_with_the_tokens(
+    traces: dict[str, Trace], name: str, lang: str
+) -> None:
     t = traces[name]
-    files = report.build(t, "en")
+    files = report.build(t, lang)
     _, heads = unseen.HEADS[name]
     for a in attentions(t):
         w = _weights(t, a)
