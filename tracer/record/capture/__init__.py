@@ -196,7 +196,8 @@ def _first_input(s: Session) -> torch.Tensor | None:
     """The tensor whose rows are the tokens: the input the code was given, not a weight, buffer or mask.
 
     In order of preference: a tensor passed to the captured function or to
-    the root module's ``forward`` (named after its parameter); a leaf from
+    the root module's ``forward`` (named after its parameter; the first
+    parameter, as ``x`` before ``memory`` in cross-attention); a leaf from
     outside the call; one made inside the call (``torch.rand``) that is not a
     parameter or buffer of the module (a causal-mask buffer of the context
     length would give the wrong token count and width).
@@ -208,7 +209,8 @@ def _first_input(s: Session) -> torch.Tensor | None:
         if info.kind == "leaf" and (t := s.tensors.get(b)) is not None and t.dim() >= 1
         if not isinstance(t, torch.nn.Parameter) and id(t) not in owned
     ]
-    given = [t for t in leaves if id(t) in s.arg_names]
+    place = {k: n for n, k in enumerate(s.arg_names)}  # the parameters' order, not the order of first use
+    given = sorted((t for t in leaves if id(t) in s.arg_names), key=lambda t: place[id(t)])
     outside = [t for t in leaves if s.made.get(id(t)) is None and s._storage_origin(t) is None]
     for pool in (given, outside, leaves):
         if pool:
