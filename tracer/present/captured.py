@@ -126,7 +126,7 @@ def stage_story(trace: Trace, stage: str, s: Strings) -> dict[str, object]:
         "notes": notes,  # op_sum cites it: how a library's order of addition depends on the machine
         "show": [n.name for n in shown] + checks,
         "write": summed[: max(2, len([n for n in attn if n.op == "sum"]))],
-        "heatmap": [n.name for n in shown if _square(n)][: max(2, len(attn))],
+        "heatmap": _heatmaps(shown, attn),
     }
     return table
 
@@ -211,6 +211,14 @@ def _given(node: Node) -> bool:
 def _products(trace: Trace, node: Node) -> bool:
     """Whether a sum has its products recorded (``N.p``, or ``N.t`` for SDPA's weights times values)."""
     return trace.get(f"{node.name}.p") is not None or trace.get(f"{node.name}.t") is not None
+
+
+def _heatmaps(shown: list[Node], attn: list[Node]) -> list[str]:
+    """The (…, i, j) matrices drawn: every part of an attention, then one more (a mask's own matrix), in order."""
+    mine = [n.name for n in shown if _square(n) and n in attn]
+    other = [n.name for n in shown if _square(n) and n not in attn]
+    keep = set(mine + other[: max(1, 2 - len(mine))])
+    return [n.name for n in shown if n.name in keep]
 
 
 def _square(node: Node) -> bool:

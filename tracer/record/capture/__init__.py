@@ -34,6 +34,7 @@ from tracer.record.capture import axes as ax
 from tracer.record.capture import site
 from tracer.record.capture.mode import Mode
 from tracer.record.capture.naming import final_names
+from tracer.record.capture.relabel import relabel
 from tracer.record.capture.rename import rename
 from tracer.record.capture.selector import rename_axes, selector_axes
 from tracer.record.capture.session import Session
@@ -121,7 +122,7 @@ class Capture:
         if not raw:
             raise InputError("the captured code computed nothing in torch")
         renames = selector_axes(list(raw), s.taken)
-        raw = tuple(rename_axes(n, renames[n.name]) if n.name in renames else n for n in raw)
+        raw = tuple(relabel([rename_axes(n, renames[n.name]) if n.name in renames else n for n in raw]))
         raw = tuple(_read_leaves(raw, s.known(self.output) if isinstance(self.output, torch.Tensor) else None))
         full = [n.name for n in raw]
         bases = {b for f in full for b in re.findall(r"§[0-9]+", f)}

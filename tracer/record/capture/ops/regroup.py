@@ -25,13 +25,20 @@ def _meaning(src: list[str], sizes: list[int]) -> list[str]:
     ``x[0]``, is renamed the q/k/v selector ``p`` by
     :mod:`tracer.record.capture.selector`); split in three it is ``(p, h, d)``.  Split with the
     batch, it is batch-times-heads ``n`` (torch's ``N·num_heads``) and ``d``,
-    and ``n`` (or ``h``) split in two is ``(b, h)``.  Joined: heads with their features are
-    features ``c``, a batch with its heads ``h``.  Anything else gets fresh letters.
+    and ``n`` (or ``h``) split in two is ``(b, h)``; tokens with batch-times-heads and
+    their features, joined in two, are tokens-times-batch ``r`` and features ``c``
+    (``nn.MultiheadAttention`` before its out-projection), ``r`` split in two is ``(i, b)``.
+    Joined: heads with their features are features ``c``, a batch with its heads ``h``.
+    Anything else gets fresh letters.
     """
     if len(sizes) == 1:
         return ["c"] if "d" in src or "c" in src else ["h"] if "h" in src else ["e"]
     if len(src) == 1 and src[0] in ("h", "n") and len(sizes) == 2:
         return ["b", "h"]
+    if len(src) == 1 and src[0] == "r" and len(sizes) == 2:  # tokens times batch, split again
+        return ["i", "b"]
+    if len(sizes) == 2 and "n" in src and "i" in src:  # ``nn.MultiheadAttention``'s heads joined: (T·N, E)
+        return ["r", "c"]
     if len(sizes) == 2 and "b" in src:  # ``nn.MultiheadAttention``: the batch and the heads in one axis
         return ["n", "d"]
     if len(sizes) == 2:  # heads and their features; an axis the code later takes apart is q/k/v (``selector``)
