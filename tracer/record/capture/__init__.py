@@ -155,6 +155,7 @@ class Capture:
             "dim": _width(s),
             "modules": {p or "(root)": type(m).__name__ for m, p in _modules(s)},
             "opaque": list(s.opaque),
+            "functions": _functions(s, self._names, nodes),
         }
         if out_name is not None:
             meta["output"] = out_name
@@ -170,6 +171,21 @@ def _read_leaves(nodes: Sequence[Node], output: Any) -> list[Node]:
     read = {a.node for n in nodes for a in n.args}
     keep = getattr(output, "name", None)
     return [n for n in nodes if n.op != "input" or n.name in read or n.name == keep]
+
+
+def _functions(s: Session, names: dict[str, str], nodes: Sequence[Node]) -> dict[str, list[str]]:
+    """Stage -> [the function whose statement made it, the user function that called that one] (reports' titles).
+
+    A helper's statements (the Annotated Transformer's ``attention()``, called
+    from ``forward``) are titled with the helper's own name and its caller's.
+    """
+    stage = {n.name: n.stage for n in nodes}
+    out: dict[str, list[str]] = {}
+    for base, info in s.info.items():
+        got = stage.get(names.get(base, ""))
+        if got is not None and info.site is not None and info.site.func and got not in out:
+            out[got] = [info.site.func, info.site.caller]
+    return out
 
 
 def _quiet(fn: Callable[..., None], *args: Any) -> None:
