@@ -75,3 +75,17 @@ def test_multihead_attentions_projections_are_named_by_what_they_hold(traces: di
     assert _axes(t, "attn.out_proj.view") == ("i", "b", "c")
     assert _axes(t, "attn.out_proj.view.transpose") == ("b", "i", "c")
     assert _axes(traces["mha_masks"], "attn.in_proj_bias") == ("c",)
+
+
+def test_heads_of_one_feature_each_are_heads() -> None:
+    """The book's ``MultiHeadAttention(d_out=2, num_heads=2)``: ``view(b, t, 2, 1)`` is two heads of one feature."""
+    from tests import book_attention as book
+    from tracer.present.captured import narrative
+
+    t = tracer.trace_torch(book.mha)
+    assert t.verify().ok
+    assert _axes(t, "keys.view") == ("b", "i", "h", "d")
+    assert _axes(t, "attn_weights") == ("b", "h", "i", "j")
+    assert _axes(t, "context_vec.view") == ("b", "i", "c")  # the heads joined again: features
+    for lang, want in (("en", "per head, for 2 heads"), ("zh", "共 2 个头")):
+        assert want in str(narrative(t, lang).stages["attn_weights"].title)

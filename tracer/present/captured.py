@@ -255,10 +255,12 @@ def _listed(s: Strings, names: list[str]) -> str:
 
 
 def _join(s: Strings, items: list[str]) -> str:
-    """``a, b and c`` (``a、b和c``)."""
+    """``a, b and c`` (``a、b和c``; ``乘积之和以及c`` where the list's words end in 和)."""
     if len(items) < 2:
         return "".join(items)
-    return s("capture.and", first=s("capture.comma").join(items[:-1]), last=items[-1])
+    first = s("capture.comma").join(items[:-1])
+    key = "capture.and_after" if first.endswith("和") else "capture.and"  # not 乘积之和和…
+    return s(key, first=first, last=items[-1])
 
 
 ROLES = ("scores", "scaled", "mask", "weights", "context", "out")

@@ -44,6 +44,9 @@ BROADCAST -= {"unflatten", "split", "chunk", "unbind", "cat", "stack"}
 PARTS = {"p", "s", "t"}
 """A sum's products and running sums: they read each operand under axes of their own (the summed one too)."""
 
+RESHAPE = {"view", "reshape", "flatten", "unflatten"}
+"""Reshapes: an axis they keep under another name (heads of one feature joined: ``h`` -> ``c``) is not linked."""
+
 Key = tuple[str, int]
 
 
@@ -81,7 +84,8 @@ def relabel(nodes: list[Node]) -> list[Node]:
     for n in nodes:
         for ref, src in _reads(n, by):
             for p, e in enumerate(ref.index or ()):
-                if e in n.axes:
+                renamed = n.op in RESHAPE and src.axes[p] != e  # a reshape that said what the axis now is
+                if e in n.axes and not renamed:
                     classes.join((src.name, p), (n.name, n.axes.index(e)))
     names = {n.name: list(n.axes) for n in nodes}
     for _round in range(3):  # later rounds read the names earlier ones gave (``n`` of a merged mask, then its view)

@@ -74,7 +74,13 @@ def regroup(src_names: Sequence[str], src: list[int], dst: list[int]) -> tuple[l
             groups.append((gi, gj))
     groups, ones = _widened(groups, src, dst, src_names)
     names: list[str] = [""] * len(dst)
-    kept = {gj[0]: src_names[gi[0]] for gi, gj in groups if len(gi) == 1 and len(gj) == 1}
+    dropped = {gi[0] for gi, gj in groups if len(gi) == 1 and not gj}  # axes of size one that go away
+
+    def joined(e: int) -> bool:  # heads of one feature each, joined again: (…, h, 1) -> features c
+        after = src_names[e + 1] if e + 1 < len(src_names) else ""
+        return src_names[e] == "h" and e + 1 in dropped and after == "d" and "c" not in src_names
+
+    kept = {gj[0]: "c" if joined(gi[0]) else src_names[gi[0]] for gi, gj in groups if len(gi) == 1 and len(gj) == 1}
     for d, name in kept.items():
         names[d] = name
     used = list(src_names) + list(kept.values())
@@ -112,6 +118,8 @@ def _widened(
 ) -> tuple[list[tuple[list[int], list[int]]], list[int]]:
     """Groups in which a source axis only gained axes of size one (``mask.view(1, 1, T, T)``) keep that axis.
 
+    Features split with a size-one axis after them (``view(b, t, heads, 1)``, heads of one feature each)
+    are heads and their features, not features widened.
     Returns the groups, such an axis now a kept pair, and the new axes of size one.  Batch times heads
     (``n``, ``h``) is the exception: split into a batch of one and the heads, it is ``(b, h)`` (``_meaning``).
     """
@@ -120,6 +128,7 @@ def _widened(
     for gi, gj in groups:
         big = [d for d in gj if dst[d] != 1]
         alone = len(gi) == 1 and len(gj) > 1 and len(big) == 1 and src_names[gi[0]] not in ("n", "h")
+        alone = alone and (big[0] == gj[-1] or src_names[gi[0]] not in ("c", "k"))  # (b, t, 2, 1): heads of one
         if alone and dst[big[0]] == src[gi[0]] != 1:
             out.append((gi, big))
             ones += [d for d in gj if d != big[0]]
