@@ -138,4 +138,4 @@ def test_prototype_weights_copied_with_deepcopy_are_not_inputs_and_the_header_na
     from tracer.present.strings import Strings
 
     text = str(stage_story(t, "inputs", Strings("en"))["text"])
-    assert "its inputs (x)" in text and "heads_0.q.weight" in text
+    assert "its inputs (`x`)" in text and "`heads_0.q.weight`" in text  # names of the code, as code

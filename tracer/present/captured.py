@@ -13,8 +13,11 @@ products worked out term by term, and heatmaps of (…, i, j) matrices.
 
 from __future__ import annotations
 
+import re
+
 from tracer.core.trace import Node, Trace
 from tracer.present.attention_parts import LAYOUT, attentions, role
+from tracer.present.idwords import upper, words
 from tracer.present.narrative import Narrative
 from tracer.present.strings import Strings
 
@@ -70,21 +73,59 @@ def kind(node: Node) -> str:
 
 
 def captions(trace: Trace, s: Strings) -> dict[str, dict[str, str]]:
-    """A caption for every table and heatmap of the page: each attention's parts by their role, else by kind."""
+    """A caption for every table and heatmap of the page: each attention's parts by their role, else by kind.
+
+    Every caption names its tensor in words (:func:`~tracer.present.idwords.words`:
+    the code's variable as code, the ops that followed said in the page's
+    language), and every one that may be drawn has a figure caption and an
+    alt text of its own.
+    """
     out: dict[str, dict[str, str]] = {}
+    paths = _paths(trace)
     for n in trace.nodes:
-        if n.op == "input":  # what the code started from: given to it, or a module's weight or buffer
-            out[n.name] = {"caption": s("capture.cap_input" if _given(n) else "capture.cap_param", name=n.name)}
+        said = words(n.name, s, modules=paths)
+        plain = {"alt": s("capture.alt_node", name=words(n.name, s, code=False, modules=paths))}
+        if n.op == "input":  # what the code started from: given to it, built by it, or a module's weight or buffer
+            if _constant(n):
+                fn, shape = _made(n)
+                out[n.name] = {"caption": s("capture.cap_const", name=said, fn=f"`{fn}`", shape=shape), **plain}
+            else:
+                key = "capture.cap_input" if _given(n) else "capture.cap_param"
+                out[n.name] = {"caption": s(key, name=said), **plain}
         elif not is_part(trace, n):
-            text = s(f"capture.cap_{kind(n)}", name=n.name)
-            out[n.name] = {"caption": text, **_formula(n)}
+            text = upper(s(f"capture.cap_{kind(n)}", name=said))
+            out[n.name] = {"caption": text, **_formula(n), "figure": s("capture.fig", what=text), **plain}
     for attention in attentions(trace):
         for n in attention:
             what = role(trace, attention, n)
-            text = s(f"capture.cap_{what}", name=n.name)
+            text = upper(s(f"capture.cap_{what}", name=words(n.name, s, modules=paths)))
             out[n.name] = {**_formula(n), "caption": text, "figure": s("capture.fig", what=text)}
             out[n.name]["alt"] = s(f"capture.alt_{what}")
     return out
+
+
+CONSTANTS = ("ones", "zeros", "full", "arange", "eye", "tensor", "as_tensor", "linspace", "empty", "tril", "triu")
+"""Factories whose values the code fixes itself (no draw, nothing given): ``torch.ones(T, T)`` and its ``_like``."""
+
+
+def _constant(node: Node) -> bool:
+    """A tensor the code built from constants (``torch.ones(T, T)``, ``torch.tensor([…])``), not one given to it."""
+    fn, _ = _made(node)
+    base = fn.removeprefix("torch.").removesuffix("_like")
+    return node.op == "input" and _given(node) and fn.startswith("torch.") and base in CONSTANTS
+
+
+def _made(node: Node) -> tuple[str, str]:
+    """``made_by`` ``torch.ones(16, 16)`` as the factory and the shape it made: (``torch.ones``, ``16 × 16``)."""
+    made = str(node.attrs.get("made_by", ""))
+    fn = made.partition("(")[0]
+    return fn, " × ".join(str(n) for n in node.value.shape) or "0-d"
+
+
+def _paths(trace: Trace) -> dict[str, str]:
+    """The trace's module paths as ids write them, to the paths (``linears_3`` -> ``linears.3``)."""
+    modules = trace.meta.get("modules") or {}
+    return {str(p).replace(".", "_"): str(p) for p in modules} if isinstance(modules, dict) else {}
 
 
 def stage_story(trace: Trace, stage: str, s: Strings) -> dict[str, object]:
@@ -92,14 +133,23 @@ def stage_story(trace: Trace, stage: str, s: Strings) -> dict[str, object]:
     own = [n for n in trace.nodes if n.stage == stage]
     if stage == "inputs":
         leaves = [n.name for n in own if n.op == "input"]
-        given = [n for n in leaves if _given(trace.node(n))]
-        params = [n for n in leaves if n not in given]
+        consts = [n for n in leaves if _constant(trace.node(n))]
+        given = [n for n in leaves if _given(trace.node(n)) and n not in consts]
+        params = [n for n in leaves if n not in given and n not in consts]
         key = "capture.inputs" if given and params else "capture.inputs_only" if given else "capture.inputs_params"
-        text = s(key, inputs=", ".join(given), params=", ".join(params))
+        text = s(key, inputs=_listed(s, given), params=_listed(s, params))
+        if consts:
+            made = [
+                s("capture.const", name=f"`{n}`", fn=f"`{fn}`", shape=shape)
+                for n in consts
+                for fn, shape in [_made(trace.node(n))]
+            ]
+            text += " " + s("capture.inputs_consts", consts=s("capture.comma").join(made))
         return {"title": s("capture.inputs_title"), "text": text, "show": leaves[:MAX_TABLES]}
     main = [n for n in own if not is_part(trace, n)]
+    paths = _paths(trace)
     paras = [
-        s(f"capture.{key}", names=", ".join(n.name for n in main if kind(n) == k))
+        upper(s(f"capture.{key}", names=_join(s, [words(n.name, s, modules=paths) for n in main if kind(n) == k])))
         for k, key in KINDS
         if any(kind(n) == k for n in main)
     ]
@@ -126,7 +176,7 @@ def stage_story(trace: Trace, stage: str, s: Strings) -> dict[str, object]:
         "notes": notes,  # op_sum cites it: how a library's order of addition depends on the machine
         "show": [n.name for n in shown] + checks,
         "write": summed[: max(2, len([n for n in attn if n.op == "sum"]))],
-        "heatmap": [n.name for n in shown if _square(n)][: max(2, len(attn))],
+        "heatmap": _heatmaps(shown, attn),
     }
     return table
 
@@ -146,14 +196,39 @@ def _where(trace: Trace, stage: str, s: Strings) -> str:
     if stage == trace.meta.get("lesson"):  # the captured function's ``return``
         return s("capture.where_return", fn=stage)
     root = paths.get("(root)")
+    fn, caller = _function(trace, stage)
+    if fn and fn not in ("forward", "__init__"):  # a helper's statement, or the captured function's own
+        cls = root[1] if root is not None else ""
+        if not caller:
+            return s("capture.where_fn", fn=fn, name=_targets(trace, stage))
+        by = f"{cls}.forward" if caller == "forward" and cls else f"{caller}()"
+        return s("capture.where_helper", fn=fn, caller=by, name=_targets(trace, stage))
     if root is not None and not root[1].startswith(("MultiheadAttention", "Linear")):
         return s("capture.where_in", name=_targets(trace, stage), cls=root[1])
     return s("capture.where_statement", name=_targets(trace, stage))
 
 
+def _function(trace: Trace, stage: str) -> tuple[str, str]:
+    """The function whose statement made ``stage`` and the user function that called it (``""`` where unknown).
+
+    A comprehension's statement is its enclosing function's.  Read from
+    ``meta["functions"]``, checked: a trace file is untrusted.
+    """
+    table = trace.meta.get("functions")
+    got = table.get(stage) if isinstance(table, dict) else None
+    if not isinstance(got, list) or len(got) != 2 or not all(isinstance(x, str) for x in got):
+        return "", ""
+    fn, caller = got
+    if fn.startswith("<") and caller:  # ``[lin(x) for lin, x in …]`` inside ``forward``
+        fn, caller = caller, ""
+    ok = all(x.isidentifier() for x in (fn, caller) if x)
+    return (fn, caller) if ok else ("", "")
+
+
 def _targets(trace: Trace, stage: str) -> str:
     """The names a statement's section was called after: ``q, k, v`` for the section ``q_k_v`` (if those exist)."""
-    names = {n.name.rpartition(".")[2] for n in trace.nodes if n.stage == stage}
+    last = {n.name.rpartition(".")[2] for n in trace.nodes if n.stage == stage}
+    names = last | {re.sub(r"_[0-9]+$", "", n) for n in last}  # ``query_2``: the value ``query`` holds next
     parts = stage.split("_")
     return ", ".join(parts) if len(parts) > 1 and all(p in names for p in parts) else stage
 
@@ -174,11 +249,18 @@ def _title(trace: Trace, stage: str, main: list[Node], s: Strings) -> str:
     return s("capture.stage_title", where=where, parts=_join(s, [s(f"capture.kind_{k}") for k in kinds]))
 
 
+def _listed(s: Strings, names: list[str]) -> str:
+    """Names of the code as code, in a list: ```x```, ```c_attn.weight```."""
+    return s("capture.comma").join(f"`{n}`" for n in names)
+
+
 def _join(s: Strings, items: list[str]) -> str:
-    """``a, b and c`` (``a、b和c``)."""
+    """``a, b and c`` (``a、b和c``; ``乘积之和以及c`` where the list's words end in 和)."""
     if len(items) < 2:
         return "".join(items)
-    return s("capture.and", first=s("capture.comma").join(items[:-1]), last=items[-1])
+    first = s("capture.comma").join(items[:-1])
+    key = "capture.and_after" if first.endswith("和") else "capture.and"  # not 乘积之和和…
+    return s(key, first=first, last=items[-1])
 
 
 ROLES = ("scores", "scaled", "mask", "weights", "context", "out")
@@ -211,6 +293,14 @@ def _given(node: Node) -> bool:
 def _products(trace: Trace, node: Node) -> bool:
     """Whether a sum has its products recorded (``N.p``, or ``N.t`` for SDPA's weights times values)."""
     return trace.get(f"{node.name}.p") is not None or trace.get(f"{node.name}.t") is not None
+
+
+def _heatmaps(shown: list[Node], attn: list[Node]) -> list[str]:
+    """The (…, i, j) matrices drawn: every part of an attention, then one more (a mask's own matrix), in order."""
+    mine = [n.name for n in shown if _square(n) and n in attn]
+    other = [n.name for n in shown if _square(n) and n not in attn]
+    keep = set(mine + other[: max(1, 2 - len(mine))])
+    return [n.name for n in shown if n.name in keep]
 
 
 def _square(node: Node) -> bool:

@@ -197,29 +197,44 @@ def rows_table(
 
 
 def heatmap_svg(ctx: Ctx, name: str, matrix: np.ndarray, hrefs: list[list[str]] | None = None) -> tuple[str, bool]:
-    """SVG of a T x T matrix with the focus row outlined; True when it had to be averaged over blocks.
+    """SVG of a (queries x keys) matrix with the focus row outlined; True when it had to be averaged over blocks.
 
-    Up to :data:`HEAT_CELLS` a side every cell is annotated (and linked to
-    ``hrefs`` when given); larger matrices show means over at most
-    :data:`HEAT_BLOCKS` blocks a side.
+    The matrix need not be square: cross-attention has as many rows as
+    queries and as many columns as keys, and a generation step with a
+    key/value cache has fewer queries than keys (its rows are then the newest
+    tokens, the last of the keys).  Rows and columns are labelled with the
+    tokens, or with their 1-based positions where there are more of them than
+    tokens (cross-attention's keys come from another sequence).  Up to
+    :data:`HEAT_CELLS` rows and columns every cell is annotated (and linked to
+    ``hrefs`` when given); a larger matrix shows means over at most
+    :data:`HEAT_BLOCKS` blocks each way, of rows and of columns separately.
     """
     m = np.asarray(matrix, dtype=np.float64)
-    t, q = m.shape[0], ctx.q
+    t, c = m.shape
     titles = (ctx.s("figures.key"), ctx.s("figures.query"))
-    c = m.shape[1]
-    if t < c <= HEAT_CELLS and c <= len(ctx.trace.tokens):  # fewer queries than keys: a cache's newest tokens
+    n = len(ctx.trace.tokens)
+    start = c - t if 0 < t < c <= n else 0  # fewer queries than keys among the tokens: a cache's newest tokens
+    focus = ctx.q - 1 - start
+    picked = focus if 0 <= focus < t else None
+    if t <= HEAT_CELLS and c <= HEAT_CELLS:
         cells = [[ctx.num(v) for v in row] for row in m]
-        rows, focus = list(ctx.trace.tokens[c - t : c]), q - 1 - (c - t)
-        labels = list(ctx.trace.tokens[:c])
-        picked = focus if 0 <= focus < t else None
-        return heat.heatmap(name, m, cells, labels, picked, hrefs, *titles, row_ticks=rows), False
-    if t <= HEAT_CELLS:
-        cells = [[ctx.num(v) for v in row] for row in m]
-        labels = list(ctx.trace.tokens[:t])
-        return heat.heatmap(name, m, cells, labels, q - 1, hrefs, *titles), False
-    b = math.ceil(t / HEAT_BLOCKS)
-    n = math.ceil(t / b)
-    pad = np.full((n * b, n * b), np.nan)
-    pad[:t, :t] = m
-    blocks = np.nanmean(pad.reshape(n, b, n, b), axis=(1, 3))
-    return heat.heatmap(name, blocks, None, None, (q - 1) // b, None, *titles), True
+        keys, rows = _ticks(ctx, 0, c), _ticks(ctx, start, t)
+        return heat.heatmap(name, m, cells, keys, picked, hrefs, *titles, row_ticks=rows), False
+    br, bc = math.ceil(t / HEAT_BLOCKS), math.ceil(c / HEAT_BLOCKS)
+    nr, nc = math.ceil(t / br), math.ceil(c / bc)
+    pad = np.full((nr * br, nc * bc), np.nan)
+    pad[:t, :c] = m
+    blocks = np.nanmean(pad.reshape(nr, br, nc, bc), axis=(1, 3))
+    return heat.heatmap(name, blocks, None, None, None if picked is None else picked // br, None, *titles), True
+
+
+def _ticks(ctx: Ctx, start: int, n: int) -> list[str]:
+    """Labels of ``n`` rows or columns from token ``start`` (0-based): the tokens, or 1-based positions.
+
+    Positions where the tokens run out (cross-attention's keys, from another
+    sequence than the tokens label): never tokens for some and numbers for others.
+    """
+    tokens = ctx.trace.tokens
+    if start + n <= len(tokens):
+        return list(tokens[start : start + n])
+    return [str(k + 1) for k in range(start, start + n)]

@@ -68,9 +68,14 @@ def lead_axes(node: Node) -> tuple[str, ...]:
 
 
 def parts(ctx: LessonCtx, node: Node) -> Iterator[Part]:
-    """Each head of ``node`` (every head, the first batch entry)."""
+    """Each head of ``node`` (every head, the first batch entry).
+
+    A head axis of size one is no head of its own: a mask viewed as
+    ``(1, 1, T, T)`` is broadcast over every head, so its one matrix is not
+    labelled "Head 1".
+    """
     lead = lead_axes(node)
-    axis = next((a for a in ("h", "g") if a in lead), "")
+    axis = next((a for a in ("h", "g") if a in lead and node.sizes[a] > 1), "")
     label = {"h": "lesson.head", "g": "lesson.group"}.get(axis, "")
     for h in range(node.sizes[axis] if axis else 1):
         idx = tuple(h if a == axis else 0 for a in lead)
@@ -166,7 +171,7 @@ def _batch_note(ctx: LessonCtx, node: Node, lead: tuple[str, ...]) -> list[Block
         return []
     v = np.moveaxis(np.asarray(node.value), lead.index("b"), 0)
     if not all(np.array_equal(v[0], v[n], equal_nan=True) for n in range(1, v.shape[0])):
-        what = caption(ctx, node, Part((), "", "")).text
+        what = ctx.text(node).alt or caption(ctx, node, Part((), "", "")).text  # a noun phrase, not a sentence
         return [Para(ctx.s("lesson.batch_differ", n=node.sizes["b"], node=what), note=True, math=True)]
     if "batch" in ctx.said:
         return []

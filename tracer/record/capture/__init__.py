@@ -34,6 +34,7 @@ from tracer.record.capture import axes as ax
 from tracer.record.capture import site
 from tracer.record.capture.mode import Mode
 from tracer.record.capture.naming import final_names
+from tracer.record.capture.relabel import relabel
 from tracer.record.capture.rename import rename
 from tracer.record.capture.selector import rename_axes, selector_axes
 from tracer.record.capture.session import Session
@@ -121,7 +122,7 @@ class Capture:
         if not raw:
             raise InputError("the captured code computed nothing in torch")
         renames = selector_axes(list(raw), s.taken)
-        raw = tuple(rename_axes(n, renames[n.name]) if n.name in renames else n for n in raw)
+        raw = tuple(relabel([rename_axes(n, renames[n.name]) if n.name in renames else n for n in raw]))
         raw = tuple(_read_leaves(raw, s.known(self.output) if isinstance(self.output, torch.Tensor) else None))
         full = [n.name for n in raw]
         bases = {b for f in full for b in re.findall(r"§[0-9]+", f)}
@@ -154,6 +155,7 @@ class Capture:
             "dim": _width(s),
             "modules": {p or "(root)": type(m).__name__ for m, p in _modules(s)},
             "opaque": list(s.opaque),
+            "functions": _functions(s, self._names, nodes),
         }
         if out_name is not None:
             meta["output"] = out_name
@@ -169,6 +171,21 @@ def _read_leaves(nodes: Sequence[Node], output: Any) -> list[Node]:
     read = {a.node for n in nodes for a in n.args}
     keep = getattr(output, "name", None)
     return [n for n in nodes if n.op != "input" or n.name in read or n.name == keep]
+
+
+def _functions(s: Session, names: dict[str, str], nodes: Sequence[Node]) -> dict[str, list[str]]:
+    """Stage -> [the function whose statement made it, the user function that called that one] (reports' titles).
+
+    A helper's statements (the Annotated Transformer's ``attention()``, called
+    from ``forward``) are titled with the helper's own name and its caller's.
+    """
+    stage = {n.name: n.stage for n in nodes}
+    out: dict[str, list[str]] = {}
+    for base, info in s.info.items():
+        got = stage.get(names.get(base, ""))
+        if got is not None and info.site is not None and info.site.func and got not in out:
+            out[got] = [info.site.func, info.site.caller]
+    return out
 
 
 def _quiet(fn: Callable[..., None], *args: Any) -> None:
@@ -196,7 +213,8 @@ def _first_input(s: Session) -> torch.Tensor | None:
     """The tensor whose rows are the tokens: the input the code was given, not a weight, buffer or mask.
 
     In order of preference: a tensor passed to the captured function or to
-    the root module's ``forward`` (named after its parameter); a leaf from
+    the root module's ``forward`` (named after its parameter; the first
+    parameter, as ``x`` before ``memory`` in cross-attention); a leaf from
     outside the call; one made inside the call (``torch.rand``) that is not a
     parameter or buffer of the module (a causal-mask buffer of the context
     length would give the wrong token count and width), a (batch, tokens,
@@ -210,7 +228,8 @@ def _first_input(s: Session) -> torch.Tensor | None:
         if info.kind == "leaf" and (t := s.tensors.get(b)) is not None and t.dim() >= 1
         if not isinstance(t, torch.nn.Parameter) and id(t) not in owned
     ]
-    given = [t for t in leaves if id(t) in s.arg_names]
+    place = {k: n for n, k in enumerate(s.arg_names)}  # the parameters' order, not the order of first use
+    given = sorted((t for t in leaves if id(t) in s.arg_names), key=lambda t: place[id(t)])
     outside = [t for t in leaves if s.made.get(id(t)) is None and s._storage_origin(t) is None]
     batched = sorted(leaves, key=lambda t: t.dim() < 3)  # made inside: a batch of sequences before a plain matrix
     for pool in (given, outside, batched):

@@ -43,6 +43,8 @@ class Site:
     code: str  # the function's name
     store: str = ""  # the tensor a write through indexing assigns into (``scores[i, j] = …``: "scores")
     element: int | None = None  # ``return a, b``: the place of the value in the tuple returned
+    func: str = ""  # the function whose statement this is (the caller's, for a value a helper returns to it)
+    caller: str = ""  # the user function that called ``func`` ("" if torch or nobody did)
 
 
 def user_file(name: str) -> bool:
@@ -96,7 +98,11 @@ def user_site(depth: int = 2) -> Site | None:
         store = got.store or (store if kind == "assign" and not targets else "")
         call = bytecode.call(f.f_code, f.f_lasti) or call
     where = f"{os.path.basename(f.f_code.co_filename)}:{line}"
-    return Site(id(f), start, f.f_lasti, targets, kind, call, where, f.f_code.co_name, store, element)
+    home = f.f_back if got is not None and got.kind == "return" and _helper(f) and f.f_back is not None else f
+    up = home.f_back
+    caller = up.f_code.co_name if up is not None and user_file(up.f_code.co_filename) else ""
+    code = f.f_code.co_name
+    return Site(id(f), start, f.f_lasti, targets, kind, call, where, code, store, element, home.f_code.co_name, caller)
 
 
 OUTER: set[int] = set()

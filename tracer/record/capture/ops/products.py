@@ -49,8 +49,8 @@ def matmul(s: Session, c: Call) -> None:
         rows = [ax.fresh(used, (va.axes[-2], "i"))]
         used += rows
     cols: list[str] = []
-    if b.dim() >= 2:  # keys read transposed (their rows were tokens, i) give the key axis j, else features c
-        cols = [ax.fresh(used, ("j", "c") if vb.axes[-1] == "i" else ("c", "j"))]
+    if b.dim() >= 2:  # keys read transposed (their rows were tokens, i) give the key axis j, else features
+        cols = [ax.fresh(used, _cols(vb.axes[-1]))]
         used += cols
     over = ax.fresh(used, (va.axes[-1], "k"))
     names = (*lead, *rows, *cols)
@@ -59,6 +59,16 @@ def matmul(s: Session, c: Call) -> None:
     ib = [*_lead(s, b, min(b.dim(), 2), lead, shape), over, *cols]
     op = c.key if c.key in ("dot", "inner", "mv", "mm", "bmm") else "matmul"
     _contract(s, c, va(*ia), vb(*ib), names, over, op, f"{va.name} @ {vb.name}")
+
+
+def _cols(last: str) -> tuple[str, ...]:
+    """Preferred names for a product's columns, by what the right operand's last axis indexes.
+
+    Keys read transposed (their rows were tokens, ``i``) give the key axis
+    ``j``; a head's features (``d``: weights times values, per head) stay a
+    head's features; anything else is features ``c``.
+    """
+    return ("j", "c") if last == "i" else ("d", "c", "j") if last == "d" else ("c", "j")
 
 
 def linear(s: Session, c: Call) -> None:
@@ -98,7 +108,7 @@ def addmm(s: Session, c: Call) -> None:
     va, vb = s.var(a), s.var(b)
     lead = [va.axes[0]] if dims == 3 else []
     row = ax.fresh(lead, (va.axes[-2], "i"))
-    col = ax.fresh([*lead, row], ("j", "c") if vb.axes[-1] == "i" else ("c", "j"))
+    col = ax.fresh([*lead, row], _cols(vb.axes[-1]))
     over = ax.fresh([*lead, row, col], (va.axes[-1], "k"))
     x, w = va(*lead, row, over), vb(*lead, over, col)
     latex = rf"{_times(beta)}M + {_times(alpha)}A B"

@@ -26,9 +26,12 @@ def _meaning(src: list[str], sizes: list[int]) -> list[str]:
     :mod:`tracer.record.capture.selector`); split in three it is ``(p, h, d)``,
     or ``(h, p, d)`` when only the middle size is 3 (BLOOM's ``(heads, 3, d)``).  Split with the
     batch, it is batch-times-heads ``n`` (torch's ``N·num_heads``) and ``d``,
-    and ``n`` (or ``h``) split in two is ``(b, h)``.  Joined: heads with their features are
-    features ``c``, a batch with its heads ``h``, a batch with its tokens the token rows ``i``
-    (``x.view(-1, c)`` before a matrix product), and such rows split in two are ``(b, i)`` again.
+    and ``n`` (or ``h``) split in two is ``(b, h)``; tokens with batch-times-heads and
+    their features, joined in two, are tokens-times-batch ``r`` and features ``c``
+    (``nn.MultiheadAttention`` before its out-projection), ``r`` split in two is ``(i, b)``.
+    Joined: heads with their features are features ``c``, a batch with its heads ``h``, a batch
+    with its tokens the token rows ``i`` (``x.view(-1, c)`` before a matrix product), and such
+    rows split in two are ``(b, i)`` again.
     Anything else gets fresh letters.
     """
     if len(sizes) == 1:
@@ -37,6 +40,10 @@ def _meaning(src: list[str], sizes: list[int]) -> list[str]:
         return ["b", "h"]
     if len(src) == 1 and src[0] == "i" and len(sizes) == 2:  # GPT-2's ``Conv1D``: (b·t, c) viewed back as (b, t, c)
         return ["b", "i"]
+    if len(src) == 1 and src[0] == "r" and len(sizes) == 2:  # tokens times batch, split again
+        return ["i", "b"]
+    if len(sizes) == 2 and "n" in src and "i" in src:  # ``nn.MultiheadAttention``'s heads joined: (T·N, E)
+        return ["r", "c"]
     if len(sizes) == 2 and "b" in src:  # ``nn.MultiheadAttention``: the batch and the heads in one axis
         return ["n", "d"]
     if len(sizes) == 2:  # heads and their features; an axis the code later takes apart is q/k/v (``selector``)
@@ -72,7 +79,13 @@ def regroup(src_names: Sequence[str], src: list[int], dst: list[int]) -> tuple[l
             groups.append((gi, gj))
     groups, ones = _widened(groups, src, dst, src_names)
     names: list[str] = [""] * len(dst)
-    kept = {gj[0]: src_names[gi[0]] for gi, gj in groups if len(gi) == 1 and len(gj) == 1}
+    dropped = {gi[0] for gi, gj in groups if len(gi) == 1 and not gj}  # axes of size one that go away
+
+    def joined(e: int) -> bool:  # heads of one feature each, joined again: (…, h, 1) -> features c
+        after = src_names[e + 1] if e + 1 < len(src_names) else ""
+        return src_names[e] == "h" and e + 1 in dropped and after == "d" and "c" not in src_names
+
+    kept = {gj[0]: "c" if joined(gi[0]) else src_names[gi[0]] for gi, gj in groups if len(gi) == 1 and len(gj) == 1}
     for d, name in kept.items():
         names[d] = name
     used = list(src_names) + list(kept.values())
@@ -110,6 +123,8 @@ def _widened(
 ) -> tuple[list[tuple[list[int], list[int]]], list[int]]:
     """Groups in which a source axis only gained axes of size one (``mask.view(1, 1, T, T)``) keep that axis.
 
+    Features split with a size-one axis after them (``view(b, t, heads, 1)``, heads of one feature each)
+    are heads and their features, not features widened.
     Returns the groups, such an axis now a kept pair, and the new axes of size one.  Batch times heads
     (``n``, ``h``) is the exception: split into a batch of one and the heads, it is ``(b, h)`` (``_meaning``).
     """
@@ -118,6 +133,7 @@ def _widened(
     for gi, gj in groups:
         big = [d for d in gj if dst[d] != 1]
         alone = len(gi) == 1 and len(gj) > 1 and len(big) == 1 and src_names[gi[0]] not in ("n", "h")
+        alone = alone and (big[0] == gj[-1] or src_names[gi[0]] not in ("c", "k"))  # (b, t, 2, 1): heads of one
         if alone and dst[big[0]] == src[gi[0]] != 1:
             out.append((gi, big))
             ones += [d for d in gj if d != big[0]]
