@@ -120,9 +120,6 @@ def test_report_and_notebook_run_without_a_traceback(tmp_path, name: str, comman
     assert "Traceback" not in res.output and out.exists()
 
 
-@pytest.mark.xfail(
-    strict=True, reason="presentation: a cross-attention heatmap labels only the 3 query tokens (branch capr fixes it)"
-)
 def test_cross_attention_labels_every_key(traces: dict[str, Trace]) -> None:
     t = traces["cross"]
     w = _weights(t, attentions(t)[0])
