@@ -24,13 +24,13 @@ def _load(name: str) -> object:
 
 def test_every_kvcache_mistake_has_a_corpus_case_and_a_documented_row() -> None:
     codes = {e.code for e in KVCACHE}
-    assert codes == {code for code, _, _ in cachemistakes.MISTAKES} and len(codes) == 5
+    assert codes == {code for code, _, _ in cachemistakes.MISTAKES} and len(codes) == 6
     assert codes <= {expectation(p).get("diagnosis") for p in FILES if expectation(p)["lesson"] == "kvcache"}
     doc = (Path(__file__).parent.parent / "docs" / "check.md").read_text(encoding="utf-8")
     for entry in KVCACHE:
         assert f"| `{entry.code}` |" in doc and BY_CODE[entry.code] is entry
         for lang in ("en", "zh"):
-            assert entry.sentence(lang, {k: "1" for k in ("pos", "seen", "cached", "prompt", "n", "error")})
+            assert entry.sentence(lang, {k: "1" for k in ("pos", "seen", "cached", "prompt", "n", "error", "count")})
 
 
 def test_the_calls_bring_every_token_once_and_one_call_brings_two_after_a_prompt() -> None:

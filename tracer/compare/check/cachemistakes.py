@@ -49,6 +49,11 @@ def _not_kept(c: int, a: int, b: int, p: int) -> np.ndarray:
     return np.arange(a - 1, p + 1)  # only this call's tokens: the cache starts afresh
 
 
+def _twice(c: int, a: int, b: int, p: int) -> np.ndarray:
+    """Every earlier call's tokens held twice (appended once to attend, once more when stored), then this call's."""
+    return np.arange(p + 1) if c == 0 else np.concatenate((np.repeat(np.arange(a - 1), 2), np.arange(a - 1, p + 1)))
+
+
 def _not_kept_offset(c: int, a: int, b: int, p: int) -> np.ndarray:
     n = b - a + 1  # only this call's n keys, masked with the position's row over the first n columns
     return a - 1 + np.arange(n)[np.arange(n) <= p]
@@ -60,6 +65,7 @@ HYPOTHESES: tuple[tuple[str, Sees], ...] = (
     ("kv_attend_before_append", _before),
     ("kv_cache_not_kept", _not_kept),
     ("kv_cache_not_kept", _not_kept_offset),
+    ("kv_appended_twice", _twice),
 )
 """The mistakes whose calls all return, in the order they are tried."""
 
@@ -105,6 +111,15 @@ MISTAKES: tuple[tuple[str, str, str], ...] = (
         "its call sees only itself; keep the keys and values of every call and concatenate the new ones to them.",
         "缓存没有在调用之间保留下来：每次调用只对它自己送入的词元计算注意力，"
         "所以单独送入的第 {pos} 个词元只看到它自己；应当保留每次调用的键和值向量，并把新的拼接到后面。",
+    ),
+    (
+        "kv_appended_twice",
+        "The new keys and values are appended to the cache twice (once to attend, once more when the cache is stored "
+        "or returned): from the second call on every earlier token is weighed twice, so token {pos} spreads its "
+        "weights over {count} keys instead of {pos}; concatenate each call's keys and values once.",
+        "新的键和值向量被追加进缓存两次（一次用于计算注意力，保存或返回缓存时又追加了一次）："
+        "从第二次调用起，之前的每个词元都被加权两次，所以第 {pos} 个词元把权重分给了 {count} 个键，而不是 {pos} 个；"
+        "每次调用的键和值向量只应拼接一次。",
     ),
 )
 """Every mistake's code and sentences (``{…}`` filled from the hit's details): the catalogue's ``KVCACHE`` entries."""
@@ -173,4 +188,5 @@ def _detail(
     a, b = calls[c]
     keys = sees(c, a, b, p)
     seen = int(keys.max()) + 1 if len(keys) else 0
-    return {"pos": str(p + 1), "seen": str(seen), "cached": str(b), "prompt": str(calls[0][1])}
+    said = {"pos": str(p + 1), "seen": str(seen), "cached": str(b), "prompt": str(calls[0][1])}
+    return {**said, "count": str(len(keys))}  # count: keys weighed, a token held twice counted twice
