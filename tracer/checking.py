@@ -194,6 +194,10 @@ def from_outcome(spec: str, out: sandbox.Outcome, full: str, opts: Options) -> V
     if path and path != given:
         v.message = v.message.replace(path, given)
         v.details = v.details.replace(path, given)
+    if opts.lang == "zh" and v.exit_code == 2:  # the student's own exception text stays as Python wrote it
+        from tracer.present.trouble import chinese
+
+        v.message = chinese(v.message)
     return v
 
 
