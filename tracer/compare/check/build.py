@@ -25,7 +25,8 @@ from typing import Any
 import torch
 
 from tracer.compare.check import deadline, roles, wrapper
-from tracer.compare.check.lessons import Spec, sized, wrapped
+from tracer.compare.check.lessons import Spec
+from tracer.compare.check.sizing import sized, wrapped
 from tracer.compare.check.student import StudentError, _failure, _shape, name_of
 from tracer.errors import InputError
 

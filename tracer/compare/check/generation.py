@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from tracer.compare.check import align, build, cachemistakes, deadline, lessons, roles
+from tracer.compare.check import align, build, cachemistakes, deadline, lessons, reference, roles, sizing
 from tracer.compare.check.evidence import Evidence, Failure, Malformed
 from tracer.compare.check.model import Divergence, Match, Quantity, Seen, StageResult
 from tracer.compare.check.result import CheckResult
@@ -128,7 +128,7 @@ def collect(obj: Any, spec: lessons.Spec) -> Evidence:
     except roles.Structural as e:  # another attention than the lesson's: no generation to compare
         ev.structural = (e.code, dict(e.detail))
         return ev
-    calls = generate(module, lessons.inputs(spec), convention(module), spec.seed)
+    calls = generate(module, reference.inputs(spec), convention(module), spec.seed)
     for n, call in enumerate(calls, start=1):
         if call.error is not None:
             ev.seen.append(Seen(f"call{n}", "raised", np.zeros(0), ""))
@@ -144,12 +144,12 @@ def collect(obj: Any, spec: lessons.Spec) -> Evidence:
 def judge(ev: Evidence, spec: lessons.Spec, label: str) -> CheckResult:
     """The verdict (the parent's half): every call's context rows against the lesson's, the mistake named."""
     if ev.square and spec.is_class:
-        spec = lessons.sized(spec, spec.d_out, spec.d_out)
+        spec = sizing.sized(spec, spec.d_out, spec.d_out)
     found = ev.roles
     if any(r not in found for r in roles.QKV):
         raise Malformed("the weights found name no query, key and value")
     try:
-        trace = lessons.reference(spec, found)
+        trace = reference.reference(spec, found)
     except (ValueError, IndexError, KeyError, RuntimeError, TypeError) as e:
         raise Malformed(f"the weights found do not fit the lesson's inputs ({type(e).__name__})") from None
     by_id = {s.id: s for s in ev.seen}
