@@ -18,6 +18,12 @@ Two ways of keeping the cache are understood (``docs/check.md``):
 - kept on the module: ``forward(x_new)`` (or ``forward(x_new, use_cache=True)``,
   the book's form) returns the context, and ``reset_cache()`` (or ``reset()``)
   empties it before a generation.
+
+Either way ``forward`` may also take the new tokens' position, as code with a
+preallocated cache often does: an ``int`` named ``start_pos`` (Meta's
+Llama), ``pos``, ``offset``… gets the number of tokens already cached; a
+tensor named ``input_pos`` (gpt-fast) or ``cache_position`` gets the new
+tokens' 0-based positions, and ``position_ids`` the same for every sample.
 """
 
 from __future__ import annotations
@@ -41,6 +47,10 @@ CACHE_NAMES = ("cache", "kv_cache", "kvcache", "past", "past_kv", "past_key_valu
 """Names of a ``forward`` parameter that takes the cache (and makes ``forward`` return it)."""
 RESETS = ("reset_cache", "reset_kv_cache", "reset", "clear_cache")
 """Methods that empty a cache kept on the module."""
+STARTS = ("start_pos", "start", "pos", "offset", "past_length", "past_len", "cur_pos", "n_past")
+"""Names of a ``forward`` parameter that takes the first new token's 0-based position, an int."""
+POSITIONS = ("input_pos", "cache_position", "positions")
+"""Names of one that takes every new token's 0-based position as a 1-d tensor (``position_ids``: one row per sample)."""
 
 
 @dataclass
@@ -63,9 +73,29 @@ def convention(module: torch.nn.Module) -> tuple[str, str]:
     return ("use_cache", "use_cache") if "use_cache" in params else ("kept", "")
 
 
+def position(module: torch.nn.Module) -> str:
+    """The ``forward`` parameter that takes the new tokens' position (:data:`STARTS`, :data:`POSITIONS`), or ``""``."""
+    try:
+        params = list(inspect.signature(module.forward).parameters)[1:]
+    except (TypeError, ValueError):
+        return ""
+    return next((p for p in params if p.lower() in (*STARTS, *POSITIONS, "position_ids")), "")
+
+
+def _where(param: str, a: int, b: int, batch: int) -> dict[str, Any]:
+    """The keyword that tells a call on tokens ``a..b`` (1-based) where they stand, in the form ``param`` takes."""
+    if not param:
+        return {}
+    if param.lower() in STARTS:
+        return {param: a - 1}
+    at = torch.arange(a - 1, b)
+    return {param: at.unsqueeze(0).expand(batch, -1) if param.lower() == "position_ids" else at}
+
+
 def generate(module: torch.nn.Module, x: torch.Tensor, how: tuple[str, str], seed: int) -> list[Call]:
     """Run every call of :data:`CALLS` on ``module``; a call that raises ends the generation."""
     kind, param = how
+    at = position(module)
     if kind != "passed":
         for name in RESETS:
             reset = getattr(module, name, None)
@@ -79,7 +109,8 @@ def generate(module: torch.nn.Module, x: torch.Tensor, how: tuple[str, str], see
         for a, b in CALLS:
             x_new = x[:, a - 1 : b, :]
             try:
-                out = _guard(module, x_new, {param: cache} if kind == "passed" else {param: True} if param else {})
+                given = {param: cache} if kind == "passed" else {param: True} if param else {}
+                out = _guard(module, x_new, {**given, **_where(at, a, b, x_new.shape[0])})
                 if kind == "passed":
                     if not isinstance(out, tuple) or len(out) != 2:
                         raise StudentError(f"forward(x, {param}) returned {type(out).__name__}, not (context, cache)")
