@@ -14,7 +14,9 @@ Two ways of keeping the cache are understood (``docs/check.md``):
 
 - passed in and returned: ``forward(x_new, cache)`` returns
   ``(context, cache)``; the first call gets ``None`` (the parameter is
-  recognised by its name: ``cache``, ``kv_cache``, ``past_key_value`` …);
+  recognised by its name: ``cache``, ``kv_cache``, ``past_key_value`` …),
+  and ``use_cache=True`` when ``forward`` takes it (GPT-2 returns its
+  ``present`` only then);
 - kept on the module: ``forward(x_new)`` (or ``forward(x_new, use_cache=True)``,
   the book's form) returns the context, and ``reset_cache()`` (or ``reset()``)
   empties it before a generation.
@@ -82,6 +84,14 @@ def position(module: torch.nn.Module) -> str:
     return next((p for p in params if p.lower() in (*STARTS, *POSITIONS, "position_ids")), "")
 
 
+def _takes(module: torch.nn.Module, name: str) -> bool:
+    """True when ``forward`` has a parameter ``name`` (GPT-2 returns its cache only when asked: ``use_cache``)."""
+    try:
+        return name in inspect.signature(module.forward).parameters
+    except (TypeError, ValueError):
+        return False
+
+
 def _where(param: str, a: int, b: int, batch: int) -> dict[str, Any]:
     """The keyword that tells a call on tokens ``a..b`` (1-based) where they stand, in the form ``param`` takes."""
     if not param:
@@ -96,6 +106,7 @@ def generate(module: torch.nn.Module, x: torch.Tensor, how: tuple[str, str], see
     """Run every call of :data:`CALLS` on ``module``; a call that raises ends the generation."""
     kind, param = how
     at = position(module)
+    ask = {"use_cache": True} if kind == "passed" and _takes(module, "use_cache") else {}  # GPT-2's present
     if kind != "passed":
         for name in RESETS:
             reset = getattr(module, name, None)
@@ -109,7 +120,7 @@ def generate(module: torch.nn.Module, x: torch.Tensor, how: tuple[str, str], see
         for a, b in CALLS:
             x_new = x[:, a - 1 : b, :]
             try:
-                given = {param: cache} if kind == "passed" else {param: True} if param else {}
+                given = {param: cache, **ask} if kind == "passed" else {param: True} if param else {}
                 out = _guard(module, x_new, {**given, **_where(at, a, b, x_new.shape[0])})
                 if kind == "passed":
                     if not isinstance(out, tuple) or len(out) != 2:
