@@ -18,5 +18,5 @@ class SWA(nn.Module):
         i = torch.arange(t)[:, None]
         j = torch.arange(t)[None, :]
         keep = (j <= i) & (j > i - self.window)
-        s = self.W_query(x) @ self.W_key(x).transpose(1, 2) / self.W_key.out_features ** 0.5
+        s = self.W_query(x) @ self.W_key(x).transpose(1, 2) / self.W_key.out_features**0.5
         return torch.softmax(s.masked_fill(~keep, float("-inf")), -1) @ self.W_value(x)

@@ -9,6 +9,9 @@ lesson's trace, which uses the student's weights), weighing the values.  A
 mistake is the diagnosis when its prediction holds every call the
 student's code answered, and the correct cache does not.
 
+One mistake is in what the cache holds instead (:data:`STORED`): a static
+cache whose value slots are left at zero after the prompt.
+
 A crash is explained only by ``kv_mask_square``: the mask sliced
 ``mask[:n, :n]`` for ``n`` new tokens, which broadcasts harmlessly over one
 new token's scores and fails on the ``n × (cached + n)`` scores of a call
@@ -69,6 +72,19 @@ HYPOTHESES: tuple[tuple[str, Sees], ...] = (
 )
 """The mistakes whose calls all return, in the order they are tried."""
 
+Stored = Callable[[np.ndarray, int], np.ndarray]
+"""``stored(v, prompt)``: the value rows the cache holds, when it does not hold the tokens' own values."""
+
+
+def _values_not_stored(v: np.ndarray, prompt: int) -> np.ndarray:
+    out = v.copy()
+    out[prompt:] = 0.0  # a static cache's value slots left at zero after the prompt: only the keys written
+    return out
+
+
+STORED: tuple[tuple[str, Stored], ...] = (("kv_values_not_stored", _values_not_stored),)
+"""The mistakes in what the cache holds rather than in which keys a query sees (tried after :data:`HYPOTHESES`)."""
+
 MISTAKES: tuple[tuple[str, str, str], ...] = (
     (
         "kv_mask_not_offset",
@@ -113,6 +129,15 @@ MISTAKES: tuple[tuple[str, str, str], ...] = (
         "所以单独送入的第 {pos} 个词元只看到它自己；应当保留每次调用的键和值向量，并把新的拼接到后面。",
     ),
     (
+        "kv_values_not_stored",
+        "The new tokens' keys are written to the cache but their values are not: after the prompt of {prompt} "
+        "tokens the value slots stay as they were allocated (zeros), so token {pos} weighs zero vectors for every "
+        "generated token; write the values at the same positions as the keys.",
+        "新词元的键写进了缓存，值向量却没有写进去：在 {prompt} 个词元的提示词之后，"
+        "值向量的槽位保持分配时的样子（全是零），所以第 {pos} 个词元对每个生成的词元加权的都是零向量；"
+        "应当把值向量写到与键相同的位置。",
+    ),
+    (
         "kv_appended_twice",
         "The new keys and values are appended to the cache twice (once to attend, once more when the cache is stored "
         "or returned): from the second call on every earlier token is weighed twice, so token {pos} spreads its "
@@ -125,9 +150,17 @@ MISTAKES: tuple[tuple[str, str, str], ...] = (
 """Every mistake's code and sentences (``{…}`` filled from the hit's details): the catalogue's ``KVCACHE`` entries."""
 
 
-def predict(trace: Trace, calls: Sequence[tuple[int, int]], sees: Sees) -> list[np.ndarray]:
-    """Every call's context rows if the query at each position attended to the keys ``sees`` names."""
+def predict(
+    trace: Trace, calls: Sequence[tuple[int, int]], sees: Sees, stored: Stored | None = None
+) -> list[np.ndarray]:
+    """Every call's context rows if the query at each position attended to the keys ``sees`` names.
+
+    ``stored`` replaces the value rows the cache holds (the prompt's first
+    call's tokens are ``calls[0]``).
+    """
     q, k, v = (np.asarray(trace.tensor(f"full.{n}"), dtype=np.float64) for n in ("q", "k", "v"))
+    if stored is not None:
+        v = stored(v, calls[0][1])
     root = np.sqrt(k.shape[-1])
     out = []
     for c, (a, b) in enumerate(calls):
@@ -157,12 +190,14 @@ def diagnose(
             return Hit(None, (f"step{n + 1}.mask", f"step{n + 1}.omega"), detail, "kv_mask_square")
         return None
     right = predict(trace, calls, _correct)
-    for code, sees in HYPOTHESES:
-        guess = predict(trace, calls, sees)
+    tried = [(code, sees, None) for code, sees in HYPOTHESES] + [(code, _correct, fn) for code, fn in STORED]
+    for code, sees, stored in tried:
+        guess = predict(trace, calls, sees, stored)
         if all(align.close(g, guess[n]) for n, g in answered) and not all(
             align.close(guess[n], right[n]) for n, _ in answered
         ):
-            return Hit(None, _steps(calls, guess, right), _detail(calls, sees, guess, right), code)
+            steps = _steps(calls, guess, right, "cache.v" if stored is not None else "mask")
+            return Hit(None, steps, _detail(calls, sees, guess, right), code)
     return None
 
 
@@ -175,9 +210,12 @@ def _first(calls: Sequence[tuple[int, int]], guess: list[np.ndarray], right: lis
     return 0, 0
 
 
-def _steps(calls: Sequence[tuple[int, int]], guess: list[np.ndarray], right: list[np.ndarray]) -> tuple[str, ...]:
+def _steps(
+    calls: Sequence[tuple[int, int]], guess: list[np.ndarray], right: list[np.ndarray], where: str
+) -> tuple[str, ...]:
+    """The first changed call's steps: its mask (which keys) or its cached values (``where``), weights, context."""
     c, _ = _first(calls, guess, right)
-    return (f"step{c + 1}.mask", f"step{c + 1}.causal.alpha", f"step{c + 1}.z")
+    return (f"step{c + 1}.{where}", f"step{c + 1}.causal.alpha", f"step{c + 1}.z")
 
 
 def _detail(
