@@ -92,7 +92,7 @@ def test_grouped_query_with_other_heads() -> None:
     for heads in (2, 4, 8):
         r = tracer.check(obj, lesson="gqa", source=source, heads=heads, d_out=16)
         assert r.ok and r.heads == heads, r.explain("en")
-        assert f", {heads}, 2)" in r.built
+        assert f"num_heads={heads}, num_kv_groups=2)" in r.built  # called by the names it gives its sizes
 
 
 @pytest.mark.parametrize(
