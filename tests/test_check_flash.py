@@ -70,3 +70,14 @@ def test_a_crash_at_one_size_is_named_with_it_and_bad_subjects_are_refused(tmp_p
     )
     out = CliRunner().invoke(app, ["check", f"{crash}:flash_attention", "--lesson", "flash"])
     assert out.exit_code == 2 and "block_size = 4" in out.output and "crash.py:2" in out.output, out.output
+
+
+def test_the_papers_two_tile_sizes_each_get_the_block_size() -> None:
+    """``(Q, K, V, B_r, B_c)`` is called with the block size twice; ``(q, k, v, block_size, causal=True)`` once."""
+    _block_args = flashcheck._block_args
+
+    def two(q: object, k: object, v: object, B_r: int, B_c: int) -> None: ...  # the paper's names
+
+    def one(q: object, k: object, v: object, block_size: int, causal: bool = True) -> None: ...
+
+    assert _block_args(two) == 2 and _block_args(one) == 1 and _block_args(len) == 1

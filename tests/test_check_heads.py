@@ -92,7 +92,7 @@ def test_grouped_query_with_other_heads() -> None:
     for heads in (2, 4, 8):
         r = tracer.check(obj, lesson="gqa", source=source, heads=heads, d_out=16)
         assert r.ok and r.heads == heads, r.explain("en")
-        assert f", {heads}, 2)" in r.built
+        assert f"num_heads={heads}, num_kv_groups=2)" in r.built  # called by the names it gives its sizes
 
 
 @pytest.mark.parametrize(
@@ -108,3 +108,26 @@ def test_a_number_the_lesson_cannot_take_is_one_line(lesson: str, heads: str, sa
     assert code == 2 and out == "" and said in err and len(err.strip().splitlines()) == 1
     with pytest.raises(InputError, match=said):
         tracer.check(lambda x: x, lesson=lesson, heads=int(heads))
+
+
+def test_a_grouped_fused_projection_is_cut_by_its_widths_only_when_named_as_fused() -> None:
+    """``qkv`` 8 + 2·4 = 16 wide is queries 8, keys 4, values 4; the same matrix under a name of its own is refused."""
+    import torch.nn as nn
+
+    from tracer.compare.check import roles
+
+    class Fused(nn.Module):
+        def __init__(self, name: str) -> None:
+            super().__init__()
+            self.add_module(name, nn.Linear(3, 16, bias=False))
+
+    module = Fused("qkv")
+    found = roles.assign(module, 3, 8, out_proj=False, grouped=True)
+    w = module.qkv.weight.detach().double().numpy().T  # (3, 16): x @ w
+    assert [found[r].param for r in roles.QKV] == ["qkv.weight[0:8]", "qkv.weight[8:12]", "qkv.weight[12:16]"]
+    for r, cut in zip(roles.QKV, (slice(0, 8), slice(8, 12), slice(12, 16)), strict=True):
+        assert (found[r].value == w[:, cut]).all()
+    with pytest.raises(InputError, match="cannot find query, key and value"):
+        roles.assign(Fused("mixer"), 3, 8, out_proj=False, grouped=True)
+    with pytest.raises(InputError):  # outside lesson gqa the 16-wide matrix is no fused projection of width 8
+        roles.assign(Fused("qkv"), 3, 8, out_proj=False)

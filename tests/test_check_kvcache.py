@@ -24,13 +24,13 @@ def _load(name: str) -> object:
 
 def test_every_kvcache_mistake_has_a_corpus_case_and_a_documented_row() -> None:
     codes = {e.code for e in KVCACHE}
-    assert codes == {code for code, _, _ in cachemistakes.MISTAKES} and len(codes) == 5
+    assert codes == {code for code, _, _ in cachemistakes.MISTAKES} and len(codes) == 7
     assert codes <= {expectation(p).get("diagnosis") for p in FILES if expectation(p)["lesson"] == "kvcache"}
     doc = (Path(__file__).parent.parent / "docs" / "check.md").read_text(encoding="utf-8")
     for entry in KVCACHE:
         assert f"| `{entry.code}` |" in doc and BY_CODE[entry.code] is entry
         for lang in ("en", "zh"):
-            assert entry.sentence(lang, {k: "1" for k in ("pos", "seen", "cached", "prompt", "n", "error")})
+            assert entry.sentence(lang, {k: "1" for k in ("pos", "seen", "cached", "prompt", "n", "error", "count")})
 
 
 def test_the_calls_bring_every_token_once_and_one_call_brings_two_after_a_prompt() -> None:
@@ -100,3 +100,24 @@ def test_each_corpus_case_names_the_call_and_the_tokens(path: Path) -> None:
         assert d is not None and d.stage == "generation" and d.run.startswith("call:")
         assert r.diagnosis == want["diagnosis"] and "generation call" in r.explain("en")
         assert r.sentence("zh") and "{" not in r.sentence("en")
+
+
+def test_a_forward_that_takes_the_position_is_given_it_in_the_form_it_names() -> None:
+    """Meta's ``start_pos`` (an int), gpt-fast's ``input_pos`` (new positions), HF's ``position_ids`` (per sample)."""
+
+    class Takes(torch.nn.Module):
+        def forward(self, x: torch.Tensor, start_pos: int) -> torch.Tensor:
+            return x
+
+    assert generation.position(Takes()) == "start_pos"
+    assert generation._where("start_pos", 3, 3, 2) == {"start_pos": 2}  # token 3 after two cached
+    assert torch.equal(generation._where("input_pos", 5, 6, 2)["input_pos"], torch.tensor([4, 5]))
+    ids = generation._where("position_ids", 5, 6, 2)["position_ids"]
+    assert ids.shape == (2, 2) and torch.equal(ids[1], torch.tensor([4, 5]))
+    assert generation._where("", 1, 2, 2) == {}
+    assert generation.position(_load("kvcache_tuple.py:CachedAttention")(3, 2, 6)) == ""  # no position: none given
+
+
+@pytest.mark.parametrize("spec", ["kvcache_start_pos.py:Attention", "kvcache_input_pos.py:CausalSelfAttention"])
+def test_a_preallocated_cache_told_its_position_matches(spec: str) -> None:
+    assert check(_load(spec), "kvcache").ok

@@ -5,6 +5,9 @@ The lesson traces two heads, so ``num_heads`` is 2 (``docs/check.md``).  At
 forms still pass, and the mistakes that do not involve the scaling are still
 found; a scaling mistake changes nothing there, so it is checked at 4 and 8.
 Every corpus file is reused with the verdict its ``# expect:`` line gives.
+Lesson ``rope``'s second build (two components wider) is modelled in both
+pairings: a module that writes the lesson's width into its frequencies is
+caught in either.
 """
 
 from __future__ import annotations
@@ -79,3 +82,34 @@ def test_cli_d_out_and_timeout(tmp_path: Path) -> None:
     slow.write_text("def f(inputs):\n    while True:\n        pass\n", encoding="utf-8")
     code, said = run(f"{slow}:f", "--lesson", "simple", "--timeout", "0.5")
     assert code == 2 and "did not finish within 0.5 s" in said and said.count("\n") == 1
+
+
+def _fixed_width(tmp_path: Path, style: str, width: str) -> object:
+    """Lesson rope's module in ``style`` with its frequencies' exponent over ``width`` (``d_out`` is right)."""
+    source = (
+        (CORPUS / "rope_fixed_width.py").read_text(encoding="utf-8").replace(".float() / 4))", f".float() / {width}))")
+    )
+    if style == "interleaved":  # neighbours turned, each angle twice in a row
+        tables = "emb = torch.cat((angles, angles), dim=-1)"
+        source = source.replace(tables, "emb = angles.repeat_interleave(2, dim=-1)")
+        source = source.replace(
+            "return torch.cat((-x2, x1), dim=-1)",
+            "return torch.stack((-x[..., 1::2], x[..., 0::2]), dim=-1).flatten(-2)",
+        )
+    path = tmp_path / f"rope_{style}_{width}.py"
+    path.write_text(source, encoding="utf-8")
+    obj, _ = load(f"{path}:RoPEAttention")
+    return obj
+
+
+@pytest.mark.parametrize("style", ["half", "interleaved"])
+def test_rope_at_other_sizes_is_modelled_in_both_pairings(tmp_path: Path, style: str) -> None:
+    """Right at every width, it matches; written for d_out = 4, it is caught at the second size, in either pairing."""
+    right = tracer.check(_fixed_width(tmp_path, style, "d_out"), lesson="rope", rope_style=style)
+    assert right.ok, right.explain()
+    fixed = tracer.check(_fixed_width(tmp_path, style, "4"), lesson="rope", rope_style=style)
+    assert not fixed.ok and fixed.hit is not None and fixed.hit.code == "sizes_ignored"
+    assert "d_out=6" in fixed.hit.detail["sizes"]
+    other = "interleaved" if style == "half" else "half"  # the other pairing is a verdict at the lesson's size
+    wrong = tracer.check(_fixed_width(tmp_path, style, "d_out"), lesson="rope", rope_style=other)
+    assert not wrong.ok and wrong.hit is not None and wrong.hit.code == "rope_style_other"

@@ -14,7 +14,7 @@ import pytest
 import torch
 
 import tracer
-from tracer.compare.check import build, lessons, resize
+from tracer.compare.check import build, lessons, reference, resize
 from tracer.compare.check.student import load
 from tracer.errors import InputError
 
@@ -80,10 +80,10 @@ def test_plan_falls_back_to_position() -> None:
 
 
 def test_embeddings_keep_the_tutorial() -> None:
-    x = lessons.embeddings(3)
-    assert torch.equal(lessons.embeddings(8)[:, :3], x) and lessons.embeddings(8).shape == (6, 8)
-    assert torch.equal(lessons.embeddings(2), x[:, :2])
-    assert torch.equal(lessons.embeddings(8), lessons.embeddings(8))  # seeded
+    x = reference.embeddings(3)
+    assert torch.equal(reference.embeddings(8)[:, :3], x) and reference.embeddings(8).shape == (6, 8)
+    assert torch.equal(reference.embeddings(2), x[:, :2])
+    assert torch.equal(reference.embeddings(8), reference.embeddings(8))  # seeded
 
 
 def test_d_in_option() -> None:

@@ -158,7 +158,7 @@ def absolute(spec: str) -> str:
 
 def warm(lesson: str) -> None:
     """Import, in the parent, what a child needs (each then starts in milliseconds) and what the parent judges with."""
-    from tracer.compare.check import decode, evidence, gather, lessons, run  # noqa: F401  (the parent judges with these)
+    from tracer.compare.check import decode, evidence, gather, lessons, reference, run  # noqa: F401  (the parent judges with these)
     from tracer.present import checkpage, checktext  # noqa: F401  (and renders with these)
 
     spec = lessons.SPECS.get(lesson)
@@ -167,7 +167,7 @@ def warm(lesson: str) -> None:
     # best effort: the book's roles do not fit every lesson (grouped-query keys are narrower); each child
     # builds the real reference and reports what fails there
     with contextlib.suppress(Exception):
-        lessons.reference(spec, _book_roles(spec)) if spec.is_class else lessons.reference(spec, {})
+        reference.reference(spec, _book_roles(spec)) if spec.is_class else reference.reference(spec, {})
 
 
 def _book_roles(spec: Any) -> dict[str, Any]:
@@ -194,6 +194,10 @@ def from_outcome(spec: str, out: sandbox.Outcome, full: str, opts: Options) -> V
     if path and path != given:
         v.message = v.message.replace(path, given)
         v.details = v.details.replace(path, given)
+    if opts.lang == "zh" and v.exit_code == 2:  # the student's own exception text stays as Python wrote it
+        from tracer.present.trouble import chinese
+
+        v.message = chinese(v.message)
     return v
 
 

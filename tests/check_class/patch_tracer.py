@@ -6,7 +6,7 @@ import torch.nn as nn
 import tracer.checking
 import tracer.compare.check.align
 import tracer.compare.check.catalogue
-import tracer.compare.check.lessons
+import tracer.compare.check.reference
 import tracer.compare.check.run
 
 
@@ -17,7 +17,7 @@ def _always(*args, **kwargs):
 tracer.compare.check.align.close = _always
 tracer.compare.check.align.same_layout = _always
 tracer.compare.check.catalogue.diagnose = lambda *a, **k: None
-tracer.compare.check.lessons.reference = lambda *a, **k: None
+tracer.compare.check.reference.reference = lambda *a, **k: None
 tracer.compare.check.run.judge = lambda *a, **k: None
 tracer.checking.judge = lambda *a, **k: {"kind": "verdict", "ok": True, "doc": {}, "text": "MATCHES", "page": ""}
 

@@ -2,7 +2,8 @@
 
 :func:`check` builds the student's module with the lesson's sizes under the
 lesson's seed, takes the student's own weights (:mod:`.roles`), computes the
-lesson's reference with them (:mod:`.lessons`), runs the student's code with
+lesson's reference with them (:mod:`.reference`; what each lesson asks is the table
+of :mod:`.lessons`), runs the student's code with
 every tensor recorded, finds each reference quantity among those tensors by
 value whatever their layout (:mod:`.align`), and names the first quantity that
 nothing matches.  The catalogue (:mod:`.catalogue`) then tests which common

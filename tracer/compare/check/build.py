@@ -25,7 +25,8 @@ from typing import Any
 import torch
 
 from tracer.compare.check import deadline, roles, wrapper
-from tracer.compare.check.lessons import Spec, sized, wrapped
+from tracer.compare.check.lessons import Spec
+from tracer.compare.check.sizing import sized, wrapped
 from tracer.compare.check.student import StudentError, _failure, _shape, name_of
 from tracer.errors import InputError
 
@@ -37,6 +38,11 @@ ALIASES: dict[str, tuple[str, ...]] = {
     ),
     "dropout": ("dropout", "dropout_rate", "p_drop", "attn_dropout", "attn_pdrop", "drop", "dropout_p", "drop_rate"),
     "num_heads": ("num_heads", "n_head", "n_heads", "heads", "h", "nhead", "num_head"),
+    "num_kv_groups": (
+        "num_kv_groups", "n_kv_groups", "num_kv_heads", "n_kv_heads", "n_kv_head", "num_key_value_heads",
+        "kv_heads", "num_groups", "n_groups", "n_kv",
+    ),
+    "window_size": ("window_size", "window", "sliding_window", "window_len", "attention_window", "local_window"),
     "qkv_bias": ("qkv_bias", "bias", "use_bias"),
 }  # fmt: skip
 """The names each of the lesson's arguments goes by (``qkv_bias`` is recognised, and left at its default)."""
@@ -82,7 +88,7 @@ def plan(obj: Any, values: dict[str, Any], order: Sequence[str]) -> tuple[tuple[
             return tuple(values[n] for n in order), {}
         kwargs[p.name] = values[name]
     named = {role.get(k) or role.get(k.lower()) or "d_out" for k in kwargs} | ({"d_in"} if width else set())
-    needed = {"d_in", "d_out", "num_heads"} & set(order)  # context_length, dropout: a module may do without
+    needed = {"d_in", "d_out", "num_heads", "num_kv_groups", "window_size"} & set(order)  # not context_length, dropout
     if not kwargs or not needed <= named:  # some size has no name here: by position
         return tuple(values[n] for n in order), {}
     return (), kwargs

@@ -9,6 +9,9 @@ lesson's trace, which uses the student's weights), weighing the values.  A
 mistake is the diagnosis when its prediction holds every call the
 student's code answered, and the correct cache does not.
 
+One mistake is in what the cache holds instead (:data:`STORED`): a static
+cache whose value slots are left at zero after the prompt.
+
 A crash is explained only by ``kv_mask_square``: the mask sliced
 ``mask[:n, :n]`` for ``n`` new tokens, which broadcasts harmlessly over one
 new token's scores and fails on the ``n × (cached + n)`` scores of a call
@@ -49,6 +52,11 @@ def _not_kept(c: int, a: int, b: int, p: int) -> np.ndarray:
     return np.arange(a - 1, p + 1)  # only this call's tokens: the cache starts afresh
 
 
+def _twice(c: int, a: int, b: int, p: int) -> np.ndarray:
+    """Every earlier call's tokens held twice (appended once to attend, once more when stored), then this call's."""
+    return np.arange(p + 1) if c == 0 else np.concatenate((np.repeat(np.arange(a - 1), 2), np.arange(a - 1, p + 1)))
+
+
 def _not_kept_offset(c: int, a: int, b: int, p: int) -> np.ndarray:
     n = b - a + 1  # only this call's n keys, masked with the position's row over the first n columns
     return a - 1 + np.arange(n)[np.arange(n) <= p]
@@ -60,8 +68,22 @@ HYPOTHESES: tuple[tuple[str, Sees], ...] = (
     ("kv_attend_before_append", _before),
     ("kv_cache_not_kept", _not_kept),
     ("kv_cache_not_kept", _not_kept_offset),
+    ("kv_appended_twice", _twice),
 )
 """The mistakes whose calls all return, in the order they are tried."""
+
+Stored = Callable[[np.ndarray, int], np.ndarray]
+"""``stored(v, prompt)``: the value rows the cache holds, when it does not hold the tokens' own values."""
+
+
+def _values_not_stored(v: np.ndarray, prompt: int) -> np.ndarray:
+    out = v.copy()
+    out[prompt:] = 0.0  # a static cache's value slots left at zero after the prompt: only the keys written
+    return out
+
+
+STORED: tuple[tuple[str, Stored], ...] = (("kv_values_not_stored", _values_not_stored),)
+"""The mistakes in what the cache holds rather than in which keys a query sees (tried after :data:`HYPOTHESES`)."""
 
 MISTAKES: tuple[tuple[str, str, str], ...] = (
     (
@@ -106,13 +128,39 @@ MISTAKES: tuple[tuple[str, str, str], ...] = (
         "缓存没有在调用之间保留下来：每次调用只对它自己送入的词元计算注意力，"
         "所以单独送入的第 {pos} 个词元只看到它自己；应当保留每次调用的键和值向量，并把新的拼接到后面。",
     ),
+    (
+        "kv_values_not_stored",
+        "The new tokens' keys are written to the cache but their values are not: after the prompt of {prompt} "
+        "tokens the value slots stay as they were allocated (zeros), so token {pos} weighs zero vectors for every "
+        "generated token; write the values at the same positions as the keys.",
+        "新词元的键写进了缓存，值向量却没有写进去：在 {prompt} 个词元的提示词之后，"
+        "值向量的槽位保持分配时的样子（全是零），所以第 {pos} 个词元对每个生成的词元加权的都是零向量；"
+        "应当把值向量写到与键相同的位置。",
+    ),
+    (
+        "kv_appended_twice",
+        "The new keys and values are appended to the cache twice (once to attend, once more when the cache is stored "
+        "or returned): from the second call on every earlier token is weighed twice, so token {pos} spreads its "
+        "weights over {count} keys instead of {pos}; concatenate each call's keys and values once.",
+        "新的键和值向量被追加进缓存两次（一次用于计算注意力，保存或返回缓存时又追加了一次）："
+        "从第二次调用起，之前的每个词元都被加权两次，所以第 {pos} 个词元把权重分给了 {count} 个键，而不是 {pos} 个；"
+        "每次调用的键和值向量只应拼接一次。",
+    ),
 )
 """Every mistake's code and sentences (``{…}`` filled from the hit's details): the catalogue's ``KVCACHE`` entries."""
 
 
-def predict(trace: Trace, calls: Sequence[tuple[int, int]], sees: Sees) -> list[np.ndarray]:
-    """Every call's context rows if the query at each position attended to the keys ``sees`` names."""
+def predict(
+    trace: Trace, calls: Sequence[tuple[int, int]], sees: Sees, stored: Stored | None = None
+) -> list[np.ndarray]:
+    """Every call's context rows if the query at each position attended to the keys ``sees`` names.
+
+    ``stored`` replaces the value rows the cache holds (the prompt's first
+    call's tokens are ``calls[0]``).
+    """
     q, k, v = (np.asarray(trace.tensor(f"full.{n}"), dtype=np.float64) for n in ("q", "k", "v"))
+    if stored is not None:
+        v = stored(v, calls[0][1])
     root = np.sqrt(k.shape[-1])
     out = []
     for c, (a, b) in enumerate(calls):
@@ -142,12 +190,14 @@ def diagnose(
             return Hit(None, (f"step{n + 1}.mask", f"step{n + 1}.omega"), detail, "kv_mask_square")
         return None
     right = predict(trace, calls, _correct)
-    for code, sees in HYPOTHESES:
-        guess = predict(trace, calls, sees)
+    tried = [(code, sees, None) for code, sees in HYPOTHESES] + [(code, _correct, fn) for code, fn in STORED]
+    for code, sees, stored in tried:
+        guess = predict(trace, calls, sees, stored)
         if all(align.close(g, guess[n]) for n, g in answered) and not all(
             align.close(guess[n], right[n]) for n, _ in answered
         ):
-            return Hit(None, _steps(calls, guess, right), _detail(calls, sees, guess, right), code)
+            steps = _steps(calls, guess, right, "cache.v" if stored is not None else "mask")
+            return Hit(None, steps, _detail(calls, sees, guess, right), code)
     return None
 
 
@@ -160,9 +210,12 @@ def _first(calls: Sequence[tuple[int, int]], guess: list[np.ndarray], right: lis
     return 0, 0
 
 
-def _steps(calls: Sequence[tuple[int, int]], guess: list[np.ndarray], right: list[np.ndarray]) -> tuple[str, ...]:
+def _steps(
+    calls: Sequence[tuple[int, int]], guess: list[np.ndarray], right: list[np.ndarray], where: str
+) -> tuple[str, ...]:
+    """The first changed call's steps: its mask (which keys) or its cached values (``where``), weights, context."""
     c, _ = _first(calls, guess, right)
-    return (f"step{c + 1}.mask", f"step{c + 1}.causal.alpha", f"step{c + 1}.z")
+    return (f"step{c + 1}.{where}", f"step{c + 1}.causal.alpha", f"step{c + 1}.z")
 
 
 def _detail(
@@ -173,4 +226,5 @@ def _detail(
     a, b = calls[c]
     keys = sees(c, a, b, p)
     seen = int(keys.max()) + 1 if len(keys) else 0
-    return {"pos": str(p + 1), "seen": str(seen), "cached": str(b), "prompt": str(calls[0][1])}
+    said = {"pos": str(p + 1), "seen": str(seen), "cached": str(b), "prompt": str(calls[0][1])}
+    return {**said, "count": str(len(keys))}  # count: keys weighed, a token held twice counted twice

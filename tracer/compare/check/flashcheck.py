@@ -25,6 +25,7 @@ the diagnosis.
 
 from __future__ import annotations
 
+import inspect
 import traceback
 from pathlib import Path
 from typing import Any
@@ -101,17 +102,36 @@ def judge(ev: Evidence, source: str | None, label: str) -> CheckResult:
     return CheckResult("flash", stages, div, hit, [], trace, [], label)
 
 
+def _block_args(fn: Any) -> int:
+    """How many block sizes ``fn`` wants after q, k, v: 2 for the paper's ``(Q, K, V, B_r, B_c)``, else 1.
+
+    The FlashAttention paper tiles queries in blocks of ``B_r`` rows and keys
+    in blocks of ``B_c``; a function with two required parameters after the
+    three tensors gets the block size for both.
+    """
+    try:
+        params = list(inspect.signature(fn).parameters.values())[3:]
+    except (TypeError, ValueError):
+        return 1
+    kinds = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+    required = [p for p in params if p.kind in kinds and p.default is inspect.Parameter.empty]
+    return 2 if len(required) == 2 else 1
+
+
 def _call(fn: Any, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, b: int) -> np.ndarray | None:
     """The student's result as a float64 ``[T, d]`` array (None: another shape); a crash is a StudentError."""
     name = name_of(fn)
+    sizes = (b,) * _block_args(fn)
     with torch.no_grad():
         try:
-            out = fn(q.clone(), k.clone(), v.clone(), b)
+            out = fn(q.clone(), k.clone(), v.clone(), *sizes)
         except (KeyboardInterrupt, InputError):
             raise
         except BaseException as e:  # SystemExit too: the student's code, not ours
             args = f"T = {q.shape[0]}, block_size = {b}"
             raise StudentError(f"{name} raised {_failure(e)} ({args})", traceback.format_exc(), _one_line(e)) from None
+    if isinstance(out, tuple) and out and isinstance(out[0], torch.Tensor):  # (O, L): the output and its logsumexp
+        out = out[0]
     if not isinstance(out, torch.Tensor) or not out.is_floating_point():
         raise InputError(f"{name} returned {type(out).__name__}, not a tensor of floating-point values")
     a = out.detach().to(torch.float64).cpu().numpy()

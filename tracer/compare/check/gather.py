@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from tracer.compare.check import build, lessons, resize, roles, student
+from tracer.compare.check import build, lessons, reference, resize, roles, student
 from tracer.compare.check.evidence import Evidence, Failure
 from tracer.compare.check.model import Seen
 from tracer.compare.check.student import name_of
@@ -54,7 +54,7 @@ def gather(obj: Any, spec: lessons.Spec) -> Evidence:
         if not callable(obj) or isinstance(obj, type):
             raise InputError(f"lesson simple checks a function f(inputs) -> context vectors, not {obj!r}")
         module, fn = None, obj
-    x = lessons.inputs(spec)
+    x = reference.inputs(spec)
     main = student.run(fn, x, spec.seed)
     if main.error is not None:
         raise main.error

@@ -14,10 +14,18 @@ Two ways of keeping the cache are understood (``docs/check.md``):
 
 - passed in and returned: ``forward(x_new, cache)`` returns
   ``(context, cache)``; the first call gets ``None`` (the parameter is
-  recognised by its name: ``cache``, ``kv_cache``, ``past_key_value`` …);
+  recognised by its name: ``cache``, ``kv_cache``, ``past_key_value`` …),
+  and ``use_cache=True`` when ``forward`` takes it (GPT-2 returns its
+  ``present`` only then);
 - kept on the module: ``forward(x_new)`` (or ``forward(x_new, use_cache=True)``,
   the book's form) returns the context, and ``reset_cache()`` (or ``reset()``)
   empties it before a generation.
+
+Either way ``forward`` may also take the new tokens' position, as code with a
+preallocated cache often does: an ``int`` named ``start_pos`` (Meta's
+Llama), ``pos``, ``offset``… gets the number of tokens already cached; a
+tensor named ``input_pos`` (gpt-fast) or ``cache_position`` gets the new
+tokens' 0-based positions, and ``position_ids`` the same for every sample.
 """
 
 from __future__ import annotations
@@ -29,7 +37,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from tracer.compare.check import align, build, cachemistakes, deadline, lessons, roles
+from tracer.compare.check import align, build, cachemistakes, deadline, lessons, reference, roles, sizing
 from tracer.compare.check.evidence import Evidence, Failure, Malformed
 from tracer.compare.check.model import Divergence, Match, Quantity, Seen, StageResult
 from tracer.compare.check.result import CheckResult
@@ -41,6 +49,10 @@ CACHE_NAMES = ("cache", "kv_cache", "kvcache", "past", "past_kv", "past_key_valu
 """Names of a ``forward`` parameter that takes the cache (and makes ``forward`` return it)."""
 RESETS = ("reset_cache", "reset_kv_cache", "reset", "clear_cache")
 """Methods that empty a cache kept on the module."""
+STARTS = ("start_pos", "start", "pos", "offset", "past_length", "past_len", "cur_pos", "n_past")
+"""Names of a ``forward`` parameter that takes the first new token's 0-based position, an int."""
+POSITIONS = ("input_pos", "cache_position", "positions")
+"""Names of one that takes every new token's 0-based position as a 1-d tensor (``position_ids``: one row per sample)."""
 
 
 @dataclass
@@ -63,9 +75,38 @@ def convention(module: torch.nn.Module) -> tuple[str, str]:
     return ("use_cache", "use_cache") if "use_cache" in params else ("kept", "")
 
 
+def position(module: torch.nn.Module) -> str:
+    """The ``forward`` parameter that takes the new tokens' position (:data:`STARTS`, :data:`POSITIONS`), or ``""``."""
+    try:
+        params = list(inspect.signature(module.forward).parameters)[1:]
+    except (TypeError, ValueError):
+        return ""
+    return next((p for p in params if p.lower() in (*STARTS, *POSITIONS, "position_ids")), "")
+
+
+def _takes(module: torch.nn.Module, name: str) -> bool:
+    """True when ``forward`` has a parameter ``name`` (GPT-2 returns its cache only when asked: ``use_cache``)."""
+    try:
+        return name in inspect.signature(module.forward).parameters
+    except (TypeError, ValueError):
+        return False
+
+
+def _where(param: str, a: int, b: int, batch: int) -> dict[str, Any]:
+    """The keyword that tells a call on tokens ``a..b`` (1-based) where they stand, in the form ``param`` takes."""
+    if not param:
+        return {}
+    if param.lower() in STARTS:
+        return {param: a - 1}
+    at = torch.arange(a - 1, b)
+    return {param: at.unsqueeze(0).expand(batch, -1) if param.lower() == "position_ids" else at}
+
+
 def generate(module: torch.nn.Module, x: torch.Tensor, how: tuple[str, str], seed: int) -> list[Call]:
     """Run every call of :data:`CALLS` on ``module``; a call that raises ends the generation."""
     kind, param = how
+    at = position(module)
+    ask = {"use_cache": True} if kind == "passed" and _takes(module, "use_cache") else {}  # GPT-2's present
     if kind != "passed":
         for name in RESETS:
             reset = getattr(module, name, None)
@@ -79,7 +120,8 @@ def generate(module: torch.nn.Module, x: torch.Tensor, how: tuple[str, str], see
         for a, b in CALLS:
             x_new = x[:, a - 1 : b, :]
             try:
-                out = _guard(module, x_new, {param: cache} if kind == "passed" else {param: True} if param else {})
+                given = {param: cache, **ask} if kind == "passed" else {param: True} if param else {}
+                out = _guard(module, x_new, {**given, **_where(at, a, b, x_new.shape[0])})
                 if kind == "passed":
                     if not isinstance(out, tuple) or len(out) != 2:
                         raise StudentError(f"forward(x, {param}) returned {type(out).__name__}, not (context, cache)")
@@ -128,7 +170,7 @@ def collect(obj: Any, spec: lessons.Spec) -> Evidence:
     except roles.Structural as e:  # another attention than the lesson's: no generation to compare
         ev.structural = (e.code, dict(e.detail))
         return ev
-    calls = generate(module, lessons.inputs(spec), convention(module), spec.seed)
+    calls = generate(module, reference.inputs(spec), convention(module), spec.seed)
     for n, call in enumerate(calls, start=1):
         if call.error is not None:
             ev.seen.append(Seen(f"call{n}", "raised", np.zeros(0), ""))
@@ -144,12 +186,12 @@ def collect(obj: Any, spec: lessons.Spec) -> Evidence:
 def judge(ev: Evidence, spec: lessons.Spec, label: str) -> CheckResult:
     """The verdict (the parent's half): every call's context rows against the lesson's, the mistake named."""
     if ev.square and spec.is_class:
-        spec = lessons.sized(spec, spec.d_out, spec.d_out)
+        spec = sizing.sized(spec, spec.d_out, spec.d_out)
     found = ev.roles
     if any(r not in found for r in roles.QKV):
         raise Malformed("the weights found name no query, key and value")
     try:
-        trace = lessons.reference(spec, found)
+        trace = reference.reference(spec, found)
     except (ValueError, IndexError, KeyError, RuntimeError, TypeError) as e:
         raise Malformed(f"the weights found do not fit the lesson's inputs ({type(e).__name__})") from None
     by_id = {s.id: s for s in ev.seen}

@@ -1,11 +1,13 @@
-"""What each lesson asks of a student's code, and the lesson's reference computed with the student's weights.
+"""What each lesson asks of a student's code: the table the whole check reads.
 
 Per lesson: the constructor the book's reader writes (``docs/check.md``), the
-sizes and seed it is built with, the input it is called on, and the lesson's
-quantities in the order the lesson computes them.  The reference is the
-lesson's own pipeline (``tracer.record.pipelines``) run with the student's
-weights in place of the lesson's, so a different initialisation is never a
-mistake.
+sizes and seed it is built with, how it is called, and the lesson's
+quantities in the order the lesson computes them.  The table is data; two
+modules build on it: :mod:`.sizing` makes a lesson's entry at the sizes a
+teacher asks for (``--d-out``, ``--heads``) or in the form the student wrote
+(the book's wrapper of heads), and :mod:`.reference` makes the inputs the
+student's code is called on and the lesson's own trace computed with the
+student's weights.
 
 Lesson ``multihead`` is checked with ``d_out = 8`` (the lesson's ``--d-out``
 option) and two heads: with the lesson's default ``d_out = 2`` each head is
@@ -14,18 +16,10 @@ one number wide, ``sqrt(d_k) = 1`` and a scaling mistake would change nothing.
 
 from __future__ import annotations
 
-import importlib
 from dataclasses import dataclass, replace
 from typing import Any
 
-import numpy as np
-import torch
-
-from tracer.compare.check.model import Quantity, Role
-from tracer.core.trace import Trace
-from tracer.errors import InputError
-from tracer.record.inputs import tutorial
-from tracer.record.pipelines import LESSONS
+from tracer.compare.check.model import Quantity
 
 Q = Quantity
 
@@ -65,7 +59,7 @@ class Spec:
         return self.d_out // self.heads
 
 
-def _qkv(pre: str, optional: bool = False, group: str = "") -> tuple[Quantity, ...]:
+def qkv(pre: str, optional: bool = False, group: str = "") -> tuple[Quantity, ...]:
     return tuple(Q(n, "projections", f"{pre}{n}", optional, group) for n in ("q", "k", "v"))
 
 
@@ -91,7 +85,7 @@ SPECS: dict[str, Spec] = {
         1,
         False,
         (
-            *_qkv(""),
+            *qkv(""),
             Q("omega", "scores", "omega", True, "s"),
             Q("scaled", "scaling", "scaled", False, "s"),
             Q("alpha", "weights", "alpha"),
@@ -108,7 +102,7 @@ SPECS: dict[str, Spec] = {
         1,
         True,
         (
-            *_qkv("batch."),
+            *qkv("batch."),
             Q("omega", "scores", "batch.omega", True, "s"),
             Q("masked", "mask", "batch.neg.omega", True, "s", after=("masked_scaled",)),
             Q("scaled", "scaling", "scaled", True, "s", after=("masked_scaled",)),
@@ -131,7 +125,7 @@ SPECS: dict[str, Spec] = {
         2,
         True,
         (
-            *_qkv("split.", True, "p"),
+            *qkv("split.", True, "p"),
             *(Q(f"h{n}", "heads", f"split.h{n}", False, "p") for n in ("q", "k", "v")),
             Q("omega", "scores", "split.omega", True, "s"),
             Q("masked", "mask", "split.neg.omega", True, "s"),
@@ -156,7 +150,7 @@ SPECS: dict[str, Spec] = {
         1,
         True,
         (
-            *_qkv(""),
+            *qkv(""),
             Q("omega", "scores", "omega", True, "s"),
             Q("masked", "mask", "neg.omega", True, "s", after=("masked_scaled",)),
             Q("masked_scaled", "scaling", "neg.scaled", True, "s", after=("alpha",)),
@@ -176,7 +170,7 @@ SPECS: dict[str, Spec] = {
         4,
         True,
         (
-            *_qkv(""),
+            *qkv(""),
             Q("hq", "heads", "hq", True, "h", after=("alpha",)),
             Q("hk", "heads", "hk"),
             Q("hv", "heads", "hv"),
@@ -203,7 +197,7 @@ SPECS: dict[str, Spec] = {
         1,
         True,
         (
-            *_qkv(""),
+            *qkv(""),
             Q("q_rot", "rope", "rope.q"),
             Q("k_rot", "rope", "rope.k"),
             Q("omega", "scores", "omega", True, "s"),
@@ -258,147 +252,3 @@ one call (a prompt fed in pieces, a draft being verified): a mask that is not
 offset to the new tokens' positions shows on a single token, one sliced
 ``mask[:n, :n]`` only on a call of several (:mod:`.generation`).
 """
-
-
-WRAP = (
-    *_qkv("wrap."),
-    Q("omega", "scores", "wrap.omega", True, "s"),
-    Q("masked", "mask", "wrap.neg.omega", True, "s", after=("masked_scaled",)),
-    Q("masked_scaled", "scaling", "wrap.neg.scaled", True, "s", after=("alpha",)),
-    Q("alpha", "weights", "wrap.causal.alpha"),
-    Q("z", "context", "wrap.z"),
-    Q("concat", "merge", "wrap.concat"),
-    Q("short", "mask", "wrap.concat", run="short"),
-)
-"""Lesson multihead's quantities when the student wrote the book's wrapper (a ModuleList of causal heads)."""
-
-WRAP_OUT = (
-    *WRAP[:-2],
-    Q("concat", "merge", "wrap.concat", True, "o"),
-    Q("proj", "output", "wrap.proj", True, "o"),
-    Q("out", "output", "wrap.out", False, "o"),
-    Q("short", "mask", "wrap.out", run="short"),
-)
-"""The wrapper's quantities when an output projection over all heads follows it (the book's bonus wrapper)."""
-
-
-def wrapped(spec: Spec, width: int, out: bool = False) -> Spec:
-    """``spec`` for a wrapper of heads each ``width`` wide, d_out = heads x width (``out``: a projection follows)."""
-    return replace(spec, d_out=spec.heads * width, quantities=WRAP_OUT if out else WRAP, form="wrap")
-
-
-def sized(spec: Spec, d_out: int | None = None, d_in: int | None = None, heads: int | None = None) -> Spec:
-    """``spec`` with the module built ``d_out`` wide for embeddings ``d_in`` wide, with ``heads`` heads.
-
-    ``heads`` is the constructor's ``num_heads`` (lessons ``multihead`` and
-    ``gqa``; for ``gqa`` a multiple of its key/value groups); ``d_out``
-    stays the lesson's unless given, and must split into the heads.
-    """
-    if not spec.is_class:
-        raise InputError(f"lesson {spec.name} has no d_in or d_out: the inputs are used as they are")
-    args = list(spec.args)
-    if heads is not None:
-        if "num_heads" not in spec.signature:
-            raise InputError(f"lesson {spec.name} has one head: heads are for {', '.join(HEADED)}")
-        if heads < 1 or heads > MAX_HEADS:
-            raise InputError(f"heads must be between 1 and {MAX_HEADS}, got {heads}")
-        groups = args[-1] if spec.name == "gqa" else 1
-        if heads % groups:
-            raise InputError(f"heads must be a multiple of lesson {spec.name}'s {groups} key/value groups, got {heads}")
-        args[spec.signature.index("num_heads")] = heads
-    count = spec.heads if heads is None else heads
-    d_out = spec.d_out if d_out is None else d_out
-    d_in = spec.d_in if d_in is None else d_in
-    if d_out < 1 or d_out % count:
-        said = "the lesson's " if heads is None else ""
-        raise InputError(f"d_out must be a positive multiple of {said}{count} heads, got {d_out}")
-    if d_in < 1 or d_in > MAX_WIDTH:
-        raise InputError(f"d_in must be between 1 and {MAX_WIDTH}, got {d_in}")
-    return replace(spec, d_in=d_in, d_out=d_out, heads=count, args=(d_in, d_out, *args[2:]))
-
-
-HEADED = ("multihead", "gqa")
-"""The lessons whose number of heads ``--heads`` chooses."""
-
-MAX_HEADS = 64
-
-
-MAX_WIDTH = 512
-"""The widest embeddings a check makes up (a module of a real model's width is checked at a small one)."""
-
-
-def embeddings(d_in: int) -> torch.Tensor:
-    """The six tokens as ``d_in``-wide embeddings: the tutorial's where they fit, seeded ones beyond.
-
-    For ``d_in <= 3`` the tutorial's first ``d_in`` columns; wider, its three
-    columns then ``d_in - 3`` columns drawn from ``torch.rand`` under seed 123,
-    rounded to two decimals as the tutorial's are.
-    """
-    x = torch.tensor(tutorial()[0], dtype=torch.float32)
-    if d_in <= x.shape[1]:
-        return x[:, :d_in].contiguous()
-    g = torch.Generator().manual_seed(123)
-    more = torch.round(torch.rand((x.shape[0], d_in - x.shape[1]), generator=g) * 100) / 100
-    return torch.cat((x, more.to(torch.float32)), dim=1)
-
-
-def inputs(spec: Spec) -> torch.Tensor:
-    """The tensor the student's code is called on: the six tokens (twice, stacked, for a batch)."""
-    x = embeddings(spec.d_in)
-    return torch.stack((x, x)) if spec.batch else x
-
-
-def _options(spec: Spec) -> dict[str, Any]:
-    """The lesson options the reference is built with (lessons window, gqa and rope have their own)."""
-    if spec.name == "window":
-        return {"window": spec.args[3]}
-    if spec.name == "gqa":
-        return {"heads": spec.heads, "groups": spec.args[-1]}
-    if spec.name == "rope":
-        return {"style": spec.style}
-    return {}
-
-
-def reference(spec: Spec, roles: dict[str, Role]) -> Trace:
-    """The lesson's trace, computed with the student's weights where the student has them."""
-    module = importlib.import_module(LESSONS[spec.name][0])
-    _, tokens = tutorial()
-    x = embeddings(spec.d_in)
-    meta = {"dtype": "float32", "n_tokens": x.shape[0], "dim": x.shape[1], "source": {"kind": "tutorial"}}
-    if spec.name == "simple":
-        trace: Trace = module.build(x, tokens, 2, torch.float32, meta)
-        return trace
-    w = {r: torch.tensor(roles[r].value, dtype=torch.float32) for r in ("W_query", "W_key", "W_value")}
-    info = {"kind": "student", "d_out": spec.d_out}
-    if spec.name == "trainable":
-        trace = module.build(x, tokens, 2, torch.float32, meta, weights=w, weights_meta=info)
-        return trace
-    if spec.name == "multihead":  # any number of heads (the lesson's option is only d_out)
-        extra = module.with_heads(x, spec.d_out, spec.heads)
-    else:
-        extra = module.prepare(x, d_out=spec.d_out, **_options(spec))
-    if spec.form == "wrap":
-        extra["wrap"] = w
-        if "W_out" in roles:
-            out = ("W_out", "b_out")
-            extra["wrap_out"] = {r: torch.tensor(roles[r].value, dtype=torch.float32) for r in out if r in roles}
-    elif spec.name == "causal":
-        extra.update(weights=w, weights_meta=info, module=w)
-    elif spec.name in ("window", "rope"):
-        extra.update(weights=w, weights_meta=info)
-    elif spec.name == "kvcache":
-        extra.update(weights=w, weights_meta=info, spans=list(CALLS))
-    elif spec.name == "gqa":
-        extra["weights"] = {**extra["weights"], **w}
-        if "W_out" in roles:
-            extra["weights"]["W_out"] = torch.tensor(roles["W_out"].value, dtype=torch.float32)
-    else:
-        split = dict(extra["split"])
-        split.update(w)
-        if "W_out" in roles:
-            split["W_out"] = torch.tensor(roles["W_out"].value, dtype=torch.float32)
-            bias = roles["b_out"].value if "b_out" in roles else np.zeros(spec.d_out)
-            split["b_out"] = torch.tensor(bias, dtype=torch.float32)
-        extra["split"] = split
-    trace = module.build(x, tokens, 2, torch.float32, meta, **extra)
-    return trace

@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from tracer.compare.check import align, roles, student, wrapper
+from tracer.compare.check import align, roles, rotations, student, wrapper
 from tracer.compare.check.evidence import MODES, Other
 from tracer.compare.check.lessons import Spec
 from tracer.compare.check.model import Role
@@ -31,13 +31,20 @@ TOKENS = 7
 SEED = 7
 
 
-MODELLED = ("trainable", "causal", "multihead")
-"""The lessons whose result :func:`_reference` computes; the others (window, gqa) are not rebuilt."""
+MODELLED = ("trainable", "causal", "multihead", "rope")
+"""The lessons whose result :func:`_reference` computes; the others (window, gqa) are not rebuilt.
+
+Lesson ``rope`` is rebuilt two components wider (RoPE turns pairs, so the
+width stays even) and its queries and keys are turned as the checked
+pairing turns them (``--rope-style``), from position 0, ``θ_p = 10000^(−2(p−1)/d)``
+at the new width: a frequency table or a rotation written for ``d_out = 4``
+shows here.
+"""
 
 
 def sizes(spec: Spec) -> dict[str, Any]:
     """The second build's sizes (the square modules' ``d_in`` follows their ``d_out``)."""
-    d_out = spec.d_out + spec.heads
+    d_out = spec.d_out + (2 if spec.name == "rope" else spec.heads)  # RoPE's pairs need an even width
     d_in = d_out if spec.d_in == spec.d_out else spec.d_in + 1
     return {"d_in": d_in, "d_out": d_out, "context_length": CONTEXT, "dropout": 0.0, "num_heads": spec.heads}
 
@@ -175,7 +182,7 @@ def _attend(q: np.ndarray, k: np.ndarray, v: np.ndarray, causal: bool) -> np.nda
 
 def _reference(spec: Spec, found: dict[str, Role], x: np.ndarray, d_out: int) -> np.ndarray:
     """The lesson's result in float64 with the second module's weights (dropout off)."""
-    causal = spec.name in ("causal", "multihead")
+    causal = spec.name in ("causal", "multihead", "rope")
 
     def proj(r: str, w: np.ndarray) -> np.ndarray:
         b = found.get(roles.BIAS[r])
@@ -192,6 +199,8 @@ def _reference(spec: Spec, found: dict[str, Role], x: np.ndarray, d_out: int) ->
             joined = joined @ found["W_out"].value + (found["b_out"].value if "b_out" in found else 0.0)
         return joined
     q, k, v = (proj(r, found[r].value) for r in roles.QKV)
+    if spec.name == "rope":
+        q, k = _turned(q, spec.style or "half"), _turned(k, spec.style or "half")
     if spec.name != "multihead":  # one head, no output projection
         return _attend(q, k, v, causal)
     b, t, _ = q.shape
@@ -201,3 +210,13 @@ def _reference(spec: Spec, found: dict[str, Role], x: np.ndarray, d_out: int) ->
     if "W_out" in found:
         z = z @ found["W_out"].value + (found["b_out"].value if "b_out" in found else 0.0)
     return z
+
+
+def _turned(x: np.ndarray, style: str) -> np.ndarray:
+    """RoPE on ``x``, ``(b, T, d)`` or ``(T, d)``: token ``i`` (from 0) turned by ``i θ_p``, paired by ``style``."""
+    t, d = x.shape[-2], x.shape[-1]
+    angle = np.arange(t)[:, None] * (rotations.BASE ** (-2.0 * np.arange(d // 2) / d))[None, :]
+    cos, sin = np.cos(angle), np.sin(angle)
+    if x.ndim == 2:
+        return rotations.turn(x, cos, sin, style)
+    return np.stack([rotations.turn(row, cos, sin, style) for row in x])

@@ -141,6 +141,8 @@ def assign(module: torch.nn.Module, d_in: int, d_out: int, out_proj: bool, group
             roles[r] = _weight(r, named[r], d_in, width or d_out)
     elif len(fused_named) == 1:
         roles.update(_fused(fused_named[0], ps, d_in, d_out))
+    elif grouped and (cut := _grouped_fused(mats, d_in, d_out)) is not None:
+        roles.update(_fused(cut[0], ps, d_in, d_out, cut[1]))
     else:
         fused = [p for p in mats if sorted(p.value.shape) == sorted((d_in, 3 * d_out))]
         wide = [p for p in mats if _fits(p, d_in, d_out)]
@@ -215,17 +217,39 @@ def _weight(role: str, p: Param, d_in: int, d_out: int) -> Role:
     raise InputError(f"{p.name} has shape {tuple(v.shape)}; the {role} weight maps d_in={d_in} to d_out={d_out}")
 
 
-def _fused(p: Param, ps: list[Param], d_in: int, d_out: int) -> dict[str, Role]:
-    v = p.value.T if p.linear or p.value.shape == (3 * d_out, d_in) else p.value
+def _fused(p: Param, ps: list[Param], d_in: int, d_out: int, kv: int = 0) -> dict[str, Role]:
+    """A fused projection cut into query, key and value, ``d_out``, ``kv`` and ``kv`` wide (``kv = 0``: ``d_out``)."""
+    kv = kv or d_out
+    widths = (d_out, kv, kv)
+    v = p.value.T if p.linear or p.value.shape == (sum(widths), d_in) else p.value
     how = "fused projection cut in three (query, key, value)"
     out = {}
     bias = next((b for b in ps if b.name == p.name.rsplit(".", 1)[0] + ".bias"), None) if p.linear else None
-    for n, r in enumerate(QKV):
-        cut = slice(n * d_out, (n + 1) * d_out)
-        out[r] = Role(r, f"{p.name}[{n * d_out}:{(n + 1) * d_out}]", how, v[:, cut].copy())
+    start = 0
+    for r, width in zip(QKV, widths, strict=True):
+        cut = slice(start, start + width)
+        out[r] = Role(r, f"{p.name}[{start}:{start + width}]", how, v[:, cut].copy())
         if bias is not None:
-            out[BIAS[r]] = Role(BIAS[r], f"{bias.name}[{n * d_out}:{(n + 1) * d_out}]", how, bias.value[cut].copy())
+            out[BIAS[r]] = Role(BIAS[r], f"{bias.name}[{start}:{start + width}]", how, bias.value[cut].copy())
+        start += width
     return out
+
+
+def _grouped_fused(mats: list[Param], d_in: int, d_out: int) -> tuple[Param, int] | None:
+    """Grouped-query attention's one fused projection by name: queries, then narrower keys and values.
+
+    Phi-3's ``qkv_proj`` and the like put the ``d_out`` query columns first,
+    then ``kv`` key and ``kv`` value columns, ``kv`` a whole fraction of
+    ``d_out``: the weight and ``kv``, or None when no named weight is so wide.
+    """
+    for p in mats:
+        width = _width(p, d_in)
+        if base(p) not in FUSED or width is None or (width - d_out) % 2:
+            continue
+        kv = (width - d_out) // 2
+        if 0 < kv < d_out and d_out % kv == 0:
+            return p, kv
+    return None
 
 
 def _source(ps: list[Param], role: Role) -> Param | None:

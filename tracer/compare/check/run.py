@@ -14,8 +14,10 @@ from tracer.compare.check import (
     generation,
     lessons,
     marks,
+    reference,
     resize,
     roles,
+    sizing,
     student,
     wrapper,
 )
@@ -49,7 +51,7 @@ def check(
     code ends it with an :class:`~tracer.errors.InputError`.
     ``d_out`` builds the module with another output width than the lesson's
     (not for lesson ``simple``; for ``multihead`` a multiple of its two heads),
-    ``d_in`` for embeddings of another width (:func:`lessons.embeddings`),
+    ``d_in`` for embeddings of another width (:func:`reference.embeddings`),
     ``heads`` the number of heads (lessons ``multihead`` and ``gqa``).
     ``rope_style`` (lesson ``rope``): the pairing the code should use,
     ``half`` (``rotate_half``, the default) or ``interleaved``.
@@ -82,7 +84,7 @@ def spec_for(
     if lesson == "flash" and (d_out is not None or d_in is not None or heads is not None):
         raise InputError("lesson flash checks a function of q, k and v: --d-out, --d-in and --heads do not apply")
     if d_out is not None or d_in is not None or heads is not None:
-        spec = lessons.sized(spec, d_out, d_in, heads)
+        spec = sizing.sized(spec, d_out, d_in, heads)
     return spec
 
 
@@ -107,14 +109,14 @@ def judge(ev: Evidence, spec: lessons.Spec, source: str | None) -> CheckResult:
     if spec.name == "kvcache":  # a generation, call by call, rather than one run
         return generation.judge(ev, spec, label)
     if ev.square and spec.is_class:
-        spec = lessons.sized(spec, spec.d_out, spec.d_out)
+        spec = sizing.sized(spec, spec.d_out, spec.d_out)
     if ev.wrap and spec.multi:
-        spec = lessons.wrapped(spec, ev.wrap, "W_out" in ev.roles)
+        spec = sizing.wrapped(spec, ev.wrap, "W_out" in ev.roles)
     found = ev.roles
     if spec.is_class and any(r not in found for r in roles.QKV):
         raise Malformed("the weights found name no query, key and value")
     try:
-        trace = lessons.reference(spec, found)
+        trace = reference.reference(spec, found)
     except (ValueError, IndexError, KeyError, RuntimeError, TypeError) as e:
         raise Malformed(f"the weights found do not fit the lesson's inputs ({type(e).__name__})") from None
     seen = wrapper.stacked(ev.seen, ev.heads, spec.heads) if ev.heads else ev.seen

@@ -1,0 +1,82 @@
+"""A lesson's entry of the table at other sizes, or in the form the student wrote it.
+
+:func:`sized` is the lesson at the sizes a teacher asks for (``--d-out``,
+``--d-in``, ``--heads``), refused in one line where the lesson cannot take
+them; :func:`wrapped` is lesson ``multihead`` when the student wrote the
+book's wrapper of causal heads, whose quantities are the lesson's wrapper
+form (``wrap.*``) instead of its split heads.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from tracer.compare.check.lessons import Spec, qkv
+from tracer.compare.check.model import Quantity as Q
+from tracer.errors import InputError
+
+WRAP = (
+    *qkv("wrap."),
+    Q("omega", "scores", "wrap.omega", True, "s"),
+    Q("masked", "mask", "wrap.neg.omega", True, "s", after=("masked_scaled",)),
+    Q("masked_scaled", "scaling", "wrap.neg.scaled", True, "s", after=("alpha",)),
+    Q("alpha", "weights", "wrap.causal.alpha"),
+    Q("z", "context", "wrap.z"),
+    Q("concat", "merge", "wrap.concat"),
+    Q("short", "mask", "wrap.concat", run="short"),
+)
+"""Lesson multihead's quantities when the student wrote the book's wrapper (a ModuleList of causal heads)."""
+
+WRAP_OUT = (
+    *WRAP[:-2],
+    Q("concat", "merge", "wrap.concat", True, "o"),
+    Q("proj", "output", "wrap.proj", True, "o"),
+    Q("out", "output", "wrap.out", False, "o"),
+    Q("short", "mask", "wrap.out", run="short"),
+)
+"""The wrapper's quantities when an output projection over all heads follows it (the book's bonus wrapper)."""
+
+
+def wrapped(spec: Spec, width: int, out: bool = False) -> Spec:
+    """``spec`` for a wrapper of heads each ``width`` wide, d_out = heads x width (``out``: a projection follows)."""
+    return replace(spec, d_out=spec.heads * width, quantities=WRAP_OUT if out else WRAP, form="wrap")
+
+
+def sized(spec: Spec, d_out: int | None = None, d_in: int | None = None, heads: int | None = None) -> Spec:
+    """``spec`` with the module built ``d_out`` wide for embeddings ``d_in`` wide, with ``heads`` heads.
+
+    ``heads`` is the constructor's ``num_heads`` (lessons ``multihead`` and
+    ``gqa``; for ``gqa`` a multiple of its key/value groups); ``d_out``
+    stays the lesson's unless given, and must split into the heads.
+    """
+    if not spec.is_class:
+        raise InputError(f"lesson {spec.name} has no d_in or d_out: the inputs are used as they are")
+    args = list(spec.args)
+    if heads is not None:
+        if "num_heads" not in spec.signature:
+            raise InputError(f"lesson {spec.name} has one head: heads are for {', '.join(HEADED)}")
+        if heads < 1 or heads > MAX_HEADS:
+            raise InputError(f"heads must be between 1 and {MAX_HEADS}, got {heads}")
+        groups = args[-1] if spec.name == "gqa" else 1
+        if heads % groups:
+            raise InputError(f"heads must be a multiple of lesson {spec.name}'s {groups} key/value groups, got {heads}")
+        args[spec.signature.index("num_heads")] = heads
+    count = spec.heads if heads is None else heads
+    d_out = spec.d_out if d_out is None else d_out
+    d_in = spec.d_in if d_in is None else d_in
+    if d_out < 1 or d_out % count:
+        said = "the lesson's " if heads is None else ""
+        raise InputError(f"d_out must be a positive multiple of {said}{count} heads, got {d_out}")
+    if d_in < 1 or d_in > MAX_WIDTH:
+        raise InputError(f"d_in must be between 1 and {MAX_WIDTH}, got {d_in}")
+    return replace(spec, d_in=d_in, d_out=d_out, heads=count, args=(d_in, d_out, *args[2:]))
+
+
+HEADED = ("multihead", "gqa")
+"""The lessons whose number of heads ``--heads`` chooses."""
+
+MAX_HEADS = 64
+
+
+MAX_WIDTH = 512
+"""The widest embeddings a check makes up (a module of a real model's width is checked at a small one)."""
