@@ -29,7 +29,7 @@ import torch
 from torch.overrides import TorchFunctionMode
 
 from tracer.record.capture import opened, ops, writes
-from tracer.record.capture.ops.common import Call, Handler, Unsupported
+from tracer.record.capture.ops.common import Call, Handler, Unsupported, has_complex
 from tracer.record.capture.session import Session
 
 SILENT = {"__get__", "__set__", "__setitem__", "register_buffer", "requires_grad_", "retain_grad"}
@@ -129,6 +129,8 @@ class Mode(TorchFunctionMode):
             try:
                 if handler is None:
                     raise Unsupported("no decomposition")
+                if has_complex(call):  # complex arithmetic is not decomposed: its parts are stored side by side
+                    raise Unsupported("complex numbers")
                 handler(self.s, call)
             except Exception as e:
                 why = str(e) if isinstance(e, Unsupported) else f"{type(e).__name__}: {e}"

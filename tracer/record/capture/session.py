@@ -162,7 +162,9 @@ class Session:
         hint = hint or variable(t) or "input"
         info = Info("leaf", how or "given", "", hint=hint)
         self.info[name] = info
-        names = ax.default(t.dim())
+        if value.is_complex():  # real and imaginary parts side by side, as ``torch.view_as_real`` has them
+            value = torch.view_as_real(value.resolve_conj()).clone()
+        names = ax.default(value.dim())
         if isinstance(t, torch.nn.Parameter) and t.dim() in (1, 2):
             names = ("c", "k")[2 - t.dim() :]
         attrs: dict[str, object] = {"made_by": how} if how else {}

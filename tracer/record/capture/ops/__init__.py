@@ -17,6 +17,7 @@ from tracer.record.capture import axes as ax
 from tracer.record.capture.ops import attention, layout, norms, pointwise, products, reduce, repeat
 from tracer.record.capture.ops.common import Call, Handler, as_stored
 from tracer.record.capture.session import Session
+from tracer.record.recorder import Var
 
 HANDLERS: dict[str, Handler] = {
     **dict.fromkeys(("matmul", "__matmul__", "__rmatmul__", "mm", "bmm", "mv", "dot", "inner"), products.matmul),
@@ -83,14 +84,25 @@ def opaque(s: Session, c: Call, why: str) -> None:
             continue
         name, info = s.begin(c.key)
         info.out_index = n if len(outs) > 1 else None
+        stored = as_stored(t, s.rec.dtype)
         v = s.rec.apply(
             "opaque",
             name,
-            as_stored(t, s.rec.dtype),
+            stored,
             [Ref(i.name) for i in dict((i.name, i) for i in ins).values()],
-            ax.default(t.dim()),
+            _axes_of(stored, ins),
             text=f"{label}(…)",
             attrs={"func": label, "why": why},
             granularity=TENSOR,
         )
         s.bind(t, v)
+
+
+def _axes_of(stored: torch.Tensor, ins: list[Var]) -> tuple[str, ...]:
+    """An opaque result's axes: those of an input of its very shape (complex arithmetic, a cumulative sum
+    keep what each axis indexes, so the attention after them is still read by batch, tokens and heads),
+    else fresh letters."""
+    for i in ins:
+        if tuple(i.data.shape) == tuple(stored.shape):
+            return tuple(i.axes)
+    return ax.default(stored.dim())

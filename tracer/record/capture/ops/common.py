@@ -53,8 +53,22 @@ Handler = Callable[[Session, Call], None]
 
 
 def as_stored(t: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
-    """A tensor's values as a trace stores them: floats as they are, anything else in ``dtype``."""
+    """A tensor's values as a trace stores them: floats as they are, anything else in ``dtype``.
+
+    A complex tensor (Meta's rotary embedding: ``view_as_complex``, ``torch.polar``)
+    is stored as its real and imaginary parts side by side, one axis more
+    (``torch.view_as_real``): casting it to a real dtype would keep the real
+    part alone and write a value the code never held.
+    """
+    if t.is_complex():
+        return torch.view_as_real(t.resolve_conj()).to(dtype)
     return t if t.is_floating_point() else t.to(dtype)
+
+
+def has_complex(c: Call) -> bool:
+    """Whether a call reads or returns a complex tensor: such calls are recorded as opaque steps."""
+    outs = c.out if isinstance(c.out, tuple | list) else (c.out,)
+    return any(isinstance(t, torch.Tensor) and t.is_complex() for t in (*c.tensors(), *outs))
 
 
 def out_axes(s: Session, out: torch.Tensor, operands: Sequence[torch.Tensor]) -> tuple[str, ...]:
