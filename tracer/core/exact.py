@@ -40,14 +40,14 @@ hold the slow path to a share of the work that no noisy machine can fake.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from decimal import Context, Decimal
 from typing import TypeVar
 
 import numpy as np
 
-from tracer.core import dd
+from tracer.core import dd, tally
 
 _CTX = Context(prec=60)
 _WIDE = Context(prec=200)
@@ -71,24 +71,18 @@ class Tally:
     slow: int = 0
 
 
-_TALLIES: list[Tally] = []
+_TALLIES = tally.Tallies(Tally)
 
 
-@contextlib.contextmanager
-def counting() -> Iterator[Tally]:
+def counting() -> contextlib.AbstractContextManager[Tally]:
     """Count the entries :func:`exp` evaluates, and those it sends to :mod:`decimal`, inside the block."""
-    tally = Tally()
-    _TALLIES.append(tally)
-    try:
-        yield tally
-    finally:
-        _TALLIES.remove(tally)
+    return _TALLIES.counting()
 
 
 def _count(entries: int, slow: int) -> None:
-    for tally in _TALLIES:
-        tally.entries += entries
-        tally.slow += slow
+    for t in _TALLIES.open:
+        t.entries += entries
+        t.slow += slow
 
 
 def exp(x: np.ndarray) -> np.ndarray:

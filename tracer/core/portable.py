@@ -26,6 +26,7 @@ machine's residual, and ``trace.tensor("mat.omega")`` the library's result.
 from __future__ import annotations
 
 import dataclasses
+import weakref
 
 import numpy as np
 
@@ -83,7 +84,13 @@ def shown(trace: Trace) -> Trace:
     :mod:`tracer.core.recompute`).  Nothing else changes (ids, ops, formulas,
     checks), so every renderer can take this trace instead of the original.
     A trace without bounded checks (an older file) comes back as it is.
+    Each trace is shown once (the result is kept while ``trace`` lives and its meta is unchanged), so
+    every language and format of its report reads the same shown trace, and
+    verifies it once (:meth:`Trace.verify`).
     """
+    kept = _SHOWN.get(trace)
+    if kept is not None and kept.meta == trace.meta:  # meta is a plain dict: kept only while it is unchanged
+        return kept
     forms = loop_forms(trace)
     if not forms:
         return trace
@@ -105,7 +112,12 @@ def shown(trace: Trace) -> Trace:
             n = dataclasses.replace(n, value=np.array(value, dtype=n.value.dtype))
         done[n.name] = n.value
         nodes.append(n)
-    return Trace(nodes, trace.meta)
+    _SHOWN[trace] = Trace(nodes, trace.meta)
+    return _SHOWN[trace]
+
+
+_SHOWN: weakref.WeakKeyDictionary[Trace, Trace] = weakref.WeakKeyDictionary()
+"""Each trace's shown form, for as long as the trace itself is alive."""
 
 
 def canonical(trace: Trace) -> Trace:

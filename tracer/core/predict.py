@@ -15,10 +15,14 @@ are never derived.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+
+from tracer.core import tally
 
 Fix = Callable[[int, np.ndarray], np.ndarray]
 """Corrects slice ``n`` of a predicted running sum (a stored patch) before the next is computed from it."""
@@ -26,6 +30,41 @@ Fix = Callable[[int, np.ndarray], np.ndarray]
 PREDICTABLE = {"mul", "add", "sub", "div", "acc", "sum", "max", "masked_fill"}
 
 _BINARY = {"mul": np.multiply, "add": np.add, "sub": np.subtract, "div": np.divide}
+
+
+@dataclass
+class Tally:
+    """What :func:`counting` saw: entries of running sums read out of memory order."""
+
+    scattered: int = 0
+    """Entries read from planes whose neighbours in memory belong to other planes (a cache line per entry)."""
+
+
+_TALLIES = tally.Tallies(Tally)
+
+
+def counting() -> contextlib.AbstractContextManager[Tally]:
+    """Count the entries running sums read out of memory order inside the block (a work count, not a time)."""
+    return _TALLIES.counting()
+
+
+def _moving(a: np.ndarray) -> list[int]:
+    """The strides, in bytes, of ``a``'s axes that move through memory (more than one entry, not broadcast)."""
+    return [abs(st) for st, n in zip(a.strides, a.shape, strict=True) if n > 1 and st != 0]
+
+
+def innermost(a: np.ndarray, ax: int) -> bool:
+    """True when axis ``ax`` of ``a`` has the smallest stride: a running sum along it walks memory in order."""
+    moving = _moving(a)
+    return a.shape[ax] > 1 and a.strides[ax] != 0 and abs(a.strides[ax]) == min(moving)
+
+
+def _count(plane: np.ndarray) -> None:
+    """Tally ``plane``'s entries as scattered when no axis of it steps one entry at a time."""
+    moving = _moving(plane)
+    if _TALLIES.open and moving and min(moving) > plane.itemsize:
+        for t in _TALLIES.open:
+            t.scattered += plane.size
 
 
 def aligned(value: np.ndarray, index: tuple[str, ...], axes: tuple[str, ...]) -> np.ndarray | None:
@@ -102,6 +141,10 @@ def predict(
             with np.errstate(all="ignore"):
                 np.add(prev[:-1], w[1:], out=o[1:], dtype=dtype)
             return res
+        if fix is None and innermost(full, ax):
+            # the sums run along memory: numpy's accumulate adds left to right in one pass
+            with np.errstate(all="ignore"):
+                return np.add.accumulate(full, axis=ax, dtype=dtype)
         # one plane at a time, left to right: np.add.accumulate gives the same bits but walks a
         # leading axis line by line, many times slower on a T×T×d block
         work = np.moveaxis(full, ax, 0)
@@ -109,6 +152,7 @@ def predict(
         with np.errstate(all="ignore"):
             out[0] = work[0] if fix is None else fix(0, work[0].copy())
             for n in range(1, work.shape[0]):
+                _count(work[n])
                 if fix is None:
                     np.add(out[n - 1], work[n], out=out[n, ...], dtype=dtype)  # a 0-d view for 1-d sums too
                 else:

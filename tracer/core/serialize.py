@@ -149,8 +149,7 @@ def _encode(n: Node, spec: dict[str, Any], done: dict[str, np.ndarray]) -> dict[
     if dt not in _DTYPES:
         raise TraceFormatError(f"node {n.name}: cannot store dtype {dt}")
     head: dict[str, Any] = {"dtype": dt, "shape": list(v.shape)}
-    finite = bool(np.isfinite(v).all())
-    if v.size <= LIST_LIMIT and finite:
+    if v.size <= LIST_LIMIT and bool(np.isfinite(v).all()):  # no pass over a large tensor that is no list
         return {**head, "encoding": "list", "data": [float(f) for f in v.ravel()]}
     guess = predict(n.op, n.axes, v.shape, spec["args"], n.attrs, done, v.dtype, like=v)
     if guess is not None and guess.shape == v.shape:

@@ -197,6 +197,7 @@ class Trace:
     def __init__(self, nodes: Sequence[Node], meta: Mapping[str, Any]) -> None:
         self.meta: dict[str, Any] = dict(meta)
         self._nodes: dict[str, Node] = {}
+        self._verification: Verification | None = None
         for n in nodes:
             if n.name in self._nodes:
                 raise ValueError(f"duplicate node {n.name}")
@@ -342,10 +343,14 @@ class Trace:
         inputs (a file edited by hand, or by someone who recomputed its
         digest); ``verify().summary()`` names them in one line.  The work is
         :func:`tracer.core.verify.verify`, reached through :mod:`tracer.core.hooks`
-        (that module reads traces, so the trace may not import it).
+        (that module reads traces, so the trace may not import it).  It runs
+        once per trace: nodes and their values are read-only after the trace is
+        built, so a report in two languages and two formats asks for it four
+        times and pays once.
         """
-        result: Verification = hooks.call("verify", self)
-        return result
+        if self._verification is None:
+            self._verification = hooks.call("verify", self)
+        return self._verification
 
     def save(self, path: str | os.PathLike[str] | IO[str]) -> None:
         """Write the trace file (see ``docs/trace-format.md``); :func:`tracer.core.serialize.save` does the work."""
