@@ -114,3 +114,21 @@ def test_a_broadcast_mask_is_drawn_once_not_as_head_1(traces: dict[str, Trace]) 
     files = report.build(traces["fused"], "en")
     assert "fig-bias.svg" in files and "fig-bias-h1.svg" not in files
     assert "fig-att-softmax-h1.svg" in files and "fig-att-softmax-h2.svg" in files  # the weights: per head
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+@pytest.mark.parametrize(("name", "said", "unsaid"), [("llama", "−3.4028e+38", "−inf"), ("t5", "ALiBi", "−inf")])
+def test_a_mask_caption_says_what_the_code_put_where_a_query_may_not_look(
+    lang: str, name: str, said: str, unsaid: str
+) -> None:
+    """Hugging Face's ``finfo(float32).min`` is said as that number; T5's position bias (either sign) as a bias."""
+    from tests import capture_corpus_unseen as unseen
+    from tracer.present.captured import attentions, role
+    from tracer.present.strings import Strings
+
+    t = tracer.trace_torch(getattr(unseen, name))
+    caps = captions(t, Strings(lang))
+    masks = [n for a in attentions(t) for n in a if role(t, a, n) == "mask"]
+    assert masks, name
+    for n in masks:
+        assert said in caps[n.name]["caption"] and unsaid not in caps[n.name]["caption"], caps[n.name]

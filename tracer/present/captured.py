@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import re
 
+import numpy as np
+
 from tracer.core.trace import Node, Trace
 from tracer.present.attention_parts import LAYOUT, attentions, role
 from tracer.present.idwords import upper, words
@@ -98,10 +100,36 @@ def captions(trace: Trace, s: Strings) -> dict[str, dict[str, str]]:
     for attention in attentions(trace):
         for n in attention:
             what = role(trace, attention, n)
-            text = upper(s(f"capture.cap_{what}", name=words(n.name, s, modules=paths)))
+            name = words(n.name, s, modules=paths)
+            text = upper(_mask_caption(n, name, s) if what == "mask" else s(f"capture.cap_{what}", name=name))
             out[n.name] = {**_formula(n), "caption": text, "figure": s("capture.fig", what=text)}
-            out[n.name]["alt"] = s(f"capture.alt_{what}")
+            biased = what == "mask" and _mask_key(n) == "capture.cap_mask_bias"
+            out[n.name]["alt"] = s("capture.alt_bias" if biased else f"capture.alt_{what}")
     return out
+
+
+def _mask_caption(node: Node, name: str, s: Strings) -> str:
+    """What a mask step put where a query may not look: −inf, a very negative number, or a bias of any sign.
+
+    Code writes ``-inf`` (the book, nanoGPT), ``torch.finfo(dtype).min``
+    (Hugging Face) or adds a bias that is no mask at all (ALiBi, T5's
+    relative positions): the caption says which, from the values.
+    """
+    key = _mask_key(node)
+    if key == "capture.cap_mask_fill":
+        low = float(np.asarray(node.value, dtype=np.float64).min())
+        return str(s(key, name=name, fill=f"{low:.4e}".replace("-", "−")))
+    return str(s(key, name=name))
+
+
+def _mask_key(node: Node) -> str:
+    """Which mask sentence fits a mask step's values: −inf, a fill below −1e30, or else a bias."""
+    v = np.asarray(node.value, dtype=np.float64)
+    if np.isneginf(v).any():
+        return "capture.cap_mask"
+    if v.size and float(v.min()) <= -1e30:  # a fill no score can reach: weight 0 after the softmax, as −inf gives
+        return "capture.cap_mask_fill"
+    return "capture.cap_mask_bias"
 
 
 CONSTANTS = ("ones", "zeros", "full", "arange", "eye", "tensor", "as_tensor", "linspace", "empty", "tril", "triu")
