@@ -132,3 +132,17 @@ def test_a_mask_caption_says_what_the_code_put_where_a_query_may_not_look(
     assert masks, name
     for n in masks:
         assert said in caps[n.name]["caption"] and unsaid not in caps[n.name]["caption"], caps[n.name]
+
+
+@pytest.mark.parametrize(
+    ("lang", "title"),
+    [
+        ("en", "Attention in return … of SlidingWindow.forward()"),
+        ("zh", "SlidingWindow.forward() 的 return … 中的注意力"),
+    ],
+)
+def test_an_attention_in_the_return_statement_is_titled_as_one(lang: str, title: str) -> None:
+    """``return torch.softmax(scores, -1) @ v``: the section holding the weights says it is the attention."""
+    t = tracer.trace_torch(corpus.window)
+    heads = [line for line in report.build(t, lang)["index.md"].decode().splitlines() if line.startswith("## ")]
+    assert any(title in h for h in heads), heads

@@ -184,7 +184,7 @@ def stage_story(trace: Trace, stage: str, s: Strings) -> dict[str, object]:
     if stage == "build":
         paras.insert(0, s("capture.build"))
         title = s("capture.build_title")
-    elif stage == "output":
+    elif stage == "output" and not _weighs(trace, stage):
         title = s("capture.output_title")
     elif stage == "main":
         title = s("capture.main_title")
@@ -218,12 +218,14 @@ def _where(trace: Trace, stage: str, s: Strings) -> str:
         path, cls = paths[stage]
         return s("capture.where_module", cls=cls, path=path)
     own = [n.name for n in trace.nodes if n.stage == stage]
+    root = paths.get("(root)")
+    if stage == "output":  # ``return torch.softmax(scores, -1) @ v``: the attention in the return statement
+        return s("capture.where_return", fn=f"{root[1]}.forward" if root else trace.meta.get("lesson", ""))
     if any(n.endswith((".in_proj", ".in_proj_q")) for n in own):  # nn.MultiheadAttention, opened up
         path = next(n for n in own if n.endswith((".in_proj", ".in_proj_q"))).rpartition(".")[0]
         return s("capture.where_module", cls="nn.MultiheadAttention", path=path)
     if stage == trace.meta.get("lesson"):  # the captured function's ``return``
         return s("capture.where_return", fn=stage)
-    root = paths.get("(root)")
     fn, caller = _function(trace, stage)
     if fn and fn not in ("forward", "__init__"):  # a helper's statement, or the captured function's own
         cls = root[1] if root is not None else ""
@@ -259,6 +261,11 @@ def _targets(trace: Trace, stage: str) -> str:
     names = last | {re.sub(r"_[0-9]+$", "", n) for n in last}  # ``query_2``: the value ``query`` holds next
     parts = stage.split("_")
     return ", ".join(parts) if len(parts) > 1 and all(p in names for p in parts) else stage
+
+
+def _weighs(trace: Trace, stage: str) -> bool:
+    """Whether a stage computes the weights of an attention (its title then says so)."""
+    return any(n.stage == stage and role(trace, a, n) == "weights" for a in attentions(trace) for n in a)
 
 
 def _title(trace: Trace, stage: str, main: list[Node], s: Strings) -> str:
