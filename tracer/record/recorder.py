@@ -28,6 +28,7 @@ import torch
 
 from tracer.core import bounds, exact, trig
 from tracer.core.trace import ELEMENT, TENSOR, Node, Ref, Trace
+from tracer.record.layout import Misread, contraction, lay_out, plan
 
 
 @dataclass(frozen=True)
@@ -76,26 +77,24 @@ class Arg:
         An index that is a whole number (``"1"``, 1-based) reads that one
         entry of its axis: how a broadcast axis of size one is read.
         """
-        t = self.var.data
-        index = self.index
-        fixed = [d for d, a in enumerate(index) if a.isdigit()]
-        if fixed:
-            t = t[tuple(int(index[d]) - 1 if d in fixed else slice(None) for d in range(len(index)))]
-            index = tuple(a for a in index if not a.isdigit())
-        if len(set(index)) != len(index):
-            raise ValueError(f"{self.var.name}{self.index}: repeated axis")
-        missing = [a for a in index if a not in axes]
-        if missing:
-            raise ValueError(f"{self.var.name}: axes {missing} are not among {tuple(axes)}")
-        order = sorted(range(len(index)), key=lambda d: axes.index(index[d]))
-        t = t.permute(order)
-        shape = [t.shape[[index[d] for d in order].index(a)] if a in index else 1 for a in axes]
-        return t.reshape(shape)
+        try:
+            p = plan(self.index, tuple(axes))
+        except Misread as e:
+            raise ValueError(f"{self.var.name}{self.index if e.repeated else ''}: {e}") from None
+        return lay_out(self.var.data, p)
 
 
 def _axes(spec: str | Sequence[str]) -> tuple[str, ...]:
     return tuple(spec)
 
+
+_BINARY: dict[str, Callable[..., torch.Tensor]] = {
+    "mul": torch.mul,
+    "add": torch.add,
+    "sub": torch.sub,
+    "div": torch.div,
+}
+"""The two-operand elementwise ops, each one correctly rounded IEEE operation per entry."""
 
 SMALL_ROWS = 4096
 """Entries per running-sum step below which numpy's ``add.accumulate`` is used (faster for small tensors)."""
@@ -112,7 +111,8 @@ def _running_sums(terms: torch.Tensor) -> torch.Tensor:
     (a T = 512 score table: 1.0 s instead of 0.5 s for the whole trace), where
     one ``torch.add`` per step, over a whole row at once, is faster.
     """
-    if terms.shape[0] == 0 or terms[0].numel() < SMALL_ROWS:
+    rows = terms.shape[0]
+    if rows == 0 or terms.numel() < SMALL_ROWS * rows:
         return torch.from_numpy(np.add.accumulate(terms.numpy(), axis=0))
     sums = torch.empty_like(terms)
     sums[0] = terms[0]
@@ -183,18 +183,18 @@ class Recorder:
         if split is None:
             split = (0,) * name.count(".") + (len(axes),)
         node = Node(
-            name=name,
-            op=op,
-            stage=self._stage,
-            axes=axes,
-            split=tuple(split),
-            value=value.detach().numpy(),
-            args=tuple(args),
-            latex=latex,
-            text=text,
-            symbol=symbol if granularity == ELEMENT else "",  # a tensor-level step names no entry
-            granularity=granularity,
-            attrs=dict(attrs or {}),
+            name,
+            op,
+            self._stage,
+            axes,
+            tuple(split),
+            (value.detach() if value.requires_grad else value).numpy(),
+            tuple(args),
+            latex,
+            text,
+            symbol if granularity == ELEMENT else "",  # a tensor-level step names no entry
+            granularity,
+            dict(attrs) if attrs else {},
         )
         self._nodes.append(node)
         return Var(name, axes, value, symbol or name)
@@ -242,14 +242,9 @@ class Recorder:
         ts = [a.aligned(out) for a in args]
         # aligned operands all have len(out) dims, each of size 1 or the full size; torch.broadcast_shapes
         # would do, but it imports torch.fx's symbolic shapes (0.7 s) on first use
-        shape = tuple(max(int(t.shape[d]) for t in ts) for d in range(len(out)))
-        ts = [t.expand(shape) for t in ts]
-        fns: dict[str, Callable[..., torch.Tensor]] = {
-            "mul": torch.mul,
-            "add": torch.add,
-            "sub": torch.sub,
-            "div": torch.div,
-        }
+        shape = tuple(map(max, *(t.shape for t in ts))) if len(ts) > 1 else ts[0].shape if ts else ()
+        ts = [t if t.shape == shape else t.expand(shape) for t in ts]
+        fns = _BINARY
         attrs: dict[str, Any] = {}
         if op == "exp" and len(ts) == 1:
             value = torch.from_numpy(exact.exp(ts[0].contiguous().numpy()))
@@ -351,26 +346,24 @@ class Recorder:
         out = _axes(axes)
         if over not in out:
             raise ValueError(f"{name}: axis {over!r} is not among {out}")
-        lead = [x for x in out[: out.index(over)]]
-        rest = tuple(x for x in out if x != over)
-        work = (over, *rest)
-        perm = [work.index(x) for x in out]  # work layout -> out layout
+        c = contraction(out, over)
+        args = [a] if b is None else [a, b]
+        sizes = _sizes(c.work, args)
         if b is None:
-            terms = a.aligned(work).expand(*[self._size(x, [a]) for x in work]).contiguous()
+            terms = a.aligned(c.work).expand(sizes).contiguous()
             term_ref = a.ref
-            term_name = None
         else:
-            terms = torch.empty([self._size(x, [a, b]) for x in work], dtype=self.dtype)
-            torch.mul(a.aligned(work), b.aligned(work), out=terms)
-            term_name = f"{name}.{parts[0]}"
+            terms = torch.empty(sizes, dtype=self.dtype)
+            torch.mul(a.aligned(c.work), b.aligned(c.work), out=terms)
         sums = _running_sums(terms)
-        split = (0,) * name.count(".") + (len(lead), len(out) - len(lead))
-        if term_name is not None and b is not None:
+        split = (0,) * name.count(".") + (c.lead, len(out) - c.lead)
+        if b is not None:
+            term_name = f"{name}.{parts[0]}"
             self._record(
                 term_name,
                 "mul",
                 out,
-                terms.permute(*perm),
+                terms.permute(c.perm),
                 [a.ref, b.ref],
                 split=split,
                 symbol=part_latex[0],  # a product is named by the expression that defines it
@@ -379,13 +372,12 @@ class Recorder:
             )
             term_ref = Ref(term_name, out)
         sums_name = f"{name}.{parts[1]}"
-        prev = Ref(sums_name, tuple(f"{x}-1" if x == over else x for x in out))
         self._record(
             sums_name,
             "acc",
             out,
-            sums.permute(*perm),
-            [prev, term_ref],
+            sums.permute(c.perm),
+            [Ref(sums_name, c.prev), term_ref],
             split=split,
             symbol=part_latex[1],
             latex=part_latex[1],
@@ -400,7 +392,7 @@ class Recorder:
         return self._record(
             name,
             "sum",
-            rest,
+            c.rest,
             total,
             [star],
             symbol=symbol,
@@ -482,9 +474,13 @@ class Recorder:
                 attrs["forms"] = "traced"
         return self.tensor(name, "maxabsdiff", value, [a, b], (), latex=latex, text=text, attrs=attrs)
 
-    @staticmethod
-    def _size(axis: str, args: Sequence[Arg]) -> int:
-        for arg in args:
-            if axis in arg.index:
-                return int(arg.var.data.shape[arg.index.index(axis)])
-        raise ValueError(f"axis {axis!r} is not read by any operand")
+
+def _sizes(axes: Sequence[str], args: Sequence[Arg]) -> list[int]:
+    """The size of each of ``axes``, read from the first operand that has it."""
+    known: dict[str, int] = {}
+    for arg in reversed(args):
+        known.update(zip(arg.index, arg.var.data.shape, strict=True))
+    try:
+        return [known[x] for x in axes]
+    except KeyError as e:
+        raise ValueError(f"axis {e.args[0]!r} is not read by any operand") from None
