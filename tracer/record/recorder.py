@@ -28,7 +28,7 @@ import torch
 
 from tracer.core import bounds, exact, trig
 from tracer.core.trace import ELEMENT, TENSOR, Node, Ref, Trace
-from tracer.record.layout import Misread, contraction, lay_out, plan
+from tracer.record.layout import Misread, Plan, contraction, lay_out, plan, sizes_of
 
 
 @dataclass(frozen=True)
@@ -71,17 +71,23 @@ class Arg:
 
         return rename(self.var.symbol, dict(zip(self.var.axes, self.index, strict=True)))
 
-    def aligned(self, axes: Sequence[str]) -> torch.Tensor:
-        """The operand permuted and unsqueezed to broadcast against ``axes``.
+    def aligned(self, axes: Sequence[str], shape: Sequence[int] | None = None) -> torch.Tensor:
+        """The operand permuted and unsqueezed to broadcast against ``axes`` (expanded to ``shape`` if given).
 
         An index that is a whole number (``"1"``, 1-based) reads that one
         entry of its axis: how a broadcast axis of size one is read.
         """
+        return lay_out(self.var.data, self._plan(axes), shape)
+
+    def sizes(self, axes: Sequence[str]) -> list[int]:
+        """The sizes :meth:`aligned` gives along ``axes`` before any broadcast (1 for an axis it does not read)."""
+        return sizes_of(self.var.data, self._plan(axes))
+
+    def _plan(self, axes: Sequence[str]) -> Plan:
         try:
-            p = plan(self.index, tuple(axes))
+            return plan(self.index, tuple(axes))
         except Misread as e:
             raise ValueError(f"{self.var.name}{self.index if e.repeated else ''}: {e}") from None
-        return lay_out(self.var.data, p)
 
 
 def _axes(spec: str | Sequence[str]) -> tuple[str, ...]:
@@ -239,11 +245,10 @@ class Recorder:
         ``cos`` and ``sin`` (:mod:`tracer.core.trig`).
         """
         out = _axes(axes)
-        ts = [a.aligned(out) for a in args]
         # aligned operands all have len(out) dims, each of size 1 or the full size; torch.broadcast_shapes
         # would do, but it imports torch.fx's symbolic shapes (0.7 s) on first use
-        shape = tuple(map(max, *(t.shape for t in ts))) if len(ts) > 1 else ts[0].shape if ts else ()
-        ts = [t if t.shape == shape else t.expand(shape) for t in ts]
+        shape = tuple(max(n) for n in zip(*(a.sizes(out) for a in args), strict=True))
+        ts = [a.aligned(out, shape) for a in args]
         fns = _BINARY
         attrs: dict[str, Any] = {}
         if op == "exp" and len(ts) == 1:
@@ -350,7 +355,7 @@ class Recorder:
         args = [a] if b is None else [a, b]
         sizes = _sizes(c.work, args)
         if b is None:
-            terms = a.aligned(c.work).expand(sizes).contiguous()
+            terms = a.aligned(c.work, sizes).contiguous()
             term_ref = a.ref
         else:
             terms = torch.empty(sizes, dtype=self.dtype)

@@ -209,7 +209,8 @@ def build(
             latex=r"z^{(<i>)}_{<c>}",
             text="step<s>.z[<i>−a+1,<c>] of the step that brought token <i>",
         )
-        filled = torch.tensor([[1.0 if j <= b else 0.0 for j in range(1, t + 1)] for _, b in spans])
+        last = torch.tensor([b for _, b in spans])
+        filled = (torch.arange(1, t + 1) <= last[:, None]).to(torch.float32)  # 1 where token j is cached
         rec.input("cache.rows", filled, "sj", symbol=r"C_{<s,j>}", text="1 if token <j> is cached after step <s>")
     with rec.stage("full"):
         full_attention(rec, x, w, up, gen)
