@@ -33,5 +33,5 @@ def test_both_ways_give_the_left_to_right_sums_bit_for_bit(
         want[n] = acc
     for small_rows in (0, 10**9):  # every row "large" (torch loop), every row "small" (numpy)
         monkeypatch.setattr(recorder, "SMALL_ROWS", small_rows)
-        got = recorder._running_sums(terms)
+        got = recorder.running_sums(terms)
         assert got.dtype == dtype and np.array_equal(got.numpy().view(np.uint8), want.numpy().view(np.uint8))

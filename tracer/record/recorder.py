@@ -101,12 +101,14 @@ _BINARY: dict[str, Callable[..., torch.Tensor]] = {
     "div": torch.div,
 }
 """The two-operand elementwise ops, each one correctly rounded IEEE operation per entry."""
+_OPERANDS = {**dict.fromkeys(_BINARY, 2), "masked_fill": 2, "exp": 1, "cos": 1, "sin": 1}
+"""How many operands each elementwise op takes."""
 
 SMALL_ROWS = 4096
 """Entries per running-sum step below which numpy's ``add.accumulate`` is used (faster for small tensors)."""
 
 
-def _running_sums(terms: torch.Tensor) -> torch.Tensor:
+def running_sums(terms: torch.Tensor) -> torch.Tensor:
     """Running sums of ``terms`` along its first axis, left to right: one IEEE addition of the dtype per sum.
 
     Both ways below do exactly those additions (``ufunc.accumulate`` never
@@ -134,6 +136,10 @@ class Recorder:
         self.dtype = dtype
         self._nodes: list[Node] = []
         self._stage = "main"
+        self.ahead: dict[str, torch.Tensor] = {}
+        """Values worked out ahead, by node name: a primitive that finds its node here records that value
+        instead of computing it (a lesson that computes many small nodes at once, bit for bit as they
+        would be computed one by one: see :mod:`tracer.record.pipelines.kvbatch`).  Each is used once."""
 
     @contextmanager
     def stage(self, name: str) -> Iterator[None]:
@@ -245,23 +251,10 @@ class Recorder:
         ``cos`` and ``sin`` (:mod:`tracer.core.trig`).
         """
         out = _axes(axes)
-        # aligned operands all have len(out) dims, each of size 1 or the full size; torch.broadcast_shapes
-        # would do, but it imports torch.fx's symbolic shapes (0.7 s) on first use
-        shape = tuple(max(n) for n in zip(*(a.sizes(out) for a in args), strict=True))
-        ts = [a.aligned(out, shape) for a in args]
-        fns = _BINARY
-        attrs: dict[str, Any] = {}
-        if op == "exp" and len(ts) == 1:
-            value = torch.from_numpy(exact.exp(ts[0].contiguous().numpy()))
-        elif op in ("cos", "sin") and len(ts) == 1:
-            value = torch.from_numpy(getattr(trig, op)(ts[0].contiguous().numpy()))
-        elif op in fns and len(ts) == 2:
-            value = fns[op](ts[0], ts[1])
-        elif op == "masked_fill" and len(ts) == 2:
-            attrs["fill"] = str(fill)
-            value = ts[0].masked_fill(ts[1] != 0, fill)
-        else:
-            raise ValueError(f"unknown elementwise op {op!r} with {len(ts)} operands")
+        if op not in _OPERANDS or _OPERANDS[op] != len(args):
+            raise ValueError(f"unknown elementwise op {op!r} with {len(args)} operands")
+        attrs: dict[str, Any] = {"fill": str(fill)} if op == "masked_fill" else {}
+        value = self.ahead.pop(name) if name in self.ahead else _pointwise(op, out, args, fill)
         refs = [a.ref for a in args]
         return self._record(name, op, out, value, refs, split=split, symbol=symbol, latex=latex, text=text, attrs=attrs)
 
@@ -352,15 +345,19 @@ class Recorder:
         if over not in out:
             raise ValueError(f"{name}: axis {over!r} is not among {out}")
         c = contraction(out, over)
-        args = [a] if b is None else [a, b]
-        sizes = _sizes(c.work, args)
-        if b is None:
-            terms = a.aligned(c.work, sizes).contiguous()
-            term_ref = a.ref
+        term_ref = a.ref
+        if f"{name}.{parts[1]}" in self.ahead:  # products and sums worked out ahead, laid out as ``c.work``
+            terms = self.ahead.pop(f"{name}.{parts[0]}") if b is not None else torch.empty(())
+            sums = self.ahead.pop(f"{name}.{parts[1]}")
         else:
-            terms = torch.empty(sizes, dtype=self.dtype)
-            torch.mul(a.aligned(c.work), b.aligned(c.work), out=terms)
-        sums = _running_sums(terms)
+            args = [a] if b is None else [a, b]
+            sizes = _sizes(c.work, args)
+            if b is None:
+                terms = a.aligned(c.work, sizes).contiguous()
+            else:
+                terms = torch.empty(sizes, dtype=self.dtype)
+                torch.mul(a.aligned(c.work), b.aligned(c.work), out=terms)
+            sums = running_sums(terms)
         split = (0,) * name.count(".") + (c.lead, len(out) - c.lead)
         if b is not None:
             term_name = f"{name}.{parts[0]}"
@@ -489,3 +486,18 @@ def _sizes(axes: Sequence[str], args: Sequence[Arg]) -> list[int]:
         return [known[x] for x in axes]
     except KeyError as e:
         raise ValueError(f"axis {e.args[0]!r} is not read by any operand") from None
+
+
+def _pointwise(op: str, out: tuple[str, ...], args: Sequence[Arg], fill: float) -> torch.Tensor:
+    """The values of :meth:`Recorder.elementwise`: ``op`` on ``args`` broadcast over ``out``."""
+    # aligned operands all have len(out) dims, each of size 1 or the full size; torch.broadcast_shapes
+    # would do, but it imports torch.fx's symbolic shapes (0.7 s) on first use
+    shape = tuple(max(n) for n in zip(*(a.sizes(out) for a in args), strict=True))
+    ts = [a.aligned(out, shape) for a in args]
+    if op == "exp":
+        return torch.from_numpy(exact.exp(ts[0].contiguous().numpy()))
+    if op in ("cos", "sin"):
+        return torch.from_numpy(getattr(trig, op)(ts[0].contiguous().numpy()))
+    if op == "masked_fill":
+        return ts[0].masked_fill(ts[1] != 0, fill)
+    return _BINARY[op](ts[0], ts[1])

@@ -1,0 +1,105 @@
+"""Lesson ``kvcache``'s one-token steps, computed all at once and recorded step by step.
+
+A generation of T tokens makes about T steps of 29 small nodes each, and a
+node's arithmetic on a row of a few hundred entries costs far less than the
+dozen torch calls around it.  So :class:`Ahead` computes, before the steps are
+recorded, every value the one-token steps will record, as whole tables over
+all the tokens (the products of every query with every key, every running
+sum), and hands each step its rows through :attr:`Recorder.ahead
+<tracer.record.recorder.Recorder.ahead>`: the step's primitives then record
+those values, with the ids, operands and formulas they always record.
+
+The values are the same bits as one step at a time, because every entry is
+computed by the same operation on the same operands:
+
+- a product, a difference, a quotient, an ``exp`` (:func:`tracer.core.exact.exp`)
+  is one correctly rounded IEEE operation per entry, whatever the table around it;
+- a running sum adds, left to right, the same terms: row ``n`` of a table
+  (token ``n`` reads keys ``1..n``) has those terms first, so its first ``n``
+  sums are the step's (what comes after them is never read);
+- the masked entries of later keys only pad the tables: the step of token
+  ``n`` has no masked key (its mask row is all zeros), and its slice ends at key ``n``;
+- each row's maximum is taken by ``torch.amax`` on exactly the step's row, as the step would.
+
+``tests/test_kvcache_ahead.py`` records lessons both ways and compares every
+node bit for bit, and counts the tensor calls a step makes.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+from tracer.core import exact
+from tracer.record.recorder import Recorder, Var, running_sums
+
+
+def _products(a: torch.Tensor, b: torch.Tensor, sizes: list[int], dtype: torch.dtype) -> torch.Tensor:
+    """``a * b`` (already laid out to broadcast) into a new contiguous table, as the recorder multiplies."""
+    terms = torch.empty(sizes, dtype=dtype)
+    torch.mul(a, b, out=terms)
+    return terms
+
+
+class Ahead:
+    """The values of lesson kvcache's one-token steps, worked out for every token at once.
+
+    ``x`` is the inputs, ``w`` the three weight matrices, ``root`` the
+    recorded ``sqrt(d_k)``, ``rows`` the 0-based positions of the tokens
+    that a step brings alone.
+    """
+
+    def __init__(self, rec: Recorder, x: Var, w: dict[str, Var], root: Var, rows: list[int]) -> None:
+        dt = rec.dtype
+        t, d_in = (int(n) for n in x.data.shape)
+        self.proj: dict[str, tuple[torch.Tensor, torch.Tensor]] = {}
+        for n, wn in (("q", "W_query"), ("k", "W_key"), ("v", "W_value")):
+            wd = w[wn].data  # (k, c): the work layout is (k, i, c)
+            c = int(wd.shape[1])
+            terms = _products(x.data.T[:, :, None], wd[:, None, :], [d_in, t, c], dt)
+            self.proj[n] = (terms, running_sums(terms))
+        q, k, v = (self.proj[n][1][-1] for n in "qkv")  # (i, c) and (j, c): every token's projections
+        c = int(q.shape[1])
+        self.omega = _products(q.T[:, :, None], k.T[:, None, :], [c, t, t], dt)  # (c, i, j)
+        self.omega_s = running_sums(self.omega)
+        keep = torch.zeros(t, t, dtype=torch.bool)  # the entries a one-token step computes: keys 1..n of row n
+        for i in rows:
+            keep[i, : i + 1] = True
+        self.neg = self.omega_s[-1].masked_fill(~keep, float("-inf"))  # row n's first n entries: omega's
+        self.scaled = torch.div(self.neg, root.data.expand(t, t))
+        top = torch.zeros(t, dtype=dt)
+        for i in rows:
+            top[i] = torch.amax(self.scaled[i : i + 1, : i + 1], dim=-1)[0]
+        self.shift = torch.sub(self.scaled, top[:, None].expand(t, t))
+        e = np.zeros((t, t), dtype=self.shift.numpy().dtype)
+        e[keep.numpy()] = exact.exp(self.shift.numpy()[keep.numpy()])  # only the entries a step computes
+        self.exp = torch.from_numpy(e)
+        self.exp_s = running_sums(self.exp.T.contiguous())  # (j, i)
+        self.alpha = torch.div(self.exp, self.exp_s.diagonal()[:, None].expand(t, t))
+        self.alpha_s = running_sums(self.alpha.T.contiguous())  # (j, i)
+        self.z = _products(self.alpha.T[:, :, None], v[:, None, :], [t, t, c], dt)  # (j, i, c)
+        self.z_s = running_sums(self.z)
+
+    def step(self, pre: str, n: int) -> dict[str, torch.Tensor]:
+        """The values of step ``pre`` (``step<s>.``) that brings token ``n`` (1-based), by node name.
+
+        Contractions are laid out as the recorder lays them out (the summed
+        axis first); elementwise results as their axes ``(i, j)``.
+        """
+        i = n - 1
+        got: dict[str, torch.Tensor] = {}
+        for name, (terms, sums) in self.proj.items():
+            got[f"{pre}{name}.p"] = terms[:, i:n, :]
+            got[f"{pre}{name}.s"] = sums[:, i:n, :]
+        got[f"{pre}omega.p"] = self.omega[:, i:n, :n]
+        got[f"{pre}omega.s"] = self.omega_s[:, i:n, :n]
+        got[f"{pre}neg.omega"] = self.neg[i:n, :n]
+        got[f"{pre}neg.scaled"] = self.scaled[i:n, :n]
+        got[f"{pre}causal.shift"] = self.shift[i:n, :n]
+        got[f"{pre}causal.exp"] = self.exp[i:n, :n]
+        got[f"{pre}causal.sum.s"] = self.exp_s[:n, i:n]
+        got[f"{pre}causal.alpha"] = self.alpha[i:n, :n]
+        got[f"{pre}causal.alpha_sum.s"] = self.alpha_s[:n, i:n]
+        got[f"{pre}z.t"] = self.z[:n, i:n, :]
+        got[f"{pre}z.s"] = self.z_s[:n, i:n, :]
+        return got
