@@ -4,8 +4,8 @@ Each test records the lesson both ways, with its values worked out ahead
 and one step at a time (``Ahead`` replaced by nothing), and compares every
 node: id, operands, formulas, attributes, dtype, shape and every bit.  The
 work a generated token costs is counted, not timed: with the values worked
-out ahead, one more token adds no running sum, no ``exp`` and one operand
-layout (its row's maximum) however long the text.
+out ahead, one more token adds no running sum, no ``exp`` and no operand
+layout, however long the text.
 """
 
 from __future__ import annotations
@@ -112,13 +112,25 @@ def _work(monkeypatch: pytest.MonkeyPatch, t: int) -> Counter[str]:
     return seen
 
 
-def test_a_generated_token_adds_no_running_sum_and_one_layout(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_generated_token_adds_no_running_sum_no_exp_and_no_layout(monkeypatch: pytest.MonkeyPatch) -> None:
     short, long = _work(monkeypatch, 20), _work(monkeypatch, 60)
     assert long["running sums"] == short["running sums"]  # the tables' and the prompt's, whatever the length
     assert long["exp calls"] == short["exp calls"]
-    assert long["layouts"] - short["layouts"] == 40  # per token: its row's maximum reads its scores
+    assert long["layouts"] == short["layouts"]  # not even its row's maximum lays out an operand
     # exp runs on the entries the steps record, no more: token n reads n keys (the full stage all t x t)
     assert long["exp entries"] - short["exp entries"] == sum(range(21, 61)) + 60 * 60 - 20 * 20
+
+
+def test_a_row_maximum_has_the_bits_of_the_row_alone() -> None:
+    """Zeros of both signs and NaNs, where a reduction's order could show: each row as ``torch.amax`` of it alone."""
+    inf, nan = float("inf"), float("nan")
+    scaled = torch.tensor(
+        [[-0.0, -inf, -inf, -inf], [-0.0, 0.0, -inf, -inf], [0.0, -0.0, -3.0, -inf], [nan, 1.0, -0.0, 2.0]]
+    )
+    top = kvbatch._row_max(scaled, [0, 1, 2, 3])
+    for i in range(4):
+        alone = torch.amax(scaled[i : i + 1, : i + 1], dim=-1)
+        assert top[i : i + 1].numpy().tobytes() == alone.numpy().tobytes(), i
 
 
 def test_values_left_unrecorded_are_an_error(monkeypatch: pytest.MonkeyPatch) -> None:

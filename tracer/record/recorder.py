@@ -306,8 +306,7 @@ class Recorder:
     def max(self, name: str, arg: Arg, over: str, *, symbol: str, latex: str, text: str) -> Var:
         """The largest entry along axis ``over`` (``torch.amax``)."""
         out = tuple(a for a in arg.index if a != over)
-        t = arg.aligned((*out, over))
-        value = torch.amax(t, dim=-1)
+        value = self.ahead.pop(name) if name in self.ahead else torch.amax(arg.aligned((*out, over)), dim=-1)
         ref = Ref(arg.var.name, tuple("*" if a == over else a for a in arg.index))
         return self._record(name, "max", out, value, [ref], symbol=symbol, latex=latex, text=text, attrs={"over": over})
 

@@ -19,7 +19,8 @@ computed by the same operation on the same operands:
   sums are the step's (what comes after them is never read);
 - the masked entries of later keys only pad the tables: the step of token
   ``n`` has no masked key (its mask row is all zeros), and its slice ends at key ``n``;
-- each row's maximum is taken by ``torch.amax`` on exactly the step's row, as the step would.
+- a row's maximum is the same number whatever -inf pads it; where a zero or a NaN is the maximum
+  (whose sign or payload could depend on how the reduction runs) ``torch.amax`` takes the step's row alone.
 
 ``tests/test_kvcache_ahead.py`` records lessons both ways and compares every
 node bit for bit, and counts the tensor calls a step makes.
@@ -39,6 +40,20 @@ def _products(a: torch.Tensor, b: torch.Tensor, sizes: list[int], dtype: torch.d
     terms = torch.empty(sizes, dtype=dtype)
     torch.mul(a, b, out=terms)
     return terms
+
+
+def _row_max(scaled: torch.Tensor, rows: list[int]) -> torch.Tensor:
+    """Each row's largest entry, the bits ``torch.amax`` gives on the row's first n entries alone.
+
+    The masked entries are -inf and change no maximum; only which of two
+    zeros (+0, -0) or of two NaNs comes out may depend on how a reduction
+    runs, so a row whose maximum is zero or NaN is taken again on its own.
+    """
+    top, alone = torch.amax(scaled, dim=-1), set(rows)
+    for i in torch.nonzero((top == 0) | torch.isnan(top)).flatten().tolist():
+        if i in alone:
+            top[i] = torch.amax(scaled[i : i + 1, : i + 1], dim=-1)[0]
+    return top
 
 
 class Ahead:
@@ -62,15 +77,13 @@ class Ahead:
         c = int(q.shape[1])
         self.omega = _products(q.T[:, :, None], k.T[:, None, :], [c, t, t], dt)  # (c, i, j)
         self.omega_s = running_sums(self.omega)
-        keep = torch.zeros(t, t, dtype=torch.bool)  # the entries a one-token step computes: keys 1..n of row n
-        for i in rows:
-            keep[i, : i + 1] = True
+        alone = torch.zeros(t, dtype=torch.bool)
+        alone[rows] = True
+        keep = torch.ones(t, t, dtype=torch.bool).tril() & alone[:, None]  # what a one-token step computes
         self.neg = self.omega_s[-1].masked_fill(~keep, float("-inf"))  # row n's first n entries: omega's
         self.scaled = torch.div(self.neg, root.data.expand(t, t))
-        top = torch.zeros(t, dtype=dt)
-        for i in rows:
-            top[i] = torch.amax(self.scaled[i : i + 1, : i + 1], dim=-1)[0]
-        self.shift = torch.sub(self.scaled, top[:, None].expand(t, t))
+        self.top = _row_max(self.scaled, rows)
+        self.shift = torch.sub(self.scaled, self.top[:, None].expand(t, t))
         e = np.zeros((t, t), dtype=self.shift.numpy().dtype)
         e[keep.numpy()] = exact.exp(self.shift.numpy()[keep.numpy()])  # only the entries a step computes
         self.exp = torch.from_numpy(e)
@@ -95,6 +108,7 @@ class Ahead:
         got[f"{pre}omega.s"] = self.omega_s[:, i:n, :n]
         got[f"{pre}neg.omega"] = self.neg[i:n, :n]
         got[f"{pre}neg.scaled"] = self.scaled[i:n, :n]
+        got[f"{pre}causal.max"] = self.top[i:n]
         got[f"{pre}causal.shift"] = self.shift[i:n, :n]
         got[f"{pre}causal.exp"] = self.exp[i:n, :n]
         got[f"{pre}causal.sum.s"] = self.exp_s[:n, i:n]
