@@ -348,6 +348,7 @@ class Recorder:
         if f"{name}.{parts[1]}" in self.ahead:  # products and sums worked out ahead, laid out as ``c.work``
             terms = self.ahead.pop(f"{name}.{parts[0]}") if b is not None else torch.empty(())
             sums = self.ahead.pop(f"{name}.{parts[1]}")
+            total = self.ahead.pop(name) if total is None and name in self.ahead else total
         else:
             args = [a] if b is None else [a, b]
             sizes = _sizes(c.work, args)

@@ -103,8 +103,9 @@ class Ahead:
     def step(self, pre: str, n: int) -> dict[str, torch.Tensor]:
         """The values of step ``pre`` (``step<s>.``) that brings token ``n`` (1-based), by node name.
 
-        Contractions are laid out as the recorder lays them out (the summed
-        axis first); elementwise results as their axes ``(i, j)``.
+        Products and running sums are laid out as the recorder lays them out
+        (the summed axis first), with their totals; elementwise results as
+        their axes ``(i, j)``.
         """
         i = n - 1
         row, keys = slice(i, n), slice(None, n)  # the step's query row, and the keys it reads
@@ -123,5 +124,10 @@ class Ahead:
             "omega.s": (slice(None), row, keys),
         }
         at.update({f"{name}.{part}": (slice(None), row) for name in "qkv" for part in "ps"})
-        # numpy slices, then torch views of them: a fifth of the cost of slicing the tensors
-        return {pre + name: torch.from_numpy(self.tables[name][where]) for name, where in at.items()}
+        # the totals, each the last running sum: of every component (-1), or of the n keys (i)
+        totals = {p: (f"{p}.s", (-1, row)) for p in "qkv"} | {"omega": ("omega.s", (-1, row, keys))}
+        totals |= {"causal.sum": ("causal.sum.s", (i, row)), "causal.alpha_sum": ("causal.alpha_sum.s", (i, row))}
+        totals["z"] = ("z.s", (i, row))
+        got = {pre + name: torch.from_numpy(self.tables[name][where]) for name, where in at.items()}
+        got |= {pre + name: torch.from_numpy(self.tables[table][where]) for name, (table, where) in totals.items()}
+        return got
