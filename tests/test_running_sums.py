@@ -36,7 +36,7 @@ def test_both_ways_give_the_left_to_right_sums_bit_for_bit(
         want[n] = acc
     for small_rows in (0, 10**9):  # every row "large" (the np.add loop), every row "small" (numpy)
         monkeypatch.setattr(recorder, "SMALL_ROWS", small_rows)
-        got = recorder._running_sums(terms)
+        got = recorder.running_sums(terms)
         assert got.dtype == dtype and np.array_equal(got.numpy().view(np.uint8), want.numpy().view(np.uint8))
 
 
@@ -57,6 +57,6 @@ def test_infinities_nans_and_a_moved_axis_give_the_same_bits(
         want[n] = acc
     for small_rows in (0, 10**9):
         monkeypatch.setattr(recorder, "SMALL_ROWS", small_rows)
-        got = recorder._running_sums(terms)
+        got = recorder.running_sums(terms)
         assert got.shape == want.shape
         assert got.contiguous().numpy().tobytes() == want.contiguous().numpy().tobytes()

@@ -28,6 +28,7 @@ import torch
 
 from tracer.core import bounds, exact, trig
 from tracer.core.trace import ELEMENT, TENSOR, Node, Ref, Trace
+from tracer.record.layout import Misread, Plan, contraction, lay_out, plan, sizes_of
 
 
 @dataclass(frozen=True)
@@ -70,38 +71,44 @@ class Arg:
 
         return rename(self.var.symbol, dict(zip(self.var.axes, self.index, strict=True)))
 
-    def aligned(self, axes: Sequence[str]) -> torch.Tensor:
-        """The operand permuted and unsqueezed to broadcast against ``axes``.
+    def aligned(self, axes: Sequence[str], shape: Sequence[int] | None = None) -> torch.Tensor:
+        """The operand permuted and unsqueezed to broadcast against ``axes`` (expanded to ``shape`` if given).
 
         An index that is a whole number (``"1"``, 1-based) reads that one
         entry of its axis: how a broadcast axis of size one is read.
         """
-        t = self.var.data
-        index = self.index
-        fixed = [d for d, a in enumerate(index) if a.isdigit()]
-        if fixed:
-            t = t[tuple(int(index[d]) - 1 if d in fixed else slice(None) for d in range(len(index)))]
-            index = tuple(a for a in index if not a.isdigit())
-        if len(set(index)) != len(index):
-            raise ValueError(f"{self.var.name}{self.index}: repeated axis")
-        missing = [a for a in index if a not in axes]
-        if missing:
-            raise ValueError(f"{self.var.name}: axes {missing} are not among {tuple(axes)}")
-        order = sorted(range(len(index)), key=lambda d: axes.index(index[d]))
-        t = t.permute(order)
-        shape = [t.shape[[index[d] for d in order].index(a)] if a in index else 1 for a in axes]
-        return t.reshape(shape)
+        return lay_out(self.var.data, self._plan(axes), shape)
+
+    def sizes(self, axes: Sequence[str]) -> list[int]:
+        """The sizes :meth:`aligned` gives along ``axes`` before any broadcast (1 for an axis it does not read)."""
+        return sizes_of(self.var.data, self._plan(axes))
+
+    def _plan(self, axes: Sequence[str]) -> Plan:
+        try:
+            return plan(self.index, tuple(axes))
+        except Misread as e:
+            raise ValueError(f"{self.var.name}{self.index if e.repeated else ''}: {e}") from None
 
 
 def _axes(spec: str | Sequence[str]) -> tuple[str, ...]:
     return tuple(spec)
 
 
+_BINARY: dict[str, Callable[..., torch.Tensor]] = {
+    "mul": torch.mul,
+    "add": torch.add,
+    "sub": torch.sub,
+    "div": torch.div,
+}
+"""The two-operand elementwise ops, each one correctly rounded IEEE operation per entry."""
+_OPERANDS = {**dict.fromkeys(_BINARY, 2), "masked_fill": 2, "exp": 1, "cos": 1, "sin": 1}
+"""How many operands each elementwise op takes."""
+
 SMALL_ROWS = 4096
 """Entries per running-sum step below which numpy's ``add.accumulate`` is used (faster for small tensors)."""
 
 
-def _running_sums(terms: torch.Tensor) -> torch.Tensor:
+def running_sums(terms: torch.Tensor) -> torch.Tensor:
     """Running sums of ``terms`` along its first axis, left to right: one IEEE addition of the dtype per sum.
 
     Both ways below do exactly those additions (``ufunc.accumulate`` never
@@ -117,12 +124,13 @@ def _running_sums(terms: torch.Tensor) -> torch.Tensor:
     time of the single-threaded numpy loop, measured side by side).
     """
     values = terms.numpy()
+    rows = terms.shape[0]
     with np.errstate(all="ignore"):  # inf + -inf is NaN here as in torch: recorded, never warned about
-        if terms.shape[0] == 0 or terms[0].numel() < SMALL_ROWS:
+        if rows == 0 or terms.numel() < SMALL_ROWS * rows:
             return torch.from_numpy(np.add.accumulate(values, axis=0))
         sums = np.empty_like(values)  # the terms' memory layout, as torch.empty_like kept it
         sums[0] = values[0]
-        for n in range(1, values.shape[0]):
+        for n in range(1, rows):
             np.add(sums[n - 1], values[n], out=sums[n])
     return torch.from_numpy(sums)
 
@@ -134,6 +142,10 @@ class Recorder:
         self.dtype = dtype
         self._nodes: list[Node] = []
         self._stage = "main"
+        self.ahead: dict[str, torch.Tensor] = {}
+        """Values worked out ahead, by node name: a primitive that finds its node here records that value
+        instead of computing it (a lesson that computes many small nodes at once, bit for bit as they
+        would be computed one by one: see :mod:`tracer.record.pipelines.kvbatch`).  Each is used once."""
 
     @contextmanager
     def stage(self, name: str) -> Iterator[None]:
@@ -189,18 +201,18 @@ class Recorder:
         if split is None:
             split = (0,) * name.count(".") + (len(axes),)
         node = Node(
-            name=name,
-            op=op,
-            stage=self._stage,
-            axes=axes,
-            split=tuple(split),
-            value=value.detach().numpy(),
-            args=tuple(args),
-            latex=latex,
-            text=text,
-            symbol=symbol if granularity == ELEMENT else "",  # a tensor-level step names no entry
-            granularity=granularity,
-            attrs=dict(attrs or {}),
+            name,
+            op,
+            self._stage,
+            axes,
+            tuple(split),
+            (value.detach() if value.requires_grad else value).numpy(),
+            tuple(args),
+            latex,
+            text,
+            symbol if granularity == ELEMENT else "",  # a tensor-level step names no entry
+            granularity,
+            dict(attrs) if attrs else {},
         )
         self._nodes.append(node)
         return Var(name, axes, value, symbol or name)
@@ -245,29 +257,10 @@ class Recorder:
         ``cos`` and ``sin`` (:mod:`tracer.core.trig`).
         """
         out = _axes(axes)
-        ts = [a.aligned(out) for a in args]
-        # aligned operands all have len(out) dims, each of size 1 or the full size; torch.broadcast_shapes
-        # would do, but it imports torch.fx's symbolic shapes (0.7 s) on first use
-        shape = tuple(max(int(t.shape[d]) for t in ts) for d in range(len(out)))
-        ts = [t.expand(shape) for t in ts]
-        fns: dict[str, Callable[..., torch.Tensor]] = {
-            "mul": torch.mul,
-            "add": torch.add,
-            "sub": torch.sub,
-            "div": torch.div,
-        }
-        attrs: dict[str, Any] = {}
-        if op == "exp" and len(ts) == 1:
-            value = torch.from_numpy(exact.exp(ts[0].contiguous().numpy()))
-        elif op in ("cos", "sin") and len(ts) == 1:
-            value = torch.from_numpy(getattr(trig, op)(ts[0].contiguous().numpy()))
-        elif op in fns and len(ts) == 2:
-            value = fns[op](ts[0], ts[1])
-        elif op == "masked_fill" and len(ts) == 2:
-            attrs["fill"] = str(fill)
-            value = ts[0].masked_fill(ts[1] != 0, fill)
-        else:
-            raise ValueError(f"unknown elementwise op {op!r} with {len(ts)} operands")
+        if op not in _OPERANDS or _OPERANDS[op] != len(args):
+            raise ValueError(f"unknown elementwise op {op!r} with {len(args)} operands")
+        attrs: dict[str, Any] = {"fill": str(fill)} if op == "masked_fill" else {}
+        value = self.ahead.pop(name) if name in self.ahead else _pointwise(op, out, args, fill)
         refs = [a.ref for a in args]
         return self._record(name, op, out, value, refs, split=split, symbol=symbol, latex=latex, text=text, attrs=attrs)
 
@@ -319,8 +312,7 @@ class Recorder:
     def max(self, name: str, arg: Arg, over: str, *, symbol: str, latex: str, text: str) -> Var:
         """The largest entry along axis ``over`` (``torch.amax``)."""
         out = tuple(a for a in arg.index if a != over)
-        t = arg.aligned((*out, over))
-        value = torch.amax(t, dim=-1)
+        value = self.ahead.pop(name) if name in self.ahead else torch.amax(arg.aligned((*out, over)), dim=-1)
         ref = Ref(arg.var.name, tuple("*" if a == over else a for a in arg.index))
         return self._record(name, "max", out, value, [ref], symbol=symbol, latex=latex, text=text, attrs={"over": over})
 
@@ -357,26 +349,29 @@ class Recorder:
         out = _axes(axes)
         if over not in out:
             raise ValueError(f"{name}: axis {over!r} is not among {out}")
-        lead = [x for x in out[: out.index(over)]]
-        rest = tuple(x for x in out if x != over)
-        work = (over, *rest)
-        perm = [work.index(x) for x in out]  # work layout -> out layout
-        if b is None:
-            terms = a.aligned(work).expand(*[self._size(x, [a]) for x in work]).contiguous()
-            term_ref = a.ref
-            term_name = None
+        c = contraction(out, over)
+        term_ref = a.ref
+        if f"{name}.{parts[1]}" in self.ahead:  # products and sums worked out ahead, laid out as ``c.work``
+            terms = self.ahead.pop(f"{name}.{parts[0]}") if b is not None else torch.empty(())
+            sums = self.ahead.pop(f"{name}.{parts[1]}")
+            total = self.ahead.pop(name) if total is None and name in self.ahead else total
         else:
-            terms = torch.empty([self._size(x, [a, b]) for x in work], dtype=self.dtype)
-            torch.mul(a.aligned(work), b.aligned(work), out=terms)
+            args = [a] if b is None else [a, b]
+            sizes = _sizes(c.work, args)
+            if b is None:
+                terms = a.aligned(c.work, sizes).contiguous()
+            else:
+                terms = torch.empty(sizes, dtype=self.dtype)
+                torch.mul(a.aligned(c.work), b.aligned(c.work), out=terms)
+            sums = running_sums(terms)
+        split = (0,) * name.count(".") + (c.lead, len(out) - c.lead)
+        if b is not None:
             term_name = f"{name}.{parts[0]}"
-        sums = _running_sums(terms)
-        split = (0,) * name.count(".") + (len(lead), len(out) - len(lead))
-        if term_name is not None and b is not None:
             self._record(
                 term_name,
                 "mul",
                 out,
-                terms.permute(*perm),
+                terms.permute(c.perm),
                 [a.ref, b.ref],
                 split=split,
                 symbol=part_latex[0],  # a product is named by the expression that defines it
@@ -385,13 +380,12 @@ class Recorder:
             )
             term_ref = Ref(term_name, out)
         sums_name = f"{name}.{parts[1]}"
-        prev = Ref(sums_name, tuple(f"{x}-1" if x == over else x for x in out))
         self._record(
             sums_name,
             "acc",
             out,
-            sums.permute(*perm),
-            [prev, term_ref],
+            sums.permute(c.perm),
+            [Ref(sums_name, c.prev), term_ref],
             split=split,
             symbol=part_latex[1],
             latex=part_latex[1],
@@ -406,7 +400,7 @@ class Recorder:
         return self._record(
             name,
             "sum",
-            rest,
+            c.rest,
             total,
             [star],
             symbol=symbol,
@@ -488,9 +482,28 @@ class Recorder:
                 attrs["forms"] = "traced"
         return self.tensor(name, "maxabsdiff", value, [a, b], (), latex=latex, text=text, attrs=attrs)
 
-    @staticmethod
-    def _size(axis: str, args: Sequence[Arg]) -> int:
-        for arg in args:
-            if axis in arg.index:
-                return int(arg.var.data.shape[arg.index.index(axis)])
-        raise ValueError(f"axis {axis!r} is not read by any operand")
+
+def _sizes(axes: Sequence[str], args: Sequence[Arg]) -> list[int]:
+    """The size of each of ``axes``, read from the first operand that has it."""
+    known: dict[str, int] = {}
+    for arg in reversed(args):
+        known.update(zip(arg.index, arg.var.data.shape, strict=True))
+    try:
+        return [known[x] for x in axes]
+    except KeyError as e:
+        raise ValueError(f"axis {e.args[0]!r} is not read by any operand") from None
+
+
+def _pointwise(op: str, out: tuple[str, ...], args: Sequence[Arg], fill: float) -> torch.Tensor:
+    """The values of :meth:`Recorder.elementwise`: ``op`` on ``args`` broadcast over ``out``."""
+    # aligned operands all have len(out) dims, each of size 1 or the full size; torch.broadcast_shapes
+    # would do, but it imports torch.fx's symbolic shapes (0.7 s) on first use
+    shape = tuple(max(n) for n in zip(*(a.sizes(out) for a in args), strict=True))
+    ts = [a.aligned(out, shape) for a in args]
+    if op == "exp":
+        return torch.from_numpy(exact.exp(ts[0].contiguous().numpy()))
+    if op in ("cos", "sin"):
+        return torch.from_numpy(getattr(trig, op)(ts[0].contiguous().numpy()))
+    if op == "masked_fill":
+        return ts[0].masked_fill(ts[1] != 0, fill)
+    return _BINARY[op](ts[0], ts[1])

@@ -39,6 +39,7 @@ from tracer.errors import InputError
 from tracer.record import weights as wts
 from tracer.record.pipelines.blocks import context, projection, scores
 from tracer.record.pipelines.causal import causal_masks, masked_softmax
+from tracer.record.pipelines.kvbatch import Ahead
 from tracer.record.pipelines.kvcost import COUNTS, LAYERS, cost
 from tracer.record.pipelines.trainable import inputs_and_weights, sqrt_dk
 from tracer.record.recorder import Recorder, Var
@@ -193,9 +194,15 @@ def build(
         root = rec.constant("sqrt_dk", d**0.5, symbol=r"\sqrt{d_k}", text=f"sqrt(d_k) = sqrt({d})")
     cache: tuple[Var, Var] | None = None
     zs = []
+    alone = [a for a, b in spans if a == b]
+    ahead = Ahead(rec, x, w, root, [a - 1 for a in alone]) if len(alone) > 1 else None
     for s, span in enumerate(spans, start=1):
+        if ahead is not None and span[0] == span[1]:
+            rec.ahead.update(ahead.step(f"step{s}.", span[0]))
         with rec.stage("prompt" if s == 1 else "step" if s == 2 else "later"):
             z, ck, cv = step(rec, s, span, x, w, (up, root), cache)
+        if rec.ahead:
+            raise RuntimeError(f"values worked out ahead and never recorded: {', '.join(sorted(rec.ahead))}")
         cache = (ck, cv)
         zs.append(z)
     with rec.stage("later"):
@@ -209,7 +216,8 @@ def build(
             latex=r"z^{(<i>)}_{<c>}",
             text="step<s>.z[<i>−a+1,<c>] of the step that brought token <i>",
         )
-        filled = torch.tensor([[1.0 if j <= b else 0.0 for j in range(1, t + 1)] for _, b in spans])
+        last = torch.tensor([b for _, b in spans])
+        filled = (torch.arange(1, t + 1) <= last[:, None]).to(torch.float32)  # 1 where token j is cached
         rec.input("cache.rows", filled, "sj", symbol=r"C_{<s,j>}", text="1 if token <j> is cached after step <s>")
     with rec.stage("full"):
         full_attention(rec, x, w, up, gen)
