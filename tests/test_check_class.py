@@ -107,3 +107,40 @@ def test_html_folder(small: Path, tmp_path: Path) -> None:
     assert code == 2 and "--force" in err
     code, _, err = run(f"{small}:CausalAttention", "--format", "html")
     assert code == 2 and "-o DIR" in err
+
+
+def test_a_class_in_chinese(small: Path, tmp_path: Path) -> None:
+    """``--lang zh``: each line's verdict, the summary and the class page in Chinese; codes and file names as they are."""
+    res = CliRunner().invoke(
+        app, ["check", f"{small}:CausalAttention", "--lesson", "causal", "-j", "2", "--lang", "zh"]
+    )
+    assert res.exit_code == 1, res.output
+    lines = dict(line.split(": ", 1) for line in res.stdout.splitlines() if ": " in line)
+    assert lines["correct.py"] == "一致"
+    assert lines["buggy_mask_zero.py"] == "不一致 mask_zero 位于 buggy_mask_zero.py:21"
+    assert lines["hostile_message.py"].startswith("出错：CausalAttention 抛出了 ValueError: ")  # their text as it was
+    assert "共 4 份提交：2 份一致，1 份不一致，1 份出错，0 份没有结论" in res.stdout
+    assert "最常见的错误：" in res.stdout and "mask_zero (1)" in res.stdout
+    assert not any(w in res.stdout for w in ("match", "differ", "submissions", "trouble", "no verdict"))
+    out = tmp_path / "site"
+    res = CliRunner().invoke(
+        app,
+        [
+            "check",
+            f"{small}:CausalAttention",
+            "--lesson",
+            "causal",
+            "-j",
+            "2",
+            "--lang",
+            "zh",
+            "--format",
+            "html",
+            "-o",
+            str(out),
+        ],
+    )
+    index = (out / "index.html").read_text()
+    assert (
+        res.exit_code == 1 and "全班检查：课程 causal" in index and 'lang="zh' in index and "Class check" not in index
+    )

@@ -20,6 +20,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from tracer.checking import Verdict
+from tracer.present.strings import Strings
 from tracer.textsafe import cell, printable
 
 PASS = ("match", "skipped", "not compared")
@@ -82,16 +83,18 @@ def gradescope(v: Verdict) -> dict[str, Any]:
     }
 
 
-def line(v: Verdict, label: str) -> str:
-    """One student's line of the class summary: verdict, diagnosis, line."""
+def line(v: Verdict, label: str, lang: str = "en") -> str:
+    """One student's line of the class summary: verdict, diagnosis, line (in ``lang``; codes stay codes)."""
+    s = Strings(lang)
+    word = s(f"class.status_{v.status.replace(' ', '_')}")
     if v.status in ("match", "differs"):
-        parts = [v.status]
+        parts = [word]
         if v.status == "differs":
-            parts.append(v.diagnosis or f"no diagnosis ({v.stage})")
+            parts.append(v.diagnosis or s("class.no_diagnosis", stage=v.stage))
             if v.where:
-                parts.append(f"at {v.where}")
+                parts.append(s("class.at", where=v.where))
         return printable(f"{label}: {' '.join(parts)}")
-    said = v.message if v.message.startswith(v.status) else f"{v.status}: {v.message}"
+    said = v.message if v.message.startswith((v.status, word)) else s("class.said", status=word, message=v.message)
     return printable(f"{label}: {said}")
 
 
@@ -109,21 +112,20 @@ def summary(verdicts: Sequence[tuple[str, Verdict]]) -> dict[str, Any]:
     }
 
 
-def summary_text(verdicts: Sequence[tuple[str, Verdict]]) -> str:
-    """The class summary as text lines."""
-    s = summary(verdicts)
-    lines = [
-        f"{s['submissions']} submissions: {s['match']} match, {s['differs']} differ, "
-        f"{s['trouble']} trouble, {s['no_verdict']} no verdict"
-    ]
-    if s["mistakes"]:
-        lines.append("most common mistakes: " + ", ".join(f"{m['code']} ({m['count']})" for m in s["mistakes"][:5]))
+def summary_text(verdicts: Sequence[tuple[str, Verdict]], lang: str = "en") -> str:
+    """The class summary as text lines, in ``lang`` (the mistakes' codes stay as they are)."""
+    s, got = Strings(lang), summary(verdicts)
+    counts = {k: got[k] for k in ("match", "differs", "trouble", "no_verdict")}
+    lines = [s("class.summary", n=got["submissions"], **counts)]
+    if got["mistakes"]:
+        listed = s("capture.comma").join(f"{m['code']} ({m['count']})" for m in got["mistakes"][:5])
+        lines.append(s("class.common", mistakes=listed))
     return "\n".join(lines) + "\n"
 
 
-def class_text(verdicts: Sequence[tuple[str, Verdict]]) -> str:
+def class_text(verdicts: Sequence[tuple[str, Verdict]], lang: str = "en") -> str:
     """One line per student, then the summary."""
-    return "".join(line(v, label) + "\n" for label, v in verdicts) + "\n" + summary_text(verdicts)
+    return "".join(line(v, label, lang) + "\n" for label, v in verdicts) + "\n" + summary_text(verdicts, lang)
 
 
 def class_json(lesson: str, verdicts: Sequence[tuple[str, Verdict]]) -> str:

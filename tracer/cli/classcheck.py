@@ -81,22 +81,22 @@ def run_class(pattern: tuple[str, str], opts: Options, output: str | None, force
         v = checking.from_outcome(f"{files[index]}:{name}", out, specs[index], opts)
         verdicts[index] = v
         if opts.fmt != "text" or output not in (None, "-"):
-            status(classout.line(v, names[index]))
+            status(classout.line(v, names[index], opts.lang))
     done = [(names[n], v) for n, v in enumerate(verdicts) if v is not None]
     if opts.fmt == "html":
-        _write_html(Path(str(output)), opts.lesson, done, force)
-        status(classout.summary_text(done).rstrip())
+        _write_html(Path(str(output)), opts.lesson, done, force, opts.lang)
+        status(classout.summary_text(done, opts.lang).rstrip())
         status(f"wrote {output}")
     else:
         data = {
-            "text": lambda: classout.class_text(done),
+            "text": lambda: classout.class_text(done, opts.lang),
             "json": lambda: classout.class_json(opts.lesson, done),
             "csv": lambda: classout.table([v for _, v in done], [n for n, _ in done]),
             "gradescope": lambda: classout.class_gradescope(done),
         }[opts.fmt]()
         write_output(data.encode("utf-8"), output, force)
         if output not in (None, "-"):
-            status(classout.summary_text(done).rstrip())
+            status(classout.summary_text(done, opts.lang).rstrip())
             status(f"wrote {output}")
     if any(v.status != "match" for _, v in done):
         raise SystemExit(1)
@@ -121,22 +121,25 @@ def page_name(n: int, label: str) -> str:
     return f"{n:03d}-{stem}.html"
 
 
-def _write_html(out: Path, lesson: str, done: list[tuple[str, Verdict]], force: bool) -> None:
+def _write_html(out: Path, lesson: str, done: list[tuple[str, Verdict]], force: bool, lang: str = "en") -> None:
     from tracer.core.files import write_folder
+    from tracer.present.strings import Strings
+
+    s = Strings(lang)
 
     files: dict[str, bytes] = {}
     rows = []
     for n, (label, v) in enumerate(done, 1):
         page = page_name(n, label)
-        files[page] = (v.page or _trouble_page(label, v)).encode("utf-8")
-        said = classout.line(v, label).partition(": ")[2]
+        files[page] = (v.page or _trouble_page(label, v, lang)).encode("utf-8")
+        said = classout.line(v, label, lang).partition(": ")[2]
         rows.append(
             f'<tr class="{v.status.replace(" ", "-")}"><td><a href="{html.escape(page)}">{html.escape(label)}</a></td>'
             f"<td>{html.escape(said)}</td></tr>"
         )
-    summary = html.escape(classout.summary_text(done)).replace("\n", "<br>\n")
+    summary = html.escape(classout.summary_text(done, lang)).replace("\n", "<br>\n")
     files["index.html"] = _shell(
-        f"Class check: lesson {lesson}", f"<p>{summary}</p>\n<table>\n" + "\n".join(rows) + "\n</table>"
+        s("class.title", lesson=lesson), f"<p>{summary}</p>\n<table>\n" + "\n".join(rows) + "\n</table>", lang
     ).encode("utf-8")
     try:
         write_folder(out, files, force, lambda f: f == "index.html" or bool(PAGE.fullmatch(f)))
@@ -144,18 +147,23 @@ def _write_html(out: Path, lesson: str, done: list[tuple[str, Verdict]], force: 
         raise UserError(f"cannot write {quoted(out)}: {e}") from None
 
 
-def _trouble_page(label: str, v: Verdict) -> str:
-    body = f"<p>{html.escape(v.status)}: {html.escape(v.message)}</p>"
+def _trouble_page(label: str, v: Verdict, lang: str = "en") -> str:
+    from tracer.present.strings import Strings
+
+    s = Strings(lang)
+    word = s(f"class.status_{v.status.replace(' ', '_')}")
+    body = f"<p>{html.escape(s('class.said', status=word, message=v.message))}</p>"
     if v.output.strip():
-        body += f"<h2>Output</h2><pre>{html.escape(printable(v.output))}</pre>"
-    return _shell(label, body)
+        body += f"<h2>{html.escape(s('class.output'))}</h2><pre>{html.escape(printable(v.output))}</pre>"
+    return _shell(label, body, lang)
 
 
-def _shell(title: str, body: str) -> str:
+def _shell(title: str, body: str, lang: str = "en") -> str:
     from tracer.present.render.html import asset, csp
+    from tracer.present.strings import html_lang
 
     return (
-        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">\n'
+        f'<!DOCTYPE html>\n<html lang="{html_lang(lang)}"><head><meta charset="utf-8">\n'
         f'<meta http-equiv="Content-Security-Policy" content="{html.escape(csp(""))}">\n'
         '<meta name="viewport" content="width=device-width, initial-scale=1">\n'
         f"<title>{html.escape(printable(title))}</title>\n<style>{asset('report.css')}</style></head>\n"
