@@ -88,3 +88,24 @@ def test_separate_in_projections_are_named_too() -> None:
 
     names = set(_names(run))
     assert {"attn.in_proj_q", "attn.in_proj_k", "attn.in_proj_v", "attn.scores", "attn.out_proj"} <= names, names
+
+
+def test_a_tensor_a_factory_makes_is_named_after_the_variable_it_is_stored_in() -> None:
+    """``padding = torch.tensor(…)`` is ``padding``, ``x = make()`` over ``return torch.rand(…)`` is ``x``;
+    the ``torch.ones`` inside ``mask = torch.tril(torch.ones(…))`` is not ``mask`` (the ``tril`` is)."""
+
+    def make() -> torch.Tensor:
+        return torch.rand(1, 4, 3)
+
+    def code() -> torch.Tensor:
+        torch.manual_seed(0)
+        x = make()
+        padding = torch.tensor([[0.0, 0.0, 0.0, -1e9]])
+        mask = torch.tril(torch.ones(4, 4))
+        scores = (x @ x.transpose(1, 2)).masked_fill(mask == 0, float("-inf")) + padding
+        return torch.softmax(scores, dim=-1) @ x
+
+    t = tracer.trace_torch(code)
+    leaves = [n.name for n in t.nodes if n.op == "input"]
+    assert {"x", "padding", "ones"} <= set(leaves), leaves
+    assert "mask" not in leaves and "rand" not in leaves and "tensor" not in leaves, leaves

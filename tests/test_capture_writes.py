@@ -146,11 +146,12 @@ def all_contexts() -> torch.Tensor:
 
 
 def test_explaining_a_row_written_long_ago_skips_the_copies() -> None:
-    # ctx is re-written 36 times; row 2 last changed at the 12th: explain goes straight there
+    # ctx (the zeros, named after the variable they are stored in) is re-written 36 times, ctx_2 … ctx_37;
+    # row 2 last changed at the 12th write: explain goes straight there
     t = tracer.trace_torch(all_contexts)
-    assert t.meta["output"] == "ctx_36"
-    assert explain(t, "ctx_36[2,1]").splitlines()[:2] == [
-        "ctx_36[2,1] = ctx_12[2,1] = ctx.add_12[1] = ctx_11.getitem[1] + ctx.mul_12[1] = 0.4340 + 0.0079 = 0.4419",
+    assert t.meta["output"] == "ctx_37" and t.node("ctx").op == "input"
+    assert explain(t, "ctx_37[2,1]").splitlines()[:2] == [
+        "ctx_37[2,1] = ctx_13[2,1] = ctx.add_12[1] = ctx_12.getitem[1] + ctx.mul_12[1] = 0.4340 + 0.0079 = 0.4419",
         "  op: write    stage: ctx",
     ]
 

@@ -110,7 +110,7 @@ def test_html_folder(small: Path, tmp_path: Path) -> None:
 
 
 def test_a_class_in_chinese(small: Path, tmp_path: Path) -> None:
-    """``--lang zh``: each line's verdict, the summary and the class page in Chinese; codes and file names as they are."""
+    """``--lang zh``: verdicts, summary and class page in Chinese; codes and file names as they are."""
     res = CliRunner().invoke(
         app, ["check", f"{small}:CausalAttention", "--lesson", "causal", "-j", "2", "--lang", "zh"]
     )

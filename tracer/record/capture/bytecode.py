@@ -46,6 +46,7 @@ class Flow:
     kind: str  # "assign", "expr", "return"
     store: str = ""  # ``t[i] = …``: the tensor written into
     element: int | None = None  # ``return a, b``: the value's place in the tuple returned
+    direct: bool = True  # stored or returned as it is, no op taking it on the way (``m = torch.ones(…)``)
 
 
 @lru_cache(maxsize=512)
@@ -136,6 +137,7 @@ def flow(code: CodeType, lasti: int) -> Flow | None:
     depth = 0  # of our value, from the top of the stack
     above: list[str] = []  # what each slot above it is called (top last), for ``t[i] = …``
     elem: int | None = None  # our value's position in the tuple being built, if it is in one
+    took = False  # whether an op took our value and left its own result instead
     m = n + 1
     while m < len(ins):
         x = ins[m]
@@ -158,6 +160,7 @@ def flow(code: CodeType, lasti: int) -> Flow | None:
             continue
         taken = _taken(x, depth, above)
         if taken is not None:
+            taken = replace(taken, direct=not took)
             return replace(taken, element=elem) if taken.kind == "return" and elem is not None else taken
         if x.opname == "UNPACK_SEQUENCE" and elem is not None:  # ``a, b = f(x), g(x)`` built as a tuple
             depth, above = elem, [""] * elem
@@ -169,6 +172,7 @@ def flow(code: CodeType, lasti: int) -> Flow | None:
         if pushes == 0:
             return None
         elem = (pops - 1 - depth) if x.opname == "BUILD_TUPLE" else None
+        took = took or x.opname != "BUILD_TUPLE"
         depth, above = 0, []  # from here on, the result of the op that took it
     return None
 

@@ -31,6 +31,7 @@ from torch.overrides import TorchFunctionMode
 from tracer.record.capture import opened, ops, writes
 from tracer.record.capture.ops.common import Call, Handler, Unsupported, has_complex
 from tracer.record.capture.session import Session
+from tracer.record.capture.site import stored_name
 
 SILENT = {"__get__", "__set__", "__setitem__", "register_buffer", "requires_grad_", "retain_grad"}
 INITIALISERS = {"__init__", "reset_parameters", "_reset_parameters", "_fill_padding_idx_with_zero"}
@@ -79,7 +80,7 @@ class Mode(TorchFunctionMode):
             return out
         if key in ops.FACTORIES and isinstance(out, torch.Tensor):
             owner = "Tensor" if key.startswith("new_") else "torch"  # ``scores.new_full((T, T), -inf)``
-            self.s.note_made(out, f"{owner}.{key}({', '.join(map(str, out.shape))})")
+            self.s.note_made(out, f"{owner}.{key}({', '.join(map(str, out.shape))})", stored_name(1))
             return out
         if key in ops.INITS:
             first = next((a for a in (*args, *kwargs.values()) if isinstance(a, torch.Tensor)), None)

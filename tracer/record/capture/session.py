@@ -53,6 +53,7 @@ class Session:
         self.tensors: dict[str, torch.Tensor] = {}  # provisional name -> the tensor it holds
         self.made: dict[int, tuple[torch.Tensor, str]] = {}  # tensors made inside the call, and how
         self.made_storage: dict[int, str] = {}  # storage pointer -> how (nn.Parameter wraps a drawn tensor)
+        self.made_names: dict[int, str] = {}  # tensor id -> the variable its factory's statement stores it in
         self.arg_names: dict[int, str] = {}
         self.stack: list[tuple[torch.nn.Module, str]] = []
         self._entered: list[int] = []  # the name counter when each running module began
@@ -158,7 +159,8 @@ class Session:
         name = self.fresh()
         made = self.made.get(id(t))
         how = made[1] if made is not None and made[0] is t else self._storage_origin(t)
-        hint = self.arg_names.get(id(t)) or (how.split("(")[0].rsplit(".", 1)[-1] if how else None)
+        named = self.made_names.get(id(t)) if made is not None and made[0] is t else None
+        hint = self.arg_names.get(id(t)) or named or (how.split("(")[0].rsplit(".", 1)[-1] if how else None)
         hint = hint or variable(t) or "input"
         info = Info("leaf", how or "given", "", hint=hint)
         self.info[name] = info
@@ -188,9 +190,11 @@ class Session:
         except RuntimeError:
             return None
 
-    def note_made(self, t: torch.Tensor, how: str) -> None:
-        """Remember that ``t`` was made inside the call by ``how`` (a factory or an init draw)."""
+    def note_made(self, t: torch.Tensor, how: str, name: str = "") -> None:
+        """Remember that ``t`` was made inside the call by ``how`` (a factory or an init draw), stored as ``name``."""
         self.made[id(t)] = (t, how)
+        if name:
+            self.made_names[id(t)] = name
         try:
             if t.untyped_storage().data_ptr():
                 self.made_storage[t.untyped_storage().data_ptr()] = how

@@ -78,6 +78,24 @@ def variable(value: object, depth: int = 2) -> str | None:
     return None
 
 
+def stored_name(depth: int = 2) -> str:
+    """The variable the innermost user statement stores the value just made in, as it is ("" if none).
+
+    ``padding = torch.tensor(…)`` gives ``padding``; a helper's ``return
+    torch.rand(…)`` gives what its caller stores it in (``x = make_inputs()``);
+    the ``torch.ones`` of ``mask = torch.tril(torch.ones(T, T))`` gives ""
+    (the ``tril`` takes it first).
+    """
+    f = _user_frame(depth)
+    got = bytecode.flow(f.f_code, f.f_lasti) if f is not None else None
+    if f is not None and got is not None and got.direct and got.kind == "return" and _helper(f) and f.f_back:
+        f, got = f.f_back, bytecode.flow(f.f_back.f_code, f.f_back.f_lasti)
+    if got is None or not got.direct or got.kind != "assign" or len(got.targets) != 1 or got.element is not None:
+        return ""
+    name = got.targets[0]
+    return name if name.isidentifier() and not name.startswith("_") else ""
+
+
 def user_site(depth: int = 2) -> Site | None:
     """The statement of the innermost user frame above the caller, or None (no user frame)."""
     f = _user_frame(depth)
