@@ -49,6 +49,20 @@ def pytest_make_collect_report(collector: pytest.Collector) -> Iterator[None]:
     _must_not_skip(outcome.get_result())  # type: ignore[attr-defined]
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    """In a pytest-xdist worker (``make test`` starts one per core), torch computes on one thread.
+
+    Each worker already has a core of its own; torch's default of a thread per
+    core would put two threads of each worker on every core, fighting each
+    other.  Results do not depend on it: ``make kernels`` checks that one
+    thread writes the same bytes.  Processes the tests start keep torch's default.
+    """
+    if hasattr(config, "workerinput"):
+        import torch
+
+        torch.set_num_threads(1)
+
+
 def pytest_sessionstart(session: pytest.Session) -> None:
     """Under mutmut, a mutant's run starts without the index expressions its parent compiled."""
     fresh_caches()
