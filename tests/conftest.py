@@ -63,6 +63,19 @@ def pytest_configure(config: pytest.Config) -> None:
         torch.set_num_threads(1)
 
 
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """In xdist workers, modules that hold a ``slow`` test come first (their order otherwise kept).
+
+    ``make test`` hands whole modules to the workers in collection order
+    (``--dist loadfile --no-loadscope-reorder``); a long module handed out last
+    would keep one worker busy while the other waits, so the long ones start first.
+    """
+    if not hasattr(config, "workerinput"):
+        return
+    slow = {item.path for item in items if item.get_closest_marker("slow")}
+    items.sort(key=lambda item: item.path not in slow)
+
+
 def pytest_sessionstart(session: pytest.Session) -> None:
     """Under mutmut, a mutant's run starts without the index expressions its parent compiled."""
     fresh_caches()
