@@ -62,9 +62,14 @@ lint: $(READY)  ## ruff and mypy
 	$(PY) -m ruff format --check .
 	$(PY) -m mypy
 
-pytest: $(READY)  ## the test suite (fails if no test ran)
-	$(SAY) "running the test suite with $(PY) ..."
-	@$(PY) -m pytest; rc=$$?; \
+# pytest-xdist runs the suite in JOBS processes (JOBS=1: one process, as plain pytest); --dist loadfile keeps each
+# test module in one process, so a module's fixtures (its Chromium, its traces) are built once, not per worker;
+# modules with a slow test go first (tests/conftest.py), so no long one is left for the end
+JOBS ?= auto
+XDIST = $(if $(filter 1,$(JOBS)),,-n $(JOBS) --dist loadfile --no-loadscope-reorder)
+pytest: $(READY)  ## the test suite on every core (JOBS=1: in one process); fails if no test ran
+	$(SAY) "running the test suite with $(PY) (JOBS=$(JOBS)) ..."
+	@$(PY) -m pytest $(XDIST); rc=$$?; \
 	if [ $$rc -eq 5 ]; then echo "pytest collected no tests: failing" >&2; exit 1; fi; exit $$rc
 
 kernels: $(READY)  ## the same bytes under other MKL instruction sets and one thread (.ci/kernels)

@@ -49,6 +49,33 @@ def pytest_make_collect_report(collector: pytest.Collector) -> Iterator[None]:
     _must_not_skip(outcome.get_result())  # type: ignore[attr-defined]
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    """In a pytest-xdist worker (``make test`` starts one per core), torch computes on one thread.
+
+    Each worker already has a core of its own; torch's default of a thread per
+    core would put two threads of each worker on every core, fighting each
+    other.  Results do not depend on it: ``make kernels`` checks that one
+    thread writes the same bytes.  Processes the tests start keep torch's default.
+    """
+    if hasattr(config, "workerinput"):
+        import torch
+
+        torch.set_num_threads(1)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """In xdist workers, modules that hold a ``slow`` test come first (their order otherwise kept).
+
+    ``make test`` hands whole modules to the workers in collection order
+    (``--dist loadfile --no-loadscope-reorder``); a long module handed out last
+    would keep one worker busy while the other waits, so the long ones start first.
+    """
+    if not hasattr(config, "workerinput"):
+        return
+    slow = {item.path for item in items if item.get_closest_marker("slow")}
+    items.sort(key=lambda item: item.path not in slow)
+
+
 def pytest_sessionstart(session: pytest.Session) -> None:
     """Under mutmut, a mutant's run starts without the index expressions its parent compiled."""
     fresh_caches()

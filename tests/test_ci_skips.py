@@ -1,4 +1,8 @@
-"""Under CI, a test skipped for a missing declared dependency or a missing Chromium fails instead."""
+"""Under CI, a test skipped for a missing declared dependency or a missing Chromium fails instead.
+
+``make test`` runs the suite in pytest-xdist workers, so the same promise is
+checked there too, with what the conftest does in a worker: torch on one thread.
+"""
 
 from __future__ import annotations
 
@@ -31,16 +35,27 @@ def test_plain_skip():
     [("", "3 skipped"), ("true", "1 failed, 1 skipped, 1 error")],  # a skipif skips at set-up: an error there
 )
 def test_required_skips_fail_in_ci(tmp_path: Path, ci: str, summary: str) -> None:
-    (tmp_path / "test_probe.py").write_text(PROBE)
+    assert _probe(tmp_path, PROBE, ci).startswith(summary + " in ")
+
+
+def test_in_an_xdist_worker_too_and_torch_has_one_thread(tmp_path: Path) -> None:
+    pytest.importorskip("xdist")
+    threads = "\ndef test_one_thread():\n    import torch\n\n    assert torch.get_num_threads() == 1\n"
+    last = _probe(tmp_path, PROBE + threads, "true", "-n", "1")
+    assert last.startswith("1 failed, 1 passed, 1 skipped, 1 error in "), last
+
+
+def _probe(tmp_path: Path, source: str, ci: str, *options: str) -> str:
+    """Run ``source`` as a test module beside a copy of our conftest; pytest's last line (its summary)."""
+    (tmp_path / "test_probe.py").write_text(source)
     (tmp_path / "conftest.py").write_text((ROOT / "tests" / "conftest.py").read_text())
     env = {**os.environ, "CI": ci, "PYTHONPATH": str(ROOT)}
     proc = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:randomly", str(tmp_path)],
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:randomly", *options, str(tmp_path)],
         capture_output=True,
         text=True,
         env=env,
         cwd=tmp_path,
         timeout=300,
     )
-    last = proc.stdout.strip().splitlines()[-1]
-    assert last.startswith(summary + " in "), last
+    return proc.stdout.strip().splitlines()[-1]

@@ -24,6 +24,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
+import pytest
 from click.testing import CliRunner
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
@@ -135,6 +136,7 @@ def _run_all(doc: dict[str, Any], folder: Path) -> None:
             raise AssertionError(f"{args[0]}: {type(r.exception).__name__}: {r.exception}") from r.exception
 
 
+@pytest.mark.slow
 @SETTINGS
 @given(
     base=st.sampled_from([*sorted(LESSONS), "captured"]),
@@ -153,6 +155,7 @@ def test_schema_valid_metadata_never_crashes_a_renderer(
     _run_all(doc, tmp_path_factory.mktemp("meta"))
 
 
+@pytest.mark.slow
 @SETTINGS
 @given(
     base=st.sampled_from([*sorted(LESSONS), "captured"]),

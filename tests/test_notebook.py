@@ -20,6 +20,7 @@ from tracer.record.pipelines import LESSONS
 
 from .notebooks import assert_matches, execute, kernel_fixture, printed_checks
 
+pytestmark = pytest.mark.slow  # every test runs a notebook in a Jupyter kernel
 nbformat = pytest.importorskip("nbformat")
 NARRATED = [name for name in LESSONS if narrative.available(name)]
 HOSTILE = 'It\'s """ <b>bold</b> $x$ a|b back\\slash'
