@@ -88,8 +88,9 @@ def stored_name(depth: int = 2) -> str:
     """
     f = _user_frame(depth)
     got = bytecode.flow(f.f_code, f.f_lasti) if f is not None else None
-    if f is not None and got is not None and got.direct and got.kind == "return" and _helper(f) and f.f_back:
-        f, got = f.f_back, bytecode.flow(f.f_back.f_code, f.f_back.f_lasti)
+    back = f.f_back if f is not None else None
+    if f is not None and back is not None and got is not None and got.direct and got.kind == "return" and _helper(f):
+        got = bytecode.flow(back.f_code, back.f_lasti)
     if got is None or not got.direct or got.kind != "assign" or len(got.targets) != 1 or got.element is not None:
         return ""
     name = got.targets[0]
