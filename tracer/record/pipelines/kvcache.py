@@ -249,21 +249,24 @@ def at_position(nodes: list[Node], offset: int, single: bool) -> None:
     """
     if not offset and not single:
         return
+    pos = str(offset + 1)
     for node in nodes:
         if "i" in node.axes:
             wide = max(node.value.shape) > 9  # ids.fill separates indices with commas from 10 entries on
-            node.latex, node.symbol = (_shift(x, offset, single, wide) for x in (node.latex, node.symbol))
+            node.latex = _shift(node.latex, offset, single, wide, pos)
+            node.symbol = _shift(node.symbol, offset, single, wide, pos)
             node.attrs["row_offset"] = offset
 
 
-def _shift(latex: str, offset: int, single: bool, wide: bool) -> str:
+def _shift(latex: str, offset: int, single: bool, wide: bool, pos: str) -> str:
     """``<i,j>`` -> ``4<j>`` for a step's one new token (``<i+3,j>`` for several): the token's position.
 
     The query axis leads every placeholder it is in (``<i>``, ``<i,j>``, ``<i,c>``):
     a step's nodes have no batch or head axis before it.
     """
-    if single:
-        pos = str(offset + 1)
+    if "<i" not in latex:
+        return latex
+    if single:  # ``pos`` is ``str(offset + 1)``, worked out once per step
         return latex.replace("<i>", pos).replace("<i,", pos + ("," if wide else "") + "<")
     return latex.replace("<i>", f"<i+{offset}>").replace("<i,", f"<i+{offset},")
 
