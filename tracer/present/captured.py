@@ -181,17 +181,19 @@ def stage_story(trace: Trace, stage: str, s: Strings) -> dict[str, object]:
         for k, key in KINDS
         if any(kind(n) == k for n in main)
     ]
+    every = attentions(trace)
+    found = [a for a in every if any(n.stage == stage and role(trace, a, n) == "weights" for n in a)]
     if stage == "build":
         paras.insert(0, s("capture.build"))
         title = s("capture.build_title")
-    elif stage == "output" and not _weighs(trace, stage):
+    elif stage == "output" and not found:  # an attention in the ``return`` is titled as one
         title = s("capture.output_title")
     elif stage == "main":
         title = s("capture.main_title")
     else:
-        title = _title(trace, stage, main, s)
+        title = _title(trace, stage, main, s, found)
     checks = [n.name for n in own if n.name.startswith("check.")]
-    attn = [n for a in attentions(trace) for n in a if n.stage == stage]
+    attn = [n for a in every for n in a if n.stage == stage]
     rest = sorted((n for n in main if n.op != "opaque" and n not in attn), key=lambda n: n.op != "write")
     shown = list({n.name: n for n in [*attn, *rest[: max(0, MAX_TABLES - len(attn))]]}.values())
     order = {n.name: k for k, n in enumerate(trace.nodes)}
@@ -263,15 +265,12 @@ def _targets(trace: Trace, stage: str) -> str:
     return ", ".join(parts) if len(parts) > 1 and all(p in names for p in parts) else stage
 
 
-def _weighs(trace: Trace, stage: str) -> bool:
-    """Whether a stage computes the weights of an attention (its title then says so)."""
-    return any(n.stage == stage and role(trace, a, n) == "weights" for a in attentions(trace) for n in a)
+def _title(trace: Trace, stage: str, main: list[Node], s: Strings, found: list[list[Node]]) -> str:
+    """A sentence saying what the section shows: where, and what it computes (per head, for an attention).
 
-
-def _title(trace: Trace, stage: str, main: list[Node], s: Strings) -> str:
-    """A sentence saying what the section shows: where, and what it computes (per head, for an attention)."""
+    ``found`` are the attentions whose weights this stage computes.
+    """
     where = _where(trace, stage, s)
-    found = [a for a in attentions(trace) if any(n.stage == stage and role(trace, a, n) == "weights" for n in a)]
     if found:
         roles = [r for r in ROLES if any(n.stage == stage and role(trace, a, n) == r for a in found for n in a)]
         parts = _join(s, [s(f"capture.part_{r}") for r in roles])

@@ -56,23 +56,17 @@ def angles(rec: Recorder, pre: str, pos: Var, theta: Var, sym: str = r"\phi") ->
         latex=rf"{sym}_{{<i>,<p>}} = {pos.symbol} \, \theta_{{<p>}}",
         text=f"{pos.name}[<i>] × {theta.name}[<p>]",
     )
-    c = rec.elementwise(
-        "cos",
-        f"{pre}cos",
-        [angle("i", "p")],
-        "ip",
-        symbol=rf"\cos {sym}_{{<i>,<p>}}",
-        latex=rf"\cos {sym}_{{<i>,<p>}}",
-        text=f"cos {angle.name}[<i>,<p>]",
-    )
-    s = rec.elementwise(
-        "sin",
-        f"{pre}sin",
-        [angle("i", "p")],
-        "ip",
-        symbol=rf"\sin {sym}_{{<i>,<p>}}",
-        latex=rf"\sin {sym}_{{<i>,<p>}}",
-        text=f"sin {angle.name}[<i>,<p>]",
+    c, s = (
+        rec.elementwise(
+            f,
+            f"{pre}{f}",
+            [angle("i", "p")],
+            "ip",
+            symbol=rf"\{f} {sym}_{{<i>,<p>}}",
+            latex=rf"\{f} {sym}_{{<i>,<p>}}",
+            text=f"{f} {angle.name}[<i>,<p>]",
+        )
+        for f in ("cos", "sin")
     )
     return angle, c, s
 
