@@ -249,16 +249,15 @@ def at_position(nodes: list[Node], offset: int, single: bool) -> None:
     """
     if not offset and not single:
         return
-    pos = str(offset + 1)
     for node in nodes:
         if "i" in node.axes:
             wide = max(node.value.shape) > 9  # ids.fill separates indices with commas from 10 entries on
-            node.latex = _shift(node.latex, offset, single, wide, pos)
-            node.symbol = _shift(node.symbol, offset, single, wide, pos)
+            node.latex = _shift(node.latex, offset, single, wide)
+            node.symbol = _shift(node.symbol, offset, single, wide)
             node.attrs["row_offset"] = offset
 
 
-def _shift(latex: str, offset: int, single: bool, wide: bool, pos: str) -> str:
+def _shift(latex: str, offset: int, single: bool, wide: bool) -> str:
     """``<i,j>`` -> ``4<j>`` for a step's one new token (``<i+3,j>`` for several): the token's position.
 
     The query axis leads every placeholder it is in (``<i>``, ``<i,j>``, ``<i,c>``):
@@ -266,7 +265,8 @@ def _shift(latex: str, offset: int, single: bool, wide: bool, pos: str) -> str:
     """
     if "<i" not in latex:
         return latex
-    if single:  # ``pos`` is ``str(offset + 1)``, worked out once per step
+    if single:
+        pos = str(offset + 1)
         return latex.replace("<i>", pos).replace("<i,", pos + ("," if wide else "") + "<")
     return latex.replace("<i>", f"<i+{offset}>").replace("<i,", f"<i+{offset},")
 
