@@ -1,11 +1,12 @@
-"""Lesson kvcache's one-token steps computed all at once (``pipelines/kvbatch.py``): the same trace, less work.
+"""Lesson kvcache's one-token steps worked out at once and filled in (``pipelines/kvbatch.py``): the same trace.
 
 Each test records the lesson both ways, with its values worked out ahead
-and one step at a time (``Ahead`` replaced by nothing), and compares every
-node: id, operands, formulas, attributes, dtype, shape and every bit.  The
-work a generated token costs is counted, not timed: with the values worked
-out ahead, one more token adds no running sum, no ``exp`` and no operand
-layout, however long the text.
+and its steps filled in from one recorded step, and one step at a time by
+the primitives (``Ahead`` replaced by nothing), and compares every node:
+id, operands, formulas, attributes, dtype, shape and every bit.  The work a
+generated token costs is counted, not timed: one more token adds no running
+sum, no ``exp``, no operand layout and no call of a primitive, however long
+the text.
 """
 
 from __future__ import annotations
@@ -133,23 +134,63 @@ def test_a_row_maximum_has_the_bits_of_the_row_alone() -> None:
         assert top[i : i + 1].numpy().tobytes() == alone.numpy().tobytes(), i
 
 
-def test_values_left_unrecorded_are_an_error(monkeypatch: pytest.MonkeyPatch) -> None:
-    step = Ahead.step
-    monkeypatch.setattr(Ahead, "step", lambda self, pre, n: {**step(self, pre, n), f"{pre}nothing": torch.zeros(1)})
-    with pytest.raises(RuntimeError, match=r"never recorded: step2\.nothing"):
-        tracer.trace_lesson("kvcache")
+def _calls(monkeypatch: pytest.MonkeyPatch, t: int) -> tuple[int, int]:
+    """Calls of the recorder's primitives, and nodes, in the lesson on ``t`` tokens."""
+    calls = Counter[str]()
+    for name in ("contract", "elementwise", "apply", "max", "input", "constant", "tensor"):
+        method = getattr(recorder.Recorder, name)
+
+        def counted(*args: Any, method: Any = method, name: str = name, **kwargs: Any) -> Any:
+            calls[name] += 1
+            return method(*args, **kwargs)
+
+        monkeypatch.setattr(recorder.Recorder, name, counted)
+    nodes = len(tracer.trace_lesson("kvcache", inputs=_rand(t, 4, 1)).nodes)
+    monkeypatch.undo()
+    return sum(calls.values()), nodes
 
 
-def test_a_primitive_records_a_value_worked_out_ahead_once() -> None:
-    rec = recorder.Recorder(torch.float64)
-    x = rec.input("x", torch.tensor([1.0, 2.0]), "i", symbol="x_{<i>}")
-    rec.ahead["e"] = torch.tensor([5.0, 6.0], dtype=torch.float64)
-    rec.elementwise("exp", "e", [x.all], "i", symbol="e", latex="e", text="exp(x)")
-    rec.elementwise("exp", "f", [x.all], "i", symbol="f", latex="f", text="exp(x)")
-    t = rec.trace({})
-    assert t.node("e").value.tolist() == [5.0, 6.0] and not rec.ahead
-    assert np.array_equal(t.node("f").value, np.exp([1.0, 2.0]))
-    assert t.node("e").args == t.node("f").args
+def test_a_generated_token_calls_no_primitive(monkeypatch: pytest.MonkeyPatch) -> None:
+    (short, n_short), (long, n_long) = _calls(monkeypatch, 20), _calls(monkeypatch, 60)
+    assert long == short  # the prompt's step, the one step recorded to fill in the others, the full stage
+    assert n_long - n_short == 40 * 29  # and every token still has its step's 29 nodes
+
+
+def _flip_one_bit(values: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    e = values["causal.exp"].copy()
+    e.view(np.uint32 if e.dtype == np.float32 else np.uint64)[0, 0] ^= 1
+    return {**values, "causal.exp": e}
+
+
+def _other_formula(nodes: list[Any]) -> list[Any]:
+    nodes[-1].latex += r"\,"
+    return nodes
+
+
+@pytest.mark.parametrize(
+    ("where", "spoil"),
+    [((Ahead, "values"), _flip_one_bit), ((kvbatch.Replay, "nodes"), _other_formula)],
+    ids=["a value", "a formula"],
+)
+def test_a_step_that_fills_in_otherwise_is_not_replayed(
+    monkeypatch: pytest.MonkeyPatch, where: tuple[type, str], spoil: Any
+) -> None:
+    """The first one-token step, filled in, is compared with the primitives' own: on any difference, none is."""
+    owner, name = where
+    method = getattr(owner, name)
+    x = _rand(12, 3, 4)
+    with monkeypatch.context() as m:
+        m.setattr(kvcache, "Ahead", lambda *args: None)
+        slow = tracer.trace_lesson("kvcache", inputs=x)
+    monkeypatch.setattr(owner, name, lambda self, *args: spoil(method(self, *args)))
+    _same(tracer.trace_lesson("kvcache", inputs=x), slow)  # every step recorded by the primitives, nothing spoilt
+
+
+def test_a_replayed_step_records_only_its_own_nodes() -> None:
+    rec = recorder.Recorder()
+    rec.input("x", torch.zeros(2), "i", symbol="x")
+    with pytest.raises(ValueError, match="only nodes of its own"):
+        kvbatch.Replay(rec.nodes)
 
 
 def test_a_reading_is_planned_once(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -142,10 +142,6 @@ class Recorder:
         self.dtype = dtype
         self._nodes: list[Node] = []
         self._stage = "main"
-        self.ahead: dict[str, torch.Tensor] = {}
-        """Values worked out ahead, by node name: a primitive that finds its node here records that value
-        instead of computing it (a lesson that computes many small nodes at once, bit for bit as they
-        would be computed one by one: see :mod:`tracer.record.pipelines.kvbatch`).  Each is used once."""
 
     @contextmanager
     def stage(self, name: str) -> Iterator[None]:
@@ -159,6 +155,24 @@ class Recorder:
     def trace(self, meta: dict[str, Any]) -> Trace:
         """The finished trace with ``meta`` (tokens, query, dtype, ...)."""
         return Trace(self._nodes, meta)
+
+    @property
+    def nodes(self) -> list[Node]:
+        """The nodes recorded so far, in order (a copy of the list; the nodes themselves are the recorder's)."""
+        return list(self._nodes)
+
+    def __len__(self) -> int:
+        """How many nodes are recorded so far."""
+        return len(self._nodes)
+
+    def since(self, start: int) -> list[Node]:
+        """The nodes recorded after the first ``start`` (``rec.since(len(rec))`` before a step: that step's)."""
+        return self._nodes[start:]
+
+    def extend(self, nodes: Sequence[Node]) -> None:
+        """Append nodes made elsewhere: lesson kvcache's steps filled in from one recorded step
+        (:class:`~tracer.record.pipelines.kvbatch.Replay`), each with its stage already set."""
+        self._nodes.extend(nodes)
 
     def value(self, name: str, last: str | None = None) -> torch.Tensor:
         """A copy of the values recorded under node ``name``; with ``last``, only the last entry along that axis."""
@@ -260,7 +274,7 @@ class Recorder:
         if op not in _OPERANDS or _OPERANDS[op] != len(args):
             raise ValueError(f"unknown elementwise op {op!r} with {len(args)} operands")
         attrs: dict[str, Any] = {"fill": str(fill)} if op == "masked_fill" else {}
-        value = self.ahead.pop(name) if name in self.ahead else _pointwise(op, out, args, fill)
+        value = _pointwise(op, out, args, fill)
         refs = [a.ref for a in args]
         return self._record(name, op, out, value, refs, split=split, symbol=symbol, latex=latex, text=text, attrs=attrs)
 
@@ -312,7 +326,7 @@ class Recorder:
     def max(self, name: str, arg: Arg, over: str, *, symbol: str, latex: str, text: str) -> Var:
         """The largest entry along axis ``over`` (``torch.amax``)."""
         out = tuple(a for a in arg.index if a != over)
-        value = self.ahead.pop(name) if name in self.ahead else torch.amax(arg.aligned((*out, over)), dim=-1)
+        value = torch.amax(arg.aligned((*out, over)), dim=-1)
         ref = Ref(arg.var.name, tuple("*" if a == over else a for a in arg.index))
         return self._record(name, "max", out, value, [ref], symbol=symbol, latex=latex, text=text, attrs={"over": over})
 
@@ -351,19 +365,14 @@ class Recorder:
             raise ValueError(f"{name}: axis {over!r} is not among {out}")
         c = contraction(out, over)
         term_ref = a.ref
-        if f"{name}.{parts[1]}" in self.ahead:  # products and sums worked out ahead, laid out as ``c.work``
-            terms = self.ahead.pop(f"{name}.{parts[0]}") if b is not None else torch.empty(())
-            sums = self.ahead.pop(f"{name}.{parts[1]}")
-            total = self.ahead.pop(name) if total is None and name in self.ahead else total
+        args = [a] if b is None else [a, b]
+        sizes = _sizes(c.work, args)
+        if b is None:
+            terms = a.aligned(c.work, sizes).contiguous()
         else:
-            args = [a] if b is None else [a, b]
-            sizes = _sizes(c.work, args)
-            if b is None:
-                terms = a.aligned(c.work, sizes).contiguous()
-            else:
-                terms = torch.empty(sizes, dtype=self.dtype)
-                torch.mul(a.aligned(c.work), b.aligned(c.work), out=terms)
-            sums = running_sums(terms)
+            terms = torch.empty(sizes, dtype=self.dtype)
+            torch.mul(a.aligned(c.work), b.aligned(c.work), out=terms)
+        sums = running_sums(terms)
         split = (0,) * name.count(".") + (c.lead, len(out) - c.lead)
         if b is not None:
             term_name = f"{name}.{parts[0]}"

@@ -32,22 +32,23 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
+import numpy as np
 import torch
 
 from tracer.core.trace import Node, Ref, Trace
 from tracer.errors import InputError
 from tracer.record import weights as wts
-from tracer.record.pipelines.blocks import context, projection, scores
+from tracer.record.pipelines.blocks import context, scores
 from tracer.record.pipelines.causal import causal_masks, masked_softmax
-from tracer.record.pipelines.kvbatch import Ahead
+from tracer.record.pipelines.kvbatch import BLANK, Ahead, Replay, Spot, same_nodes
 from tracer.record.pipelines.kvcost import COUNTS, LAYERS, cost
+from tracer.record.pipelines.kvstep import at_position, qkv, step
 from tracer.record.pipelines.trainable import inputs_and_weights, sqrt_dk
 from tracer.record.recorder import Recorder, Var
 
 STAGES = ("inputs", "prompt", "step", "later", "full", "cost")
 PROMPT = 3
 """The default prompt: "Your journey starts", then "with", "one", "step" are generated one at a time."""
-SYMS = {"W_query": "W^{Q}", "W_key": "W^{K}", "W_value": "W^{V}"}
 
 
 def prepare(values: torch.Tensor, prompt: int | None = None, d_out: int = 2, **unknown: Any) -> dict[str, Any]:
@@ -73,78 +74,6 @@ def prepare(values: torch.Tensor, prompt: int | None = None, d_out: int = 2, **u
 def schedule(t: int, prompt: int) -> list[tuple[int, int]]:
     """The 1-based first and last token of each step: the prompt at once, then one token per step."""
     return [(1, prompt)] + [(n, n) for n in range(prompt + 1, t + 1)]
-
-
-def append(rec: Recorder, name: str, old: Var | None, new: Var, a: int, sym: str) -> Var:
-    """``name[j,c]``: the cache's rows ``1..a-1`` (``old``), then the new rows ``a..b`` (``new``)."""
-    data = new.data if old is None else torch.cat((old.data, new.data))
-    refs = [Ref(new.name, (f"j-{a - 1}", "c") if a > 1 else ("j", "c"))]
-    if old is not None:
-        refs.insert(0, Ref(old.name, ("j", "c")))
-    return rec.apply(
-        "cat",
-        name,
-        data,
-        refs,
-        "jc",
-        symbol=rf"{sym}^{{(<j>)}}_{{<c>}}",
-        latex=rf"{sym}^{{(<j>)}}_{{<c>}}",
-        text=f"{old.name if old is not None else new.name}[<j>,<c>] for <j> < {a}, else {new.name}[<j>−{a - 1},<c>]"
-        if old is not None
-        else f"{new.name}[<j>,<c>]",
-    )
-
-
-def qkv(rec: Recorder, pre: str, x: Var, w: dict[str, Var]) -> tuple[Var, Var, Var]:
-    """``<pre>q``, ``<pre>k``, ``<pre>v``: the rows of ``x`` projected, every product and running sum recorded."""
-    q, k, v = (
-        projection(rec, f"{pre}{n}", x, w[wn], (), rf"{n}^{{(<i>)}}_{{<c>}}", SYMS[wn])
-        for n, wn in (("q", "W_query"), ("k", "W_key"), ("v", "W_value"))
-    )
-    return q, k, v
-
-
-def step(
-    rec: Recorder,
-    s: int,
-    span: tuple[int, int],
-    x: Var,
-    w: dict[str, Var],
-    masks: tuple[Var, Var],
-    cache: tuple[Var, Var] | None,
-) -> tuple[Var, Var, Var]:
-    """One call of the cached attention: the new tokens ``a..b`` in, their context rows out, the cache grown."""
-    a, b = span
-    up, root = masks
-    pre = f"step{s}."
-    new = rec.apply(
-        "getitem",
-        f"{pre}x",
-        x.data[a - 1 : b],
-        [Ref(x.name, (f"i+{a - 1}", "k"))],
-        "ik",
-        symbol=r"x^{(<i>)}_{<k>}",
-        latex=r"x^{(<i>)}_{<k>}",
-        text=f"x[<i>+{a - 1},<k>]",
-    )
-    q, k, v = qkv(rec, pre, new, w)
-    ck = append(rec, f"{pre}cache.k", cache[0] if cache else None, k, a, "K")
-    cv = append(rec, f"{pre}cache.v", cache[1] if cache else None, v, a, "V")
-    hide = rec.apply(
-        "getitem",
-        f"{pre}mask",
-        up.data[a - 1 : b, :b],
-        [Ref(up.name, (f"i+{a - 1}", "j"))],
-        "ij",
-        symbol=r"U_{<i,j>}",
-        latex=r"U_{<i,j>}",
-        text=f"mask.triu[<i>+{a - 1},<j>]: 1 if <j> > <i> + {a - 1} else 0",
-    )
-    omega = scores(rec, f"{pre}omega", q, ck, (), r"\omega_{<i,j>}")
-    rule = (rf"<j> \le <i> + {a - 1}", rf"<j> > <i> + {a - 1}", f"<j> > <i> + {a - 1}")
-    alpha = masked_softmax(rec, omega, hide, root, pre, r"\alpha^{\mathrm{cache}}", rule=rule)
-    z = context(rec, f"{pre}z", alpha, cv, ())
-    return z, ck, cv
 
 
 @contextmanager
@@ -192,25 +121,13 @@ def build(
         _, up = causal_masks(rec, t)
     with rec.stage("prompt"):
         root = rec.constant("sqrt_dk", d**0.5, symbol=r"\sqrt{d_k}", text=f"sqrt(d_k) = sqrt({d})")
-    cache: tuple[Var, Var] | None = None
-    zs = []
-    alone = [a for a, b in spans if a == b]
-    ahead = Ahead(rec, x, w, root, [a - 1 for a in alone]) if len(alone) > 1 else None
-    for s, span in enumerate(spans, start=1):
-        if ahead is not None and span[0] == span[1]:
-            rec.ahead.update(ahead.step(f"step{s}.", span[0]))
-        with rec.stage("prompt" if s == 1 else "step" if s == 2 else "later"):
-            z, ck, cv = step(rec, s, span, x, w, (up, root), cache)
-        if rec.ahead:
-            raise RuntimeError(f"values worked out ahead and never recorded: {', '.join(sorted(rec.ahead))}")
-        cache = (ck, cv)
-        zs.append(z)
+    zs = _steps(rec, spans, x, w, (up, root))
     with rec.stage("later"):
         gen = rec.apply(
             "cat",
             "gen.z",
-            torch.cat([z.data for z in zs]),
-            [Ref(z.name, (f"i-{a - 1}", "c")) for z, (a, _) in zip(zs, spans, strict=True)],
+            torch.from_numpy(np.concatenate([z for _, z in zs])),
+            [Ref(name, (f"i-{a - 1}", "c")) for (name, _), (a, _) in zip(zs, spans, strict=True)],
             "ic",
             symbol=r"z^{(<i>)}_{<c>}",
             latex=r"z^{(<i>)}_{<c>}",
@@ -228,47 +145,86 @@ def build(
         {**meta, "lesson": "kvcache", "tokens": tokens, "query": query, "stages": list(STAGES), **info}
         | {"weights": weights_meta}
     )
-    by_step: dict[str, list[Node]] = {}
-    for node in trace.nodes:
-        by_step.setdefault(node.name.partition(".")[0], []).append(node)
-    for s, (a, b) in enumerate(spans, start=1):
-        at_position(by_step.get(f"step{s}", []), a - 1, a == b)
-    for node in trace.nodes:
-        if node.name in COUNTS:
-            node.attrs["integer"] = True  # counts print as whole numbers
+    for name in COUNTS:
+        trace.node(name).attrs["integer"] = True  # counts print as whole numbers
     return trace
 
 
-def at_position(nodes: list[Node], offset: int, single: bool) -> None:
-    """Name the rows of a step's nodes by token position: row i of ``step<s>.q`` is token i + offset.
+def _steps(
+    rec: Recorder, spans: list[tuple[int, int]], x: Var, w: dict[str, Var], masks: tuple[Var, Var]
+) -> list[tuple[str, np.ndarray]]:
+    """Record every step of the generation; the context rows of each (its ``z``'s name and values).
 
-    Ids stay the step's own (``step2.q[1,1]``, its first and only row); the
-    formulas read the token's position (``q^{(4)}_1``, or ``<i+3>`` when a
-    step brings several tokens), and ``row_offset`` tells the page which
-    token each row is.
+    The prompt's step, and any step that brings several tokens, are recorded
+    by the primitives.  The steps that bring one token are filled in from the
+    first of them recorded blank (:class:`~tracer.record.pipelines.kvbatch.Replay`),
+    with the values worked out ahead, once that first one, filled in, has been
+    found to be what the primitives record, field by field and bit for bit;
+    where it is not, every step is recorded by the primitives.
     """
-    if not offset and not single:
-        return
-    for node in nodes:
-        if "i" in node.axes:
-            wide = max(node.value.shape) > 9  # ids.fill separates indices with commas from 10 entries on
-            node.latex = _shift(node.latex, offset, single, wide)
-            node.symbol = _shift(node.symbol, offset, single, wide)
-            node.attrs["row_offset"] = offset
+    up, root = masks
+    alone = [a for a, b in spans if a == b]
+    ahead = Ahead(rec.dtype, x, w, root, up, [a - 1 for a in alone]) if len(alone) > 1 else None
+    replay: Replay | None = None
+    tried = False  # whether a one-token step has been recorded to replay
+    cache: tuple[Var, Var] | None = None
+    zs: list[tuple[str, np.ndarray]] = []
+    for s, span in enumerate(spans, start=1):
+        spot, stage = Spot.of(s, span), "prompt" if s == 1 else "step" if s == 2 else "later"
+        if ahead is not None and cache is not None and span[0] == span[1]:
+            if not tried:
+                replay, tried = _replay(rec, s, spot, stage, (x, w, masks), cache, ahead), True
+            if replay is not None:
+                values = ahead.values(span[0], (cache[0].data.numpy(), cache[1].data.numpy()))
+                new = [torch.from_numpy(values[part]) for part in ("cache.k", "cache.v")]
+                nodes = replay.nodes(s, span[0], stage, values)
+                rec.extend(nodes)
+                cache = (_var(nodes, replay, "cache.k", new[0]), _var(nodes, replay, "cache.v", new[1]))
+                zs.append((f"{spot.pre}z", values["z"]))
+                continue
+        with rec.stage(stage):
+            first = len(rec)
+            z, ck, cv = step(rec, spot, x, w, masks, cache)
+        at_position(rec.since(first), span[0] - 1, span[0] == span[1])
+        cache = (ck, cv)
+        zs.append((z.name, z.data.numpy()))
+    return zs
 
 
-def _shift(latex: str, offset: int, single: bool, wide: bool) -> str:
-    """``<i,j>`` -> ``4<j>`` for a step's one new token (``<i+3,j>`` for several): the token's position.
+def _replay(
+    rec: Recorder,
+    s: int,
+    spot: Spot,
+    stage: str,
+    operands: tuple[Var, dict[str, Var], tuple[Var, Var]],
+    cache: tuple[Var, Var],
+    ahead: Ahead,
+) -> Replay | None:
+    """Step ``s``, which brings one token, recorded with its text blank, if it fills in to what the primitives record.
 
-    The query axis leads every placeholder it is in (``<i>``, ``<i,j>``, ``<i,c>``):
-    a step's nodes have no batch or head axis before it.
+    ``operands`` are the inputs, the weights and the masks.  Both forms are
+    recorded apart from ``rec``: the step as the primitives record it, and
+    blank, reading the cache under the previous step's blank name.
     """
-    if "<i" not in latex:
-        return latex
-    if single:
-        pos = str(offset + 1)
-        return latex.replace("<i>", pos).replace("<i,", pos + ("," if wide else "") + "<")
-    return latex.replace("<i>", f"<i+{offset}>").replace("<i,", f"<i+{offset},")
+    x, w, masks = operands
+    blank, real = Recorder(rec.dtype), Recorder(rec.dtype)
+    step(blank, spot.blank(), x, w, masks, (_blanked(cache[0]), _blanked(cache[1])))
+    with real.stage(stage):
+        step(real, spot, x, w, masks, cache)
+    at_position(real.nodes, spot.a - 1, True)
+    replay = Replay(blank.nodes)
+    filled = replay.nodes(s, spot.a, stage, ahead.values(spot.a, (cache[0].data.numpy(), cache[1].data.numpy())))
+    return replay if same_nodes(filled, real.nodes) else None
+
+
+def _blanked(var: Var) -> Var:
+    """``var`` (``step3.cache.k``) under the previous step's blank name."""
+    return Var(f"{BLANK['prev']}.{var.name.partition('.')[2]}", var.axes, var.data, var.symbol)
+
+
+def _var(nodes: list[Node], replay: Replay, part: str, data: torch.Tensor) -> Var:
+    node = nodes[replay.parts.index(part)]
+    return Var(node.name, node.axes, data, node.symbol)
 
 
 def full_attention(rec: Recorder, x: Var, w: dict[str, Var], up: Var, gen: Var) -> Var:
