@@ -88,15 +88,19 @@ def same(got: str, shown: str) -> bool:
     return all(a == b or abs(float(a) - float(b)) <= 1.01 * _last_place(b) for a, b in pairs)
 
 
-def _compare(blocks: list[Code]) -> int:
-    """Run the blocks; each prints what the page shows under it.  Returns how many numbers differ in a last digit."""
+def _compare(blocks: list[Code]) -> tuple[int, int]:
+    """Run the blocks; each prints what the page shows under it.
+
+    Returns how many numbers differ in a last digit, and how many are printed.
+    """
     assert blocks, "the page shows no code"
-    off = 0
+    off = total = 0
     for block, got in zip(blocks, run(blocks), strict=True):
         text, shown = "\n".join(got), "\n".join(block.output)
         assert same(text, shown), f"{block.anchor}:\n{text}\n---- page:\n{shown}"
         off += sum(a != b for a, b in zip(NUMBER.findall(text), NUMBER.findall(shown), strict=True))
-    return off
+        total += len(NUMBER.findall(shown))
+    return off, total
 
 
 PAGES = ["simple", "trainable", "causal", "multihead", "window", "gqa", "flash", "rope", "kvcache"]
@@ -106,7 +110,10 @@ PAGES = ["simple", "trainable", "causal", "multihead", "window", "gqa", "flash",
 @pytest.mark.parametrize("name", PAGES)
 def test_each_page_s_code_runs_and_prints_what_the_page_shows(name: str) -> None:
     blocks = code_blocks(page(lesson_trace(name)))
-    assert _compare(blocks) <= 2  # a digit on a rounding boundary at most, where a library kernel ran
+    off, total = _compare(blocks)
+    # where a library kernel ran (BLAS sums in its own order), a number on a rounding boundary may print one
+    # digit apart: a few in a page, never most of them (gqa's 985 numbers: 0 to 4 apart, by CPU)
+    assert off <= max(2, total // 100), (off, total)
     assert sum(len(b.output) for b in blocks) > 20  # every block's result is shown
 
 
