@@ -210,9 +210,9 @@ MISTAKES: tuple[Entry, ...] = (
         "window_width_off",
         ("mask", "scaling", "weights"),
         "The window is off by one: each query sees {seen} keys instead of w = {width}; a key j is in the "
-        "window of query i when i − w < j ≤ i, so hide j ≤ i − w (torch.tril(ones, diagonal=-w)).",
+        "window of query i when i − w < j ≤ i, so hide j ≤ i − w (torch.tril(ones, diagonal=-w)).{convention}",
         "窗口差了一位：每个查询看到 {seen} 个键，而不是 w = {width} 个；键 j 在查询 i 的窗口内，当且仅当 "
-        "i − w < j ≤ i，所以应当遮住 j ≤ i − w（torch.tril(ones, diagonal=-w)）。",
+        "i − w < j ≤ i，所以应当遮住 j ≤ i − w（torch.tril(ones, diagonal=-w)）。{convention_zh}",
         W.width_off,
     ),
     Entry(
