@@ -155,3 +155,21 @@ def test_what_was_given_crosses_the_pipe_and_nothing_else() -> None:
     forged["given"] = {"mask": "os.system"}
     with pytest.raises(Malformed):
         decode(forged)
+
+
+class Strange(Counted):
+    """Counted, but wanting an argument no caller knows."""
+
+    def forward(self, x: torch.Tensor, mask: torch.Tensor, weird: int) -> torch.Tensor:  # type: ignore[override]
+        return super().forward(x, mask)
+
+
+def make(d_in: int, d_out: int, context_length: int, dropout: float) -> nn.Module:
+    """A factory whose module at other sizes has another forward."""
+    return (Counted if context_length == 6 else Strange)(d_in, d_out, context_length, dropout)
+
+
+def test_another_forward_at_other_sizes_is_a_verdict_not_trouble() -> None:
+    r = tracer.check(make, lesson="causal")
+    assert r.structure == "sizes_ignored"
+    assert "requires weird" in r.explain("en") and "无法构建" in r.explain("zh")

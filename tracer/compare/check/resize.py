@@ -107,7 +107,10 @@ def gather(build: Any, spec: Spec) -> Other:
     except InputError as e:
         return Other(f"its weights do not follow the sizes ({e})")
     results: dict[str, np.ndarray | str] = {}
-    given = forwardargs.bind(module, spec, got["d_out"])[0]  # its further arguments, made at the new sizes
+    try:
+        given = forwardargs.bind(module, spec, got["d_out"])[0]  # its further arguments, made at the new sizes
+    except InputError as e:  # a factory that builds another forward at these sizes
+        return Other(f"it cannot be built ({e})")
     for mode in MODES:
         module.train(mode == "train")
         run = student.call(module, x, SEED, given)
