@@ -60,6 +60,7 @@ def test_json_schema() -> None:
     assert set(doc) == {
         "schema", "schema_version", "lesson", "name", "ok", "roles", "stages",
         "first_divergence", "diagnosis", "consequences", "notes", "opaque", "structure", "built", "heads",
+        "given",
     }  # fmt: skip
     fd = doc["first_divergence"]
     assert fd["element"] == "batch.neg.omega[1,1,2]" and fd["reference"] == "-inf"

@@ -29,10 +29,11 @@ FILES = sorted(CORPUS.glob("*.py"))
 CODE = {
     "softmax", "dropout", "torch", "nn", "einsum", "inf", "nan", "NaN", "True", "False", "dim", "mod",
     "ModuleList", "Linear", "Parameter", "Dropout", "num_heads", "qkv_bias", "weight", "bias",
-    "pos",
+    "pos", "forward", "None",
 }  # fmt: skip
 """Words of code and mathematics a Chinese text writes as they are (``dropout``: code; ``pos``: the slice
-``mask[pos:pos + n, :pos + n]`` a kvcache sentence gives, named again in its prose)."""
+``mask[pos:pos + n, :pos + n]`` a kvcache sentence gives, named again in its prose; ``forward`` and ``None``:
+the notes on what a student's forward was given)."""
 
 WORD = re.compile(r"[A-Za-z][A-Za-z0-9_]+")
 LATIN_RUN = re.compile(r"[\x20-\x7e]+")
@@ -45,7 +46,7 @@ def expect(path: Path) -> dict[str, str]:
 
 def names(r: Any) -> set[str]:
     """Every identifier the result may show: the student's and the lesson's names."""
-    said = [r.name, r.built, *SPECS, *(x.param for x in r.roles), *(x.role for x in r.roles)]
+    said = [r.name, r.built, *SPECS, *(x.param for x in r.roles), *(x.role for x in r.roles), *r.given]
     said += [n.name for n in r.trace.nodes] + ([n.name for n in r.student.nodes] if r.student else [])
     said += [s.quantity.key for s in r.stages] + [s.evidence.id for s in r.stages if s.evidence]
     said += list(r.hit.detail.values()) if r.hit else []  # the student's own exception text, quoted in a sentence

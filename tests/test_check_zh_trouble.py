@@ -128,6 +128,8 @@ SENTENCES = (
     "cannot tell which matrix is the output projection: proj_a, proj_b; name it out_proj",
     "head 2 (heads.1): W_key.weight has shape (3, 3), but the key weight maps d_in=3 to d_out=2",
     "the heads in «heads» do not all have a W_key of one shape; the lesson's heads are alike",
+    "Attention.forward requires «freqs», which the check cannot pass: lesson rope calls forward(x) and passes only "
+    "the parameters named «position_ids, positions, mask»…",
 )
 """One of each sentence the check's sources write into a trouble line (the student's parts made up, in «»)."""
 

@@ -161,7 +161,7 @@ def context(r: CheckResult, lang: str) -> dict[str, Any]:
         "roles": roles,
         "verdict": verdict,
         "cards": [card(r, s, x, n) for n, x in enumerate(r.stages, 1)],
-        "notes": [s(f"check.note_{n}", ops=", ".join(r.opaque)) for n in r.notes],
+        "notes": [r.note(s, n) for n in r.notes],
     }
 
 

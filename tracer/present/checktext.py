@@ -139,7 +139,7 @@ def text(r: CheckResult, lang: str = "en", verbose: bool = False) -> str:
         name = pad(stage_name(s, q.stage), 18)  # in terminal columns: a Chinese name's characters take two
         out.append(f"  {MARK[x.status]} {name} {q.step:<20} {status_name(s, x.status)}{run}{tail}{extra}")
     for note in r.notes:
-        out.append(s(f"check.note_{note}", ops=", ".join(r.opaque)))
+        out.append(r.note(s, note))
     return fit("\n".join(out)) + "\n"  # 80 columns, broken between terms and words, never inside a number
 
 

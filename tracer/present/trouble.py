@@ -96,6 +96,13 @@ RULES: tuple[Rule, ...] = (
         lambda m: f"{m[1]} 不接受课程的参数 {m[2]}：{m[3]}",
     ),
     _rule(
+        r"(\S+)\.forward requires (\S+), which the check cannot pass: lesson (\S+) calls forward\(x\) and passes only "
+        r"the parameters named (.*)",
+        lambda m: (
+            f"{m[1]}.forward 需要参数 {m[2]}，检查无法传入：课程 {m[3]} 调用 forward(x)，只会传入以下名字的参数：{m[4]}"
+        ),
+    ),
+    _rule(
         r"(.+?) is not a module class or a function that returns a module",
         lambda m: f"{m[1]} 既不是模块类，也不是返回模块的函数",
     ),

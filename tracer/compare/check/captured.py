@@ -73,8 +73,8 @@ def _sdpa_part(name: str, nodes: dict[str, Node]) -> bool:
     return False
 
 
-def capture(fn: Callable[..., Any], x: torch.Tensor) -> tuple[Any, Trace, dict[str, str]]:
-    """``fn(x)`` captured: its result, the trace, and the line that made each node.
+def capture(fn: Callable[..., Any], x: torch.Tensor, *more: Any, **named: Any) -> tuple[Any, Trace, dict[str, str]]:
+    """``fn(x, *more, **named)`` captured: its result, the trace, and the line that made each node.
 
     The capture's stderr line about ops recorded whole is kept out of the
     check's output; the check lists them itself (``trace.meta["opaque"]``).
@@ -82,5 +82,5 @@ def capture(fn: Callable[..., Any], x: torch.Tensor) -> tuple[Any, Trace, dict[s
     from tracer.record.capture import capture as start
 
     with contextlib.redirect_stderr(io.StringIO()), start(name="student") as cap:
-        out = fn(x)
+        out = fn(x, *more, **named)
     return out, cap.trace, cap.sites()

@@ -57,6 +57,7 @@ def decode(doc: Any) -> Evidence:
         short_error=None if d.get("short_error") is None else _failure(d.get("short_error")),
         other=None if d.get("other") is None else _other_of(d.get("other"), budget),
         structural=None if d.get("structural") is None else _structural(d.get("structural")),
+        given=_given(d.get("given", {})),
     )
 
 
@@ -165,6 +166,21 @@ def _structural(v: Any) -> tuple[str, dict[str, str]]:
     if len(detail) > 20:
         raise Malformed("structural detail has too many fields")
     return _text(code, "structural code", 100), {_text(k, "key", 100): _text(x, "detail") for k, x in detail.items()}
+
+
+def _given(v: Any) -> dict[str, str]:
+    """The parameters passed beyond the tokens: names, each with a kind :mod:`.forwardargs` makes."""
+    from tracer.compare.check.forwardargs import TABLE
+
+    given = _dict(v, "given")
+    if len(given) > 20:
+        raise Malformed("given names too many parameters")
+    out = {}
+    for k, kind in given.items():
+        if kind not in TABLE:
+            raise Malformed(f"given: {str(kind)[:40]!r} is not a kind of argument the check passes")
+        out[_text(k, "given parameter", 100)] = kind
+    return out
 
 
 def _trace(v: Any) -> Trace:

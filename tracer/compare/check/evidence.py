@@ -89,7 +89,9 @@ class Evidence:
     module's weights are another attention than the lesson's; the runs are
     then empty.  ``square`` says the module was built with ``d_in = d_out``;
     ``wrap`` is each head's width when it is the book's wrapper of heads (0
-    otherwise) and ``heads`` the path of its ``ModuleList``.
+    otherwise) and ``heads`` the path of its ``ModuleList``.  ``given`` names
+    the parameters of ``forward`` the check passed beyond the tokens, each
+    with its kind (:mod:`.forwardargs`).
     """
 
     name: str
@@ -106,6 +108,7 @@ class Evidence:
     short_error: Failure | None = None
     other: Other | None = None
     structural: tuple[str, dict[str, str]] | None = None
+    given: dict[str, str] = field(default_factory=dict)
 
 
 def encode(ev: Evidence) -> dict[str, Any]:
@@ -125,6 +128,7 @@ def encode(ev: Evidence) -> dict[str, Any]:
         "short_error": None if ev.short_error is None else vars(ev.short_error),
         "other": None if ev.other is None else _other(ev.other),
         "structural": None if ev.structural is None else [ev.structural[0], ev.structural[1]],
+        "given": dict(ev.given),
     }
 
 

@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from tracer.compare.check import build, lessons, reference, resize, roles, student
+from tracer.compare.check import build, forwardargs, lessons, reference, resize, roles, student
 from tracer.compare.check.evidence import Evidence, Failure
 from tracer.compare.check.model import Seen
 from tracer.compare.check.student import name_of
@@ -48,14 +48,15 @@ def gather(obj: Any, spec: lessons.Spec) -> Evidence:
         ev.wrap = spec.d_out // spec.heads if heads is not None else 0
         ev.heads = heads[0] if heads is not None else ""
         fn: Any = module
+        given, ev.given = forwardargs.bind(module, spec)
     else:
         from tracer.errors import InputError
 
         if not callable(obj) or isinstance(obj, type):
             raise InputError(f"lesson simple checks a function f(inputs) -> context vectors, not {obj!r}")
-        module, fn = None, obj
+        module, fn, given = None, obj, None
     x = reference.inputs(spec)
-    main = student.run(fn, x, spec.seed)
+    main = student.run(fn, x, spec.seed, given)
     if main.error is not None:
         raise main.error
     ev.seen, ev.captured = main.seen, main.trace
@@ -64,10 +65,10 @@ def gather(obj: Any, spec: lessons.Spec) -> Evidence:
         return ev
     if any(q.run == "train" for q in spec.quantities):
         module.train()
-        ev.train = student.run(module, x, spec.seed).seen
+        ev.train = student.run(module, x, spec.seed, given).seen
         module.eval()
     if spec.short:
-        short = student.call(module, x[..., : spec.short, :], spec.seed)
+        short = student.call(module, x[..., : spec.short, :], spec.seed, given)
         crash = short.error
         ev.short_error = Failure(str(crash), crash.details, crash.cause) if crash is not None else None
         ev.short = [_output(short.output)] if crash is None else []

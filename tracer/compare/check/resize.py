@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from tracer.compare.check import align, roles, rotations, student, wrapper
+from tracer.compare.check import align, forwardargs, roles, rotations, student, wrapper
 from tracer.compare.check.evidence import MODES, Other
 from tracer.compare.check.lessons import Spec
 from tracer.compare.check.model import Role
@@ -107,9 +107,13 @@ def gather(build: Any, spec: Spec) -> Other:
     except InputError as e:
         return Other(f"its weights do not follow the sizes ({e})")
     results: dict[str, np.ndarray | str] = {}
+    try:
+        given = forwardargs.bind(module, spec, got["d_out"])[0]  # its further arguments, made at the new sizes
+    except InputError as e:  # a factory that builds another forward at these sizes
+        return Other(f"it cannot be built ({e})")
     for mode in MODES:
         module.train(mode == "train")
-        run = student.call(module, x, SEED)
+        run = student.call(module, x, SEED, given)
         out = run.output
         if run.error is not None:
             results[mode] = f"raised {run.error.cause}"

@@ -42,6 +42,7 @@ class CheckResult:
     student: Trace | None = field(default=None, repr=False)  # the student's run (eval mode), captured
     built: str = ""  # how the module was built: "CausalAttention(d_in=3, d_out=2, context_length=6, dropout=0.5)"
     heads: int = 0  # the number of heads checked (lessons multihead and gqa; 0 for the others)
+    given: dict[str, str] = field(default_factory=dict)  # forward's parameters passed beyond the tokens -> kind
 
     @property
     def ok(self) -> bool:
@@ -68,6 +69,12 @@ class CheckResult:
     def consequences(self) -> list[str]:
         """The stages after the first divergence that are wrong as a consequence (in lesson order, no repeats)."""
         return list(dict.fromkeys(s.quantity.stage for s in self.stages if s.status == "consequence"))
+
+    def note(self, s: Any, code: str) -> str:
+        """Note ``code`` in the language of ``s`` (a :class:`~tracer.present.strings.Strings`), its names filled."""
+        from tracer.compare.check.forwardargs import named
+
+        return str(s(f"check.note_{code}", ops=", ".join(self.opaque), given=named(self.given, code)))
 
     @property
     def opaque(self) -> list[str]:
@@ -123,6 +130,7 @@ class CheckResult:
             "structure": self.structure,
             "built": self.built or None,
             "heads": self.heads or None,
+            "given": dict(self.given) or None,
             "consequences": self.consequences,
             "notes": list(self.notes),
             "opaque": self.opaque,

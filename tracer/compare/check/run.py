@@ -11,6 +11,7 @@ from tracer.compare.check import (
     align,
     deadline,
     flashcheck,
+    forwardargs,
     generation,
     lessons,
     marks,
@@ -157,7 +158,7 @@ def judge(ev: Evidence, spec: lessons.Spec, source: str | None) -> CheckResult:
         for s in after:
             if s.status == "differs":
                 s.status = "consequence"
-    notes = ["square"] * ev.square + _notes(ctx, stages)
+    notes = ["square"] * ev.square + forwardargs.notes(ev.given) + _notes(ctx, stages)
     return CheckResult(
         spec.name,
         stages,
@@ -170,6 +171,7 @@ def judge(ev: Evidence, spec: lessons.Spec, source: str | None) -> CheckResult:
         ev.captured,
         ev.built,
         _heads(spec),
+        dict(ev.given),
     )
 
 

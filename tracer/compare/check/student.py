@@ -102,15 +102,24 @@ def construct(cls: Any, args: Sequence[Any], names: Sequence[str], seed: int) ->
     return module
 
 
-def run(fn: Callable[..., Any], x: torch.Tensor, seed: int | None) -> Run:
-    """Call ``fn(x)`` under torch capture; a crash is kept in the run, not raised."""
+Arguments = Callable[[torch.Tensor], tuple[tuple[Any, ...], dict[str, Any]]] | None
+"""What ``fn`` is called with on the tokens ``x`` (:func:`.forwardargs.bind`); None: ``fn(x)``."""
+
+
+def _arguments(x: torch.Tensor, arguments: Arguments) -> tuple[tuple[Any, ...], dict[str, Any]]:
+    return arguments(x) if arguments is not None else ((x,), {})
+
+
+def run(fn: Callable[..., Any], x: torch.Tensor, seed: int | None, arguments: Arguments = None) -> Run:
+    """Call ``fn(x)`` (or with ``arguments(x)``) under torch capture; a crash is kept in the run, not raised."""
     from tracer.compare.check.captured import capture, seen
 
+    args, kwargs = _arguments(x, arguments)  # made before the capture: not the student's tensors
     with torch.random.fork_rng(devices=[]), torch.no_grad():
         if seed is not None:
             torch.manual_seed(seed)
         try:
-            out, trace, sites = capture(fn, x)
+            out, trace, sites = capture(fn, *args, **kwargs)
         except (TracerError, KeyboardInterrupt, deadline.Overtime):  # ours, the keyboard's, the clock's
             raise
         except BaseException as e:  # SystemExit too: the student's code, not ours
@@ -119,13 +128,14 @@ def run(fn: Callable[..., Any], x: torch.Tensor, seed: int | None) -> Run:
     return Run(seen(trace, sites), out, None, trace)
 
 
-def call(fn: Callable[..., Any], x: torch.Tensor, seed: int | None) -> Run:
-    """Call ``fn(x)`` without capture (only its result is compared); a crash is kept in the run."""
+def call(fn: Callable[..., Any], x: torch.Tensor, seed: int | None, arguments: Arguments = None) -> Run:
+    """Call ``fn(x)`` (or with ``arguments(x)``) without capture (only its result is compared); a crash is kept."""
+    args, kwargs = _arguments(x, arguments)
     with torch.random.fork_rng(devices=[]), torch.no_grad():
         if seed is not None:
             torch.manual_seed(seed)
         try:
-            out = fn(x)
+            out = fn(*args, **kwargs)
         except (KeyboardInterrupt, deadline.Overtime):
             raise
         except BaseException as e:  # SystemExit too: the student's code, not ours
