@@ -24,6 +24,7 @@ import numpy as np
 import torch
 
 from tracer.compare.check import align, flashcheck, generation, resizeref, roles, student, wrapper
+from tracer.compare.check.context import Hit
 from tracer.compare.check.evidence import MODES, Malformed, Other
 from tracer.compare.check.lessons import Spec
 from tracer.compare.check.model import Role
@@ -134,6 +135,16 @@ def chinese(sizes_said: str, detail: str) -> tuple[str, str]:
 def differs(build: Callable[[dict[str, Any]], Any], spec: Spec) -> tuple[str, str] | None:
     """``(sizes, what went wrong)`` when a module rebuilt at :func:`builds`' sizes does not compute the lesson."""
     return judge(spec, gather(build, spec))
+
+
+def hit(spec: Spec, others: list[Other]) -> Hit | None:
+    """``sizes_ignored`` with its sentence's details in English and Chinese when :func:`judge` finds a difference."""
+    other = judge(spec, others)
+    if other is None:
+        return None
+    sizes_zh, detail_zh = chinese(*other)
+    said = {"sizes": other[0], "detail": other[1], "sizes_zh": sizes_zh, "detail_zh": detail_zh}
+    return Hit(None, (), said, "sizes_ignored")
 
 
 def gather(build: Callable[[dict[str, Any]], Any], spec: Spec) -> list[Other]:

@@ -146,7 +146,7 @@ def judge(ev: Evidence, spec: lessons.Spec, source: str | None) -> CheckResult:
     if chosen is not None and chosen.quantity.run == "short" and ctx.short_error is not None and hit is None:
         raise ctx.short_error
     if chosen is None and spec.is_class and spec.name in resize.MODELLED:  # every stage matches: at other sizes?
-        hit = _other_sizes(spec, ev)
+        hit = resize.hit(spec, _needed(ev.other, "the second build"))
     divergence = _divergence(ctx, chosen, hit, stages) if chosen is not None else None
     if chosen is not None:
         after = stages[stages.index(chosen) + 1 :]
@@ -169,20 +169,10 @@ def judge(ev: Evidence, spec: lessons.Spec, source: str | None) -> CheckResult:
     )
 
 
-def _other_sizes(spec: lessons.Spec, ev: Evidence) -> Hit | None:
-    """``sizes_ignored`` when a second build (:mod:`.resize`) does not compute the lesson, else None."""
-    other = resize.judge(spec, _needed(ev.other, "the second build"))
-    if other is None:
-        return None
-    sizes_zh, detail_zh = resize.chinese(*other)
-    said = {"sizes": other[0], "detail": other[1], "sizes_zh": sizes_zh, "detail_zh": detail_zh}
-    return Hit(None, (), said, "sizes_ignored")
-
-
 def _resized(result: CheckResult, spec: lessons.Spec, ev: Evidence) -> CheckResult:
     """``result`` (lessons flash and kvcache), with ``sizes_ignored`` when it matches but a second build does not."""
     if result.ok:
-        result.hit = _other_sizes(spec, ev)
+        result.hit = resize.hit(spec, _needed(ev.other, "the second build"))
     return result
 
 
