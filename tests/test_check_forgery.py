@@ -109,7 +109,7 @@ def test_a_claim_matches_only_with_the_right_values(honest: dict[str, Any]) -> N
     _output(doc, nudged)
     assert verdict(doc) is False
     doc = copy.deepcopy(honest)  # a second build that claims the right sizes but returns the first build's result
-    doc["other"]["results"]["eval"] = encode_array(ev.output)
+    doc["other"][0]["results"]["eval"] = encode_array(ev.output)
     assert verdict(doc) is False
 
 
@@ -126,6 +126,8 @@ BREAKS = {
     "is not true or false": lambda d: d.update(square="yes"),
     "the run in training mode is missing": lambda d: d.update(train=None),
     "the second build is missing": lambda d: d.update(other=None),
+    "1 second builds were expected, got 2": lambda d: d.update(other=d["other"] * 2),
+    "other is not a list": lambda d: d.update(other=d["other"][0]),
     "name no query, key and value": lambda d: d.update(roles=d["roles"][:1]),
     "do not fit the lesson's inputs": lambda d: d["roles"][1].update(value=encode_array(np.ones((5, 2)))),
     "the captured run": lambda d: d.update(captured='{"format": "attn-trace"}'),

@@ -95,7 +95,9 @@ def test_each_corpus_case_names_the_call_and_the_tokens(path: Path) -> None:
     want = expectation(path)
     r = check(_load(f"{path.name}:{want['name']}"), "kvcache")
     assert r.ok is (want["exit"] == "0")
-    if not r.ok:
+    if want.get("stage") == "structure":  # right at the lesson's sizes, wrong at others: no call to name
+        assert r.first_divergence is None and r.structure == want["diagnosis"] and r.sentence("zh")
+    elif not r.ok:
         d = r.first_divergence
         assert d is not None and d.stage == "generation" and d.run.startswith("call:")
         assert r.diagnosis == want["diagnosis"] and "generation call" in r.explain("en")

@@ -94,7 +94,8 @@ def test_d_in_option() -> None:
 
 def test_the_second_build() -> None:
     spec = lessons.SPECS["causal"]
-    assert resize.sizes(spec) == {"d_in": 4, "d_out": 3, "context_length": 9, "dropout": 0.0, "num_heads": 1}
+    got = {"d_in": 4, "d_out": 3, "context_length": 9, "dropout": 0.0, "num_heads": 1, "tokens": 7}
+    assert resize.sizes(spec) == got and resize.builds(spec) == (got,)
     assert resize.describe(spec, resize.sizes(spec)) == "d_in=4, d_out=3, context_length=9, dropout=0.0, 7 tokens"
     r = check("causal_fixed_mask.py", "CausalAttention", "causal")
     assert not r.ok and r.structure == "sizes_ignored" and r.first_divergence is None

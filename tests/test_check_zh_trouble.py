@@ -148,3 +148,35 @@ def test_the_students_exception_text_is_kept_exactly() -> None:
     text = "ValueError: expected a tensor at position 2, got list"
     assert chinese(f"Attention raised {text} at attn.py:7") == f"Attention 抛出了 {text}（位于 attn.py:7）"
     assert chinese("a line no rule reads") == "a line no rule reads"  # left English, never mangled
+
+
+RESIZED = (
+    "building it raised «ValueError: no»",
+    "it cannot be built («Attention takes no window»)",
+    "its weights do not follow the sizes («W_key.weight has shape (3, 3)»)",
+    "in eval mode it raised «RuntimeError: shape '[2, 7, 4, -1]' is invalid»",
+    "in train mode it returned «tuple»",
+    "its result has shape (2, 7, 2) instead of (2, 7, 3)",
+    "with dropout=0.0 in training mode its result still differs (by up to 0.5), as if its dropout rate were fixed",
+    "its result differs from the lesson's by up to 0.131",
+    "it returned no tensor of floating-point values",
+    "it raised «IndexError: index 6 is out of bounds for dimension 0 with size 6»",
+    "the call on tokens 7-8 raised «RuntimeError: The expanded size of the tensor (2) must match»",
+    "the reset raised «AttributeError: 'NoneType' object has no attribute 'zero_'»",
+    "its calls returned results that do not join along the tokens",
+)
+"""One of each sentence a second build at other sizes says (:func:`tracer.compare.check.resize.judge`)."""
+
+
+@pytest.mark.parametrize("marked", RESIZED)
+def test_every_sentence_of_the_second_build_has_chinese(marked: str) -> None:
+    from tracer.compare.check import resize
+
+    own = tuple(re.findall(r"«(.*?)»", marked))
+    sentence = marked.replace("«", "").replace("»", "")
+    assert any(re.match(pattern, sentence) for pattern, _ in resize.ZH), sentence  # a sentence judge can say
+    sizes, said = resize.chinese("d_in=4, d_out=3, context_length=9, 8 tokens in 5 calls", sentence)
+    assert sizes == "d_in=4, d_out=3, context_length=9，8 个词元，分 5 次调用"
+    assert said != sentence and HAN.search(said), said
+    assert all(part.replace("raised", "抛出了") in said for part in own), (said, own)  # the student's words
+    assert not english_words(said, (*own, "dropout")), said  # the parameter's name stays, as the catalogue's does

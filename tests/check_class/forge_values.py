@@ -18,7 +18,7 @@ def forge() -> bytes:
     short = [Seen("output", "return", out[:, :4])]
     other = Other("", roles, {"eval": "returned nothing", "train": "returned nothing"})
     ev = Evidence("CausalAttention", roles=roles, seen=[Seen("z", "matmul", out)], output=out, train=[], short=short)
-    ev.other = other
+    ev.other = [other]
     body = json.dumps({"kind": "evidence", "evidence": encode(ev)})
     return struct.pack(">Q", len(body)) + body.encode("ascii")
 

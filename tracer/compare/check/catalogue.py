@@ -102,9 +102,11 @@ STRUCTURE: tuple[Entry, ...] = (
     Entry(
         "sizes_ignored",
         ("structure",),
-        "Built a second time with other sizes ({sizes}), the module does not compute the lesson: {detail}. "
-        "It uses fixed numbers where it should use its constructor's arguments.",
-        "用另一组尺寸（{sizes_zh}）再构建一次时，模块算出的不是课程的结果：{detail_zh}。它用了写死的数字，而不是构造函数的参数。",
+        "Run again at other sizes ({sizes}), the code does not compute the lesson: {detail}. "
+        "It uses fixed numbers where it should use its arguments (the constructor's, or the sizes of the tensors "
+        "it is given).",
+        "用另一组尺寸（{sizes_zh}）再运行一次时，代码算出的不是课程的结果：{detail_zh}。"
+        "它用了写死的数字，而不是它的参数（构造函数的参数，或传入张量的尺寸）。",
         lambda c: None,
     ),
 )

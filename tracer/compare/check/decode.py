@@ -55,7 +55,7 @@ def decode(doc: Any) -> Evidence:
         train=None if d.get("train") is None else _seens(d.get("train"), budget, "train"),
         short=None if d.get("short") is None else _seens(d.get("short"), budget, "short"),
         short_error=None if d.get("short_error") is None else _failure(d.get("short_error")),
-        other=None if d.get("other") is None else _other_of(d.get("other"), budget),
+        other=None if d.get("other") is None else [_other_of(o, budget) for o in _list(d.get("other"), "other", 4)],
         structural=None if d.get("structural") is None else _structural(d.get("structural")),
         given=_given(d.get("given", {})),
     )

@@ -106,7 +106,7 @@ class Evidence:
     train: list[Seen] | None = None
     short: list[Seen] | None = None
     short_error: Failure | None = None
-    other: Other | None = None
+    other: list[Other] | None = None  # one per second build (:func:`.resize.builds`)
     structural: tuple[str, dict[str, str]] | None = None
     given: dict[str, str] = field(default_factory=dict)
 
@@ -126,7 +126,7 @@ def encode(ev: Evidence) -> dict[str, Any]:
         "train": None if ev.train is None else [_seen(s) for s in ev.train],
         "short": None if ev.short is None else [_seen(s) for s in ev.short],
         "short_error": None if ev.short_error is None else vars(ev.short_error),
-        "other": None if ev.other is None else _other(ev.other),
+        "other": None if ev.other is None else [_other(o) for o in ev.other],
         "structural": None if ev.structural is None else [ev.structural[0], ev.structural[1]],
         "given": dict(ev.given),
     }

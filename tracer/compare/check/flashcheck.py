@@ -120,6 +120,12 @@ def _block_args(fn: Any) -> int:
 
 def _call(fn: Any, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, b: int) -> np.ndarray | None:
     """The student's result as a float64 ``[T, d]`` array (None: another shape); a crash is a StudentError."""
+    a = called(fn, q, k, v, b)
+    return a if a.shape == (q.shape[0], v.shape[1]) else None
+
+
+def called(fn: Any, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, b: int) -> np.ndarray:
+    """``fn(q, k, v, b)`` as a float64 array of any shape (a batch of one unsqueezed); a crash is a StudentError."""
     name = name_of(fn)
     sizes = (b,) * _block_args(fn)
     with torch.no_grad():
@@ -137,7 +143,7 @@ def _call(fn: Any, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, b: int) ->
     a = out.detach().to(torch.float64).cpu().numpy()
     while a.ndim > 2 and a.shape[0] == 1:  # an unsqueezed batch of one
         a = a[0]
-    return a.copy() if a.shape == (q.shape[0], v.shape[1]) else None
+    return a.copy()
 
 
 def _stage(q: Any, want: np.ndarray, got: np.ndarray | None) -> StageResult:

@@ -7,7 +7,8 @@ lesson's sizes (:mod:`.build`), its weights are taken for the lesson's roles
 (:mod:`.roles`, :mod:`.wrapper`), and it is called on the lesson's inputs in
 eval mode under capture, then (when the lesson compares dropout) in training
 mode under the lesson's seed, on a shorter sequence (a causal mask must cut
-it), and, built again at other sizes, once more (:func:`.resize.gather`).
+it), and, built again at other sizes, once more per size (:func:`.resize.gather`; lessons
+``flash`` and ``kvcache`` too, after their own runs).
 
 A crash of the student's code in the main run, or a result that is not a
 floating-point tensor, raises (the check cannot go on); a crash on the
@@ -21,7 +22,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from tracer.compare.check import build, forwardargs, lessons, reference, resize, roles, student
+from tracer.compare.check import build, forwardargs, lessons, reference, resize, roles, sizing, student
 from tracer.compare.check.evidence import Evidence, Failure
 from tracer.compare.check.model import Seen
 from tracer.compare.check.student import name_of
@@ -29,14 +30,19 @@ from tracer.compare.check.student import name_of
 
 def gather(obj: Any, spec: lessons.Spec) -> Evidence:
     """Run ``obj`` as lesson ``spec`` asks and keep what it computed (``spec`` as the caller sized it)."""
-    if spec.name == "flash":  # a function of q, k, v and a block size, called at three sizes
+    if spec.name == "flash":  # a function of q, k, v and a block size, called at three sizes, then at others
         from tracer.compare.check import flashcheck
 
-        return flashcheck.collect(obj)
-    if spec.name == "kvcache":  # a module driven through a generation, call by call
+        ev = flashcheck.collect(obj)
+        ev.other = resize.gather_function(obj)
+        return ev
+    if spec.name == "kvcache":  # a module driven through a generation, call by call, then another at other sizes
         from tracer.compare.check import generation
 
-        return generation.collect(obj, spec)
+        ev = generation.collect(obj, spec)
+        if ev.structural is None:
+            ev.other = resize.gather(_builder(obj, sizing.squared(spec, ev.square)), sizing.squared(spec, ev.square))
+        return ev
     name = name_of(obj)
     ev = Evidence(name)
     if spec.is_class:
@@ -73,9 +79,14 @@ def gather(obj: Any, spec: lessons.Spec) -> Evidence:
         ev.short_error = Failure(str(crash), crash.details, crash.cause) if crash is not None else None
         ev.short = [_output(short.output)] if crash is None else []
     if spec.name in resize.MODELLED:
-        sizes = spec.signature
-        ev.other = resize.gather(lambda got: build.build(obj, {n: got[n] for n in sizes}, sizes, spec.seed)[0], spec)
+        ev.other = resize.gather(_builder(obj, spec), spec)
     return ev
+
+
+def _builder(obj: Any, spec: lessons.Spec) -> Any:
+    """``obj`` built at the sizes :mod:`.resize` asks for, called as the lesson's constructor is."""
+    names = spec.signature
+    return lambda got: build.build(obj, {n: got[n] for n in names}, names, spec.seed)[0]
 
 
 def _output(out: Any) -> Seen:

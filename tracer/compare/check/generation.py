@@ -102,8 +102,14 @@ def _where(param: str, a: int, b: int, batch: int) -> dict[str, Any]:
     return {param: at.unsqueeze(0).expand(batch, -1) if param.lower() == "position_ids" else at}
 
 
-def generate(module: torch.nn.Module, x: torch.Tensor, how: tuple[str, str], seed: int) -> list[Call]:
-    """Run every call of :data:`CALLS` on ``module``; a call that raises ends the generation."""
+def generate(
+    module: torch.nn.Module,
+    x: torch.Tensor,
+    how: tuple[str, str],
+    seed: int,
+    spans: tuple[tuple[int, int], ...] = CALLS,
+) -> list[Call]:
+    """Run every call of ``spans`` (:data:`CALLS`) on ``module``; a call that raises ends the generation."""
     kind, param = how
     at = position(module)
     ask = {"use_cache": True} if kind == "passed" and _takes(module, "use_cache") else {}  # GPT-2's present
@@ -117,7 +123,7 @@ def generate(module: torch.nn.Module, x: torch.Tensor, how: tuple[str, str], see
     calls: list[Call] = []
     with torch.random.fork_rng(devices=[]), torch.no_grad():
         torch.manual_seed(seed)
-        for a, b in CALLS:
+        for a, b in spans:
             x_new = x[:, a - 1 : b, :]
             try:
                 given = {param: cache, **ask} if kind == "passed" else {param: True} if param else {}

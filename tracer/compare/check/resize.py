@@ -1,27 +1,40 @@
-"""A second build with other sizes: a module that hard-codes its sizes matches only at the lesson's own.
+"""Second builds with other sizes: a module that hard-codes its sizes matches only at the lesson's own.
 
-A module that writes ``nn.Dropout(0.5)``, a ``6 x 6`` mask or ``nn.Linear(3, 2)``
-instead of using its constructor's arguments computes the lesson exactly at
-the lesson's sizes.  So once the stages match, :func:`differs` builds the
-module again with other sizes (``d_in + 1``, ``d_out`` + one per head,
-``context_length = 9``, ``dropout = 0``), calls it on seeded random inputs of
-7 tokens (a sequence shorter than the context, so the mask must be cut), in
-eval mode and then in training mode (with ``dropout = 0`` both must give the
-lesson's result), and compares the result with the lesson's attention
-computed here in float64 from the second module's own weights.  The answer
-is a sentence saying what went wrong, or None.
+A module that writes ``nn.Dropout(0.5)``, a ``6 x 6`` mask, ``nn.Linear(3, 2)``
+or ``window = 3`` instead of using its constructor's arguments computes the
+lesson exactly at the lesson's sizes.  So once the stages match,
+:func:`differs` builds the module again at each of :func:`builds`' sizes
+(``d_in + 1``, wider outputs, ``context_length = 9``, ``dropout = 0``, other
+windows, heads and groups), calls it on seeded random inputs shorter than
+the context (so the mask must be cut), and compares the result with the
+lesson computed in float64 from that module's own weights
+(:mod:`.resizeref`).  Lesson ``kvcache``'s module is driven through a longer
+generation, call by call, as :mod:`.generation` drives it; lesson
+``flash``'s function is called with another block size, head width and
+sequence length.  The answer is a sentence saying what went wrong, or None.
 """
 
 from __future__ import annotations
 
-import math
+import re
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 import torch
 
-from tracer.compare.check import align, forwardargs, roles, rotations, student, wrapper
-from tracer.compare.check.evidence import MODES, Other
+from tracer.compare.check import (
+    align,
+    flashcheck,
+    forwardargs,
+    generation,
+    resizeref,
+    roles,
+    student,
+    wrapper,
+)
+from tracer.compare.check.context import Hit
+from tracer.compare.check.evidence import MODES, Malformed, Other
 from tracer.compare.check.lessons import Spec
 from tracer.compare.check.model import Role
 from tracer.errors import InputError
@@ -29,30 +42,71 @@ from tracer.errors import InputError
 CONTEXT = 9
 TOKENS = 7
 SEED = 7
+CALLS = ((1, 3), (4, 4), (5, 5), (6, 6), (7, 8))
+"""Lesson kvcache's second generation: 8 tokens, a prompt of three, three single tokens, then two at once."""
+FLASH = {"d": 3, "block_size": 3, "tokens": 8}
+"""Lesson flash's other call: 3-wide heads, blocks of 3 keys over 8 tokens (the last block holds two)."""
 
 
-MODELLED = ("trainable", "causal", "multihead", "rope")
-"""The lessons whose result :func:`_reference` computes; the others (window, gqa) are not rebuilt.
+MODELLED = ("trainable", "causal", "multihead", "rope", "window", "gqa", "flash", "kvcache")
+"""The lessons whose result :mod:`.resizeref` computes at other sizes (every lesson with sizes; not ``simple``).
 
 Lesson ``rope`` is rebuilt two components wider (RoPE turns pairs, so the
 width stays even) and its queries and keys are turned as the checked
 pairing turns them (``--rope-style``), from position 0, ``θ_p = 10000^(−2(p−1)/d)``
 at the new width: a frequency table or a rotation written for ``d_out = 4``
-shows here.
+shows here.  Lesson ``window`` is built twice, with the window one narrower
+(on 7 tokens) and one wider (on 9, the whole context); lesson ``gqa`` twice,
+with one group more (as many query heads per group) and with one group
+(multi-query attention, one head fewer), heads one component wider.
+Lesson ``kvcache`` generates :data:`CALLS` with ``d_out + 1``; lesson
+``flash`` is called with :data:`FLASH`.  Lessons ``trainable``, ``causal``,
+``multihead`` and ``rope`` are called in eval and in training mode (with
+``dropout = 0`` both must give the lesson's result), the others in eval mode.
 """
+
+NO_TENSOR = "it returned no tensor of floating-point values"
+
+TRAINED = ("trainable", "causal", "multihead", "rope")
+"""The lessons whose second build is also called in training mode."""
+
+
+def builds(spec: Spec) -> tuple[dict[str, Any], ...]:
+    """The second builds' sizes by the book's names, and ``tokens`` (a square module's ``d_in`` follows ``d_out``)."""
+    if spec.name == "flash":
+        return (dict(FLASH),)
+    d_out = spec.d_out + (2 if spec.name == "rope" else spec.heads)  # RoPE's pairs need an even width
+    base = {"context_length": CONTEXT, "dropout": 0.0, "num_heads": spec.heads, "tokens": TOKENS}
+    if spec.name == "window":
+        w = spec.args[3]
+        sized = [{**base, "window_size": n, "tokens": t} for n, t in ((w - 1, TOKENS), (w + 1, CONTEXT)) if n >= 1]
+        return tuple({**_widths(spec, d_out), **s} for s in sized)
+    if spec.name == "gqa":
+        groups, width = spec.args[-1], spec.head_dim + 1
+        share = spec.heads // groups
+        pairs = ((groups + 1) * share, groups + 1), (max(spec.heads - 1, 1), 1)  # one group more; multi-query
+        return tuple({**_widths(spec, h * width), **base, "num_heads": h, "num_kv_groups": g} for h, g in pairs)
+    if spec.name == "kvcache":
+        return ({**_widths(spec, spec.d_out + 1), **base, "tokens": CALLS[-1][1]},)
+    return ({**_widths(spec, d_out), **base},)
 
 
 def sizes(spec: Spec) -> dict[str, Any]:
-    """The second build's sizes (the square modules' ``d_in`` follows their ``d_out``)."""
-    d_out = spec.d_out + (2 if spec.name == "rope" else spec.heads)  # RoPE's pairs need an even width
-    d_in = d_out if spec.d_in == spec.d_out else spec.d_in + 1
-    return {"d_in": d_in, "d_out": d_out, "context_length": CONTEXT, "dropout": 0.0, "num_heads": spec.heads}
+    """The first second build's sizes (:func:`builds`)."""
+    return builds(spec)[0]
+
+
+def _widths(spec: Spec, d_out: int) -> dict[str, int]:
+    return {"d_in": d_out if spec.d_in == spec.d_out else spec.d_in + 1, "d_out": d_out}
 
 
 def describe(spec: Spec, got: dict[str, Any]) -> str:
     """``d_in=4, d_out=3, context_length=9, dropout=0.0, 7 tokens`` (only the lesson's own arguments)."""
-    names = [n for n in ("d_in", "d_out", "context_length", "dropout", "num_heads") if n in spec.signature]
-    return ", ".join(f"{n}={got[n]}" for n in names) + f", {TOKENS} tokens"
+    if spec.name == "flash":
+        return f"d={got['d']}, block_size={got['block_size']}, {got['tokens']} tokens"
+    names = ("d_in", "d_out", "context_length", "dropout", "num_heads", "num_kv_groups", "window_size")
+    said = ", ".join(f"{n}={got[n]}" for n in names if n in spec.signature) + f", {got['tokens']} tokens"
+    return said + (f" in {len(CALLS)} calls" if spec.name == "kvcache" else "")
 
 
 ZH = (
@@ -68,50 +122,70 @@ ZH = (
         r"训练模式下 dropout=0.0 时结果仍然不同（最多相差 \1），就像它的 dropout 比率是写死的",
     ),
     (r"^its result differs from the lesson's by up to (.*)$", r"结果与课程的结果最多相差 \1"),
+    (r"^it returned no tensor of floating-point values$", r"它返回的不是浮点数张量"),
+    (r"^it raised (.*)$", r"它抛出了 \1"),
+    (r"^the call on tokens (\d+)-(\d+) raised (.*)$", r"对第 \1–\2 个词元的调用抛出了 \3"),
+    (r"^the reset raised (.*)$", r"清空缓存时抛出了 \1"),
+    (r"^its calls returned results that do not join along the tokens$", r"各次调用返回的结果无法沿词元轴拼接"),
 )
 """What :func:`judge` says, in Chinese (the student's own exception text stays as it is)."""
 
 
 def chinese(sizes_said: str, detail: str) -> tuple[str, str]:
     """:func:`judge`'s ``(sizes, what went wrong)`` in Chinese."""
-    import re
-
     for pattern, said in ZH:
         if re.match(pattern, detail):
             detail = re.sub(pattern, said, detail).replace("raised", "抛出了").replace("returned", "返回了")
             break
-    return sizes_said.replace(f", {TOKENS} tokens", f"，{TOKENS} 个词元"), detail
+    sizes_said = re.sub(r", (\d+) tokens in (\d+) calls$", r"，\1 个词元，分 \2 次调用", sizes_said)
+    return re.sub(r", (\d+) tokens$", r"，\1 个词元", sizes_said), detail
 
 
-def differs(build: Any, spec: Spec) -> tuple[str, str] | None:
-    """``(sizes, what went wrong)`` when the module rebuilt with :func:`sizes` does not compute the lesson."""
+def differs(build: Callable[[dict[str, Any]], Any], spec: Spec) -> tuple[str, str] | None:
+    """``(sizes, what went wrong)`` when a module rebuilt at :func:`builds`' sizes does not compute the lesson."""
     return judge(spec, gather(build, spec))
 
 
-def gather(build: Any, spec: Spec) -> Other:
-    """The student's half: build the module at :func:`sizes`, find its weights, call it in eval and train mode.
+def hit(spec: Spec, others: list[Other]) -> Hit | None:
+    """``sizes_ignored`` with its sentence's details in English and Chinese when :func:`judge` finds a difference."""
+    other = judge(spec, others)
+    if other is None:
+        return None
+    sizes_zh, detail_zh = chinese(*other)
+    said = {"sizes": other[0], "detail": other[1], "sizes_zh": sizes_zh, "detail_zh": detail_zh}
+    return Hit(None, (), said, "sizes_ignored")
+
+
+def gather(build: Callable[[dict[str, Any]], Any], spec: Spec) -> list[Other]:
+    """The student's half: each second build made with ``build(sizes)``, its weights found, called (:func:`_one`).
 
     Only data comes back (:class:`Other`); :func:`judge` compares it with the
     lesson computed from those weights on inputs of its own.
     """
-    got = sizes(spec)
+    return [_one(build, spec, got) for got in builds(spec)]
+
+
+def _one(build: Callable[[dict[str, Any]], Any], spec: Spec, got: dict[str, Any]) -> Other:
     try:
         module = build(got)
     except student.StudentError as e:
         return Other(f"building it raised {e.cause}")
     except InputError as e:
         return Other(f"it cannot be built ({e})")
-    x = _inputs(spec, got["d_in"])
+    x = _inputs(spec, got)
     try:
-        found = _roles(module, spec, got["d_in"], got["d_out"])
+        found = _roles(module, spec, got)
     except InputError as e:
         return Other(f"its weights do not follow the sizes ({e})")
+    module.eval()
+    if spec.name == "kvcache":
+        return Other("", found, {"eval": _generated(module, x)})
     results: dict[str, np.ndarray | str] = {}
     try:
         given = forwardargs.bind(module, spec, got["d_out"])[0]  # its further arguments, made at the new sizes
     except InputError as e:  # a factory that builds another forward at these sizes
         return Other(f"it cannot be built ({e})")
-    for mode in MODES:
+    for mode in _modes(spec):
         module.train(mode == "train")
         run = student.call(module, x, SEED, given)
         out = run.output
@@ -125,102 +199,100 @@ def gather(build: Any, spec: Spec) -> Other:
     return Other("", found, results)
 
 
-def judge(spec: Spec, other: Other) -> tuple[str, str] | None:
-    """The judge's half: the second build's results against the lesson computed here from its weights."""
-    got = sizes(spec)
-    said = describe(spec, got)
-    if other.problem:
-        return said, other.problem
-    x = _inputs(spec, got["d_in"])
+def gather_function(fn: Any) -> list[Other]:
+    """Lesson flash's student half: ``fn`` called once more at :data:`FLASH` (one result, or what went wrong)."""
+    q, k, v = _qkv()
+    value: np.ndarray | str
     try:
-        want = _reference(spec, other.roles, x.to(torch.float64).numpy(), got["d_out"])
-    except (KeyError, ValueError, IndexError) as e:  # weights that do not fit the sizes asked for
-        return said, f"its weights do not follow the sizes ({type(e).__name__})"
-    for mode in MODES:
-        value = other.results.get(mode, "returned nothing")
-        if isinstance(value, str):
-            return said, f"in {mode} mode it {value}"
-        if value.shape != want.shape:
-            return said, f"its result has shape {tuple(value.shape)} instead of {tuple(want.shape)}"
-        if not align.close(value, want):
-            err = align.error(value, want)
-            if mode == "train":
-                return said, (
-                    f"with dropout=0.0 in training mode its result still differs (by up to {err:.3g}), "
-                    "as if its dropout rate were fixed"
-                )
-            return said, f"its result differs from the lesson's by up to {err:.3g}"
+        value = flashcheck.called(fn, q, k, v, FLASH["block_size"])
+    except student.StudentError as e:
+        value = f"it raised {e.cause}"
+    except InputError:
+        value = NO_TENSOR
+    return [Other("", {}, {"eval": value})]
+
+
+def _generated(module: torch.nn.Module, x: torch.Tensor) -> np.ndarray | str:
+    """The context rows of every call of :data:`CALLS` joined along the tokens, or what went wrong."""
+    try:
+        calls = generation.generate(module, x, generation.convention(module), SEED, CALLS)
+    except student.StudentError as e:  # the reset crashed, or a call returned no float tensor
+        return f"the reset raised {e.cause}" if str(e).startswith("the reset") else NO_TENSOR
+    for (a, b), call in zip(CALLS, calls, strict=False):
+        if call.error is not None:
+            return f"the call on tokens {a}-{b} raised {call.error.cause}"
+    try:
+        return np.concatenate([c.out for c in calls if c.out is not None], axis=-2)
+    except ValueError:  # results of other widths or ranks than each other's
+        return "its calls returned results that do not join along the tokens"
+
+
+def judge(spec: Spec, others: list[Other]) -> tuple[str, str] | None:
+    """The judge's half: each second build's results against the lesson computed here from its weights."""
+    sized = builds(spec)
+    if len(others) != len(sized):
+        raise Malformed(f"{len(sized)} second builds were expected, got {len(others)}")
+    for got, other in zip(sized, others, strict=True):
+        found = _judged(spec, got, other)
+        if found is not None:
+            return describe(spec, got), found
     return None
 
 
-def _inputs(spec: Spec, d_in: int) -> torch.Tensor:
+def _judged(spec: Spec, got: dict[str, Any], other: Other) -> str | None:
+    if other.problem:
+        return other.problem
+    try:
+        want = _want(spec, got, other.roles)
+    except (KeyError, ValueError, IndexError) as e:  # weights that do not fit the sizes asked for
+        return f"its weights do not follow the sizes ({type(e).__name__})"
+    for mode in _modes(spec):
+        value = other.results.get(mode, "returned nothing")
+        if isinstance(value, str):
+            return value if spec.name in ("flash", "kvcache") else f"in {mode} mode it {value}"
+        if value.shape != want.shape:
+            return f"its result has shape {tuple(value.shape)} instead of {tuple(want.shape)}"
+        if not align.close(value, want):
+            err = align.error(value, want)
+            if mode == "train":
+                return (
+                    f"with dropout=0.0 in training mode its result still differs (by up to {err:.3g}), "
+                    "as if its dropout rate were fixed"
+                )
+            return f"its result differs from the lesson's by up to {err:.3g}"
+    return None
+
+
+def _want(spec: Spec, got: dict[str, Any], found: dict[str, Role]) -> np.ndarray:
+    if spec.name == "flash":
+        q, k, v = (t.to(torch.float64).numpy() for t in _qkv())
+        return resizeref.attend(q, k, v, True)
+    x = _inputs(spec, got).to(torch.float64).numpy()
+    return resizeref.result(spec.name, found, x, got, spec.style)
+
+
+def _modes(spec: Spec) -> tuple[str, ...]:
+    return MODES if spec.name in TRAINED else ("eval",)
+
+
+def _inputs(spec: Spec, got: dict[str, Any]) -> torch.Tensor:
     g = torch.Generator().manual_seed(SEED)
-    shape = (2, TOKENS, d_in) if spec.batch else (TOKENS, d_in)
+    shape = (2, got["tokens"], got["d_in"]) if spec.batch else (got["tokens"], got["d_in"])
     return torch.rand(shape, generator=g, dtype=torch.float32)
 
 
-def _roles(module: torch.nn.Module, spec: Spec, d_in: int, d_out: int) -> dict[str, Role]:
-    heads = wrapper.heads_of(module, spec.heads) if spec.multi else None
+def _qkv() -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Lesson flash's other queries, keys and values: seeded, spread wide enough that the running max rises."""
+    g = torch.Generator().manual_seed(SEED)
+    q, k, v = torch.randn((3, FLASH["tokens"], FLASH["d"]), generator=g, dtype=torch.float32)
+    return q, k, v
+
+
+def _roles(module: torch.nn.Module, spec: Spec, got: dict[str, Any]) -> dict[str, Role]:
+    heads_n = got.get("num_heads", spec.heads)
+    heads = wrapper.heads_of(module, heads_n) if spec.multi else None
     if heads is not None:
-        found = wrapper.assign(heads[0], heads[1], d_in, d_out)
-        found.update(wrapper.out_proj(module, heads[0], found["W_query"].value.shape[-1] * spec.heads))
+        found = wrapper.assign(heads[0], heads[1], got["d_in"], got["d_out"])
+        found.update(wrapper.out_proj(module, heads[0], found["W_query"].value.shape[-1] * heads_n))
         return {"form": Role("form", "wrap", ""), **found}
-    return roles.assign(module, d_in, d_out, out_proj=spec.multi)
-
-
-def _softmax(a: np.ndarray) -> np.ndarray:
-    with np.errstate(invalid="ignore"):
-        e = np.exp(a - a.max(axis=-1, keepdims=True))
-        out: np.ndarray = e / e.sum(axis=-1, keepdims=True)
-    return out
-
-
-def _attend(q: np.ndarray, k: np.ndarray, v: np.ndarray, causal: bool) -> np.ndarray:
-    s = q @ np.swapaxes(k, -1, -2) / math.sqrt(q.shape[-1])
-    if causal:
-        t = s.shape[-1]
-        s = np.where(np.triu(np.ones((t, t), dtype=bool), 1), -np.inf, s)
-    out: np.ndarray = _softmax(s) @ v
-    return out
-
-
-def _reference(spec: Spec, found: dict[str, Role], x: np.ndarray, d_out: int) -> np.ndarray:
-    """The lesson's result in float64 with the second module's weights (dropout off)."""
-    causal = spec.name in ("causal", "multihead", "rope")
-
-    def proj(r: str, w: np.ndarray) -> np.ndarray:
-        b = found.get(roles.BIAS[r])
-        out: np.ndarray = x @ w + (b.value if b is not None else 0.0)
-        return out
-
-    if "form" in found:  # the wrapper: each head its own full attention, joined along the last axis
-        outs = []
-        for h in range(found["W_query"].value.shape[0]):
-            q, k, v = (x @ found[r].value[h] for r in roles.QKV)
-            outs.append(_attend(q, k, v, causal))
-        joined = np.concatenate(outs, axis=-1)
-        if "W_out" in found:  # the bonus wrapper's projection over all heads
-            joined = joined @ found["W_out"].value + (found["b_out"].value if "b_out" in found else 0.0)
-        return joined
-    q, k, v = (proj(r, found[r].value) for r in roles.QKV)
-    if spec.name == "rope":
-        q, k = _turned(q, spec.style or "half"), _turned(k, spec.style or "half")
-    if spec.name != "multihead":  # one head, no output projection
-        return _attend(q, k, v, causal)
-    b, t, _ = q.shape
-    dh = d_out // spec.heads
-    hq, hk, hv = (a.reshape(b, t, spec.heads, dh).transpose(0, 2, 1, 3) for a in (q, k, v))
-    z = _attend(hq, hk, hv, causal).transpose(0, 2, 1, 3).reshape(b, t, d_out)
-    if "W_out" in found:
-        z = z @ found["W_out"].value + (found["b_out"].value if "b_out" in found else 0.0)
-    return z
-
-
-def _turned(x: np.ndarray, style: str) -> np.ndarray:
-    """RoPE on ``x``, ``(b, T, d)`` or ``(T, d)``: token ``i`` (from 0) turned by ``i θ_p``, paired by ``style``."""
-    t, d = x.shape[-2], x.shape[-1]
-    angle = np.arange(t)[:, None] * (rotations.BASE ** (-2.0 * np.arange(d // 2) / d))[None, :]
-    cos, sin = np.cos(angle), np.sin(angle)
-    if x.ndim == 2:
-        return rotations.turn(x, cos, sin, style)
-    return np.stack([rotations.turn(row, cos, sin, style) for row in x])
+    return roles.assign(module, got["d_in"], got["d_out"], out_proj=spec.multi, grouped=spec.name == "gqa")

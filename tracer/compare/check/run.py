@@ -100,15 +100,15 @@ def judge(ev: Evidence, spec: lessons.Spec, source: str | None) -> CheckResult:
     :class:`~.evidence.Malformed`.
     """
     label = f"{Path(source).name}:{ev.name}" if source else ev.name
-    if spec.name == "flash":  # a function called at three sizes: its results only
-        return flashcheck.judge(ev, source, label)
+    if spec.name == "flash":  # a function called at three sizes, and once more at others: its results only
+        return _resized(flashcheck.judge(ev, source, label), spec, ev)
     if ev.structural is not None:  # another attention than the lesson's: a verdict, not trouble
         code, detail = ev.structural
         if code not in BY_CODE:
             raise Malformed(f"the structural difference {code[:40]!r} is not one the check knows")
         return _structural(spec, label, code, detail)
-    if spec.name == "kvcache":  # a generation, call by call, rather than one run
-        return generation.judge(ev, spec, label)
+    if spec.name == "kvcache":  # a generation, call by call, rather than one run (and one more at other sizes)
+        return _resized(generation.judge(ev, spec, label), sizing.squared(spec, ev.square), ev)
     if ev.square and spec.is_class:
         spec = sizing.sized(spec, spec.d_out, spec.d_out)
     if ev.wrap and spec.multi:
@@ -147,11 +147,7 @@ def judge(ev: Evidence, spec: lessons.Spec, source: str | None) -> CheckResult:
     if chosen is not None and chosen.quantity.run == "short" and ctx.short_error is not None and hit is None:
         raise ctx.short_error
     if chosen is None and spec.is_class and spec.name in resize.MODELLED:  # every stage matches: at other sizes?
-        other = resize.judge(spec, _needed(ev.other, "the second build"))
-        if other is not None:
-            sizes_zh, detail_zh = resize.chinese(*other)
-            said = {"sizes": other[0], "detail": other[1], "sizes_zh": sizes_zh, "detail_zh": detail_zh}
-            hit = Hit(None, (), said, "sizes_ignored")
+        hit = resize.hit(spec, _needed(ev.other, "the second build"))
     divergence = _divergence(ctx, chosen, hit, stages) if chosen is not None else None
     if chosen is not None:
         after = stages[stages.index(chosen) + 1 :]
@@ -173,6 +169,13 @@ def judge(ev: Evidence, spec: lessons.Spec, source: str | None) -> CheckResult:
         _heads(spec),
         dict(ev.given),
     )
+
+
+def _resized(result: CheckResult, spec: lessons.Spec, ev: Evidence) -> CheckResult:
+    """``result`` (lessons flash and kvcache), with ``sizes_ignored`` when it matches but a second build does not."""
+    if result.ok:
+        result.hit = resize.hit(spec, _needed(ev.other, "the second build"))
+    return result
 
 
 def _structural(spec: lessons.Spec, label: str, code: str, detail: dict[str, str]) -> CheckResult:

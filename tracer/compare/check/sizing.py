@@ -72,6 +72,11 @@ def sized(spec: Spec, d_out: int | None = None, d_in: int | None = None, heads: 
     return replace(spec, d_in=d_in, d_out=d_out, heads=count, args=(d_in, d_out, *args[2:]))
 
 
+def squared(spec: Spec, square: bool) -> Spec:
+    """``spec`` built with ``d_in = d_out`` when ``square`` (a module of one width), else ``spec`` itself."""
+    return sized(spec, spec.d_out, spec.d_out) if square and spec.is_class else spec
+
+
 HEADED = ("multihead", "gqa")
 """The lessons whose number of heads ``--heads`` chooses."""
 
