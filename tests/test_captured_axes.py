@@ -18,6 +18,7 @@ import pytest
 import tracer
 from tests import capture_corpus as corpus
 from tests import capture_corpus_more as more
+from tests import capture_corpus_unseen as unseen
 from tracer.core.trace import Trace
 
 
@@ -25,6 +26,7 @@ from tracer.core.trace import Trace
 def traces() -> dict[str, Trace]:
     runs = {"fused": corpus.fused, "packed": corpus.packed, "window": corpus.window, "mha_masks": corpus.mha_masks}
     runs |= {"padding": more.mha_batch_padding, "annotated": more.annotated, "mingpt": more.mingpt}
+    runs |= {"t5": unseen.t5}
     return {name: tracer.trace_torch(run) for name, run in runs.items()}
 
 
@@ -32,7 +34,7 @@ def _axes(t: Trace, name: str) -> tuple[str, ...]:
     return t.node(name).axes
 
 
-@pytest.mark.parametrize("name", ["fused", "packed", "window", "mha_masks", "padding", "annotated", "mingpt"])
+@pytest.mark.parametrize("name", ["fused", "packed", "window", "mha_masks", "padding", "annotated", "mingpt", "t5"])
 def test_relabelled_traces_still_verify(traces: dict[str, Trace], name: str) -> None:
     assert traces[name].verify().ok
 
@@ -54,6 +56,15 @@ def test_a_causal_mask_made_from_ones_indexes_queries_and_keys(traces: dict[str,
     assert _axes(traces["annotated"], "mask") == ("b", "h", "i", "j")  # mask.unsqueeze(1)
     w = traces["window"]  # pos[:, None] - pos[None, :]: rows are queries, columns keys
     assert _axes(w, "dist") == ("i", "j") and _axes(w, "blocked") == ("i", "j")
+
+
+def test_t5s_relative_position_table_indexes_queries_and_keys(traces: dict[str, Trace]) -> None:
+    t = traces["t5"]  # memory_position - context_position, clamped into buckets, looked up per head
+    for name in ("relative_position", "buckets.clamp", "buckets", "context_position", "memory_position"):
+        assert _axes(t, name) == ("i", "j"), name  # (5, 1) and (1, 5) broadcast against keys and queries
+    assert _axes(t, "arange") == ("i",) and _axes(t, "arange_2") == ("j",)
+    assert _axes(t, "values") == ("i", "j", "h") and _axes(t, "position_bias") == ("b", "h", "i", "j")
+    assert t.node("values").attrs["indices"] == "buckets"
 
 
 def test_the_key_padding_mask_indexes_batch_and_keys(traces: dict[str, Trace]) -> None:

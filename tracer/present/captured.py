@@ -19,7 +19,7 @@ import numpy as np
 
 from tracer.core.trace import Node, Trace
 from tracer.present.attention_parts import LAYOUT, attentions, role
-from tracer.present.idwords import upper, words
+from tracer.present.idwords import paths_of, steps_of, upper, words
 from tracer.present.narrative import Narrative
 from tracer.present.strings import Strings
 
@@ -83,10 +83,10 @@ def captions(trace: Trace, s: Strings) -> dict[str, dict[str, str]]:
     alt text of its own.
     """
     out: dict[str, dict[str, str]] = {}
-    paths = _paths(trace)
+    paths, steps = paths_of(trace), steps_of(trace)
     for n in trace.nodes:
-        said = words(n.name, s, modules=paths)
-        plain = {"alt": s("capture.alt_node", name=words(n.name, s, code=False, modules=paths))}
+        said = words(n.name, s, modules=paths, steps=steps)
+        plain = {"alt": s("capture.alt_node", name=words(n.name, s, code=False, modules=paths, steps=steps))}
         if n.op == "input":  # what the code started from: given to it, built by it, or a module's weight or buffer
             if _constant(n):
                 fn, shape = _made(n)
@@ -100,7 +100,7 @@ def captions(trace: Trace, s: Strings) -> dict[str, dict[str, str]]:
     for attention in attentions(trace):
         for n in attention:
             what = role(trace, attention, n)
-            name = words(n.name, s, modules=paths)
+            name = words(n.name, s, modules=paths, steps=steps)
             text = upper(_mask_caption(n, name, s) if what == "mask" else s(f"capture.cap_{what}", name=name))
             out[n.name] = {**_formula(n), "caption": text, "figure": s("capture.fig", what=text)}
             biased = what == "mask" and _mask_key(n) == "capture.cap_mask_bias"
@@ -150,12 +150,6 @@ def _made(node: Node) -> tuple[str, str]:
     return fn, " × ".join(str(n) for n in node.value.shape) or "0-d"
 
 
-def _paths(trace: Trace) -> dict[str, str]:
-    """The trace's module paths as ids write them, to the paths (``linears_3`` -> ``linears.3``)."""
-    modules = trace.meta.get("modules") or {}
-    return {str(p).replace(".", "_"): str(p) for p in modules} if isinstance(modules, dict) else {}
-
-
 def stage_story(trace: Trace, stage: str, s: Strings) -> dict[str, object]:
     """The narrative table of one stage."""
     own = [n for n in trace.nodes if n.stage == stage]
@@ -175,9 +169,10 @@ def stage_story(trace: Trace, stage: str, s: Strings) -> dict[str, object]:
             text += " " + s("capture.inputs_consts", consts=s("capture.comma").join(made))
         return {"title": s("capture.inputs_title"), "text": text, "show": leaves[:MAX_TABLES]}
     main = [n for n in own if not is_part(trace, n)]
-    paths = _paths(trace)
+    paths, steps = paths_of(trace), steps_of(trace)
+    said = {n.name: words(n.name, s, modules=paths, steps=steps) for n in main}
     paras = [
-        upper(s(f"capture.{key}", names=_join(s, [words(n.name, s, modules=paths) for n in main if kind(n) == k])))
+        upper(s(f"capture.{key}", names=_join(s, [said[n.name] for n in main if kind(n) == k])))
         for k, key in KINDS
         if any(kind(n) == k for n in main)
     ]

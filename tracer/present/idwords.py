@@ -15,6 +15,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 
+from tracer.core.trace import Trace
 from tracer.present.strings import Strings
 
 OPS = (
@@ -40,12 +41,20 @@ def _op(segment: str) -> tuple[str, int] | None:
     return (base, n) if base in OPS else None
 
 
-def words(name: str, s: Strings, code: bool = True, modules: Mapping[str, str] | None = None) -> str:
+def words(
+    name: str,
+    s: Strings,
+    code: bool = True,
+    modules: Mapping[str, str] | None = None,
+    steps: Mapping[str, int] | None = None,
+) -> str:
     """``q.view.transpose`` -> ```q`` (viewed, then transposed)`` (``code=False``: no backticks, for alt texts).
 
     ``modules`` maps the module paths of the trace as ids write them to the
     paths (``linears_3`` -> ``linears.3``): their number is part of the path,
-    not a second value, and the page shows the path.
+    not a second value, and the page shows the path.  ``steps`` maps the ids
+    a generation loop made to the step (the module's call) that made them:
+    ``k_new_2`` is "``k_new`` at step 2", not its "value 2".
     """
     modules = modules or {}
     parts = name.split(".")
@@ -53,9 +62,14 @@ def words(name: str, s: Strings, code: bool = True, modules: Mapping[str, str] |
     while len(parts) > 1 and _op(parts[-1]) is not None:
         ops.insert(0, parts.pop())
     stem = ".".join(parts)
+    step = (steps or {}).get(stem, (steps or {}).get(name))
     how: list[str] = []
     m = _NUMBERED.match(stem)
-    if m and "." not in m.group("stem") and int(m.group("n")) >= 2 and stem not in modules:  # ``x_2``: ``x``'s 2nd
+    if step is not None:  # ``k_new_2``: the variable the code names, at the step that made it
+        head, _, last = stem.rpartition(".")
+        got = _NUMBERED.match(last)
+        stem = f"{head}.{got.group('stem')}".lstrip(".") if got and int(got.group("n")) >= 2 else stem
+    elif m and "." not in m.group("stem") and int(m.group("n")) >= 2 and stem not in modules:  # ``x_2``: 2nd value
         stem = m.group("stem")
         how.append(s("capture.w_value", n=int(m.group("n"))))
     r = _REASSIGNED.match(stem)
@@ -67,6 +81,7 @@ def words(name: str, s: Strings, code: bool = True, modules: Mapping[str, str] |
     how += [s(f"capture.w_{b}") for b in bases]
     stem = modules.get(stem, stem)
     shown = f"`{stem}`" if code else stem
+    shown = shown if step is None else s("capture.w_step", name=shown, n=step)
     said = s("capture.w_how", name=shown, how=s("capture.w_then").join(how)) if how else shown
     return s("capture.w_in", what=s(f"capture.w_{inner}"), name=said) if inner else said
 
@@ -80,3 +95,17 @@ def _base(segment: str) -> str:
 def upper(text: str) -> str:
     """A sentence that opens with a lowercase word ("the matrix product computed for …") capitalised."""
     return text[:1].upper() + text[1:] if text[:1].islower() else text
+
+
+def steps_of(trace: Trace) -> dict[str, int]:
+    """The ids a generation loop made, to their step (``meta["steps"]``, checked: a trace file is untrusted)."""
+    table = trace.meta.get("steps")
+    if not isinstance(table, dict):
+        return {}
+    return {k: v for k, v in table.items() if isinstance(k, str) and type(v) is int and v >= 1}
+
+
+def paths_of(trace: Trace) -> dict[str, str]:
+    """The trace's module paths as ids write them, to the paths (``linears_3`` -> ``linears.3``)."""
+    modules = trace.meta.get("modules") or {}
+    return {str(p).replace(".", "_"): str(p) for p in modules} if isinstance(modules, dict) else {}

@@ -33,7 +33,7 @@ from tracer.errors import InputError
 from tracer.record.capture import axes as ax
 from tracer.record.capture import site
 from tracer.record.capture.mode import Mode
-from tracer.record.capture.naming import final_names
+from tracer.record.capture.naming import final_names, pathname, steps
 from tracer.record.capture.relabel import relabel
 from tracer.record.capture.rename import rename
 from tracer.record.capture.selector import rename_axes, selector_axes
@@ -128,7 +128,7 @@ class Capture:
         bases = {b for f in full for b in re.findall(r"§[0-9]+", f)}
         order = [b for b in s.info if b in bases]
         self._names = final_names(s, order, full)
-        nodes = rename(list(raw), self._names)
+        nodes = rename(list(raw), self._names, [pathname(p) for _, p in _modules(s) if p])
         stages = list(dict.fromkeys(n.stage for n in nodes))
         if self.output is not None and isinstance(self.output, torch.Tensor):
             out_name = self.node_of(self.output)
@@ -156,6 +156,7 @@ class Capture:
             "modules": {p or "(root)": type(m).__name__ for m, p in _modules(s)},
             "opaque": list(s.opaque),
             "functions": _functions(s, self._names, nodes),
+            "steps": steps(s, self._names),
         }
         if out_name is not None:
             meta["output"] = out_name

@@ -28,7 +28,7 @@ import re
 import torch
 
 from tracer.record.capture.session import Info, Session
-from tracer.record.capture.site import BY_ORDER
+from tracer.record.capture.site import BY_ORDER, Site
 
 _PROV = re.compile(r"§[0-9]+")
 _BAD = re.compile(r"[^A-Za-z0-9_]")
@@ -84,6 +84,7 @@ def final_names(s: Session, order: list[str], nodes: list[str]) -> dict[str, str
     done: dict[str, str] = {}
     taken: set[str] = set()
     bound: dict[tuple[str, str], str] = {}
+    made: dict[tuple[str, str], tuple[str, int, str]] = {}  # the statement that bound each variable last
 
     def names_of(base: str, stem: str) -> list[str]:
         return [_PROV.sub(lambda m: stem if m.group(0) == base else m.group(0), f) for f in subs.get(base, [base])]
@@ -115,7 +116,7 @@ def final_names(s: Session, order: list[str], nodes: list[str]) -> dict[str, str
             later.append(b)  # named after the statement's result, once that has its name
         else:
             given = s.arg_names.get(id(t)) if t is not None else None
-            done[b] = claim(_op_name(s, b, info, last, done, bound, given), b)
+            done[b] = claim(_op_name(s, b, info, last, done, bound, given, made), b)
     for b in later:
         info = s.info[b]
         op = _ident(info.op.rstrip("_"), "op")
@@ -132,6 +133,19 @@ def final_names(s: Session, order: list[str], nodes: list[str]) -> dict[str, str
     return done
 
 
+def steps(s: Session, names: dict[str, str]) -> dict[str, int]:
+    """Final id -> generation step, for the ops of a user module called more than once (once per token).
+
+    A KV-cache loop calls the module once per token: an op of its n-th call
+    is at step n (``k_new_2``: the ``k_new`` of the second call).
+    """
+    out: dict[str, int] = {}
+    for b, info in s.info.items():
+        if info.kind == "op" and b in names and info.call is not None and s.calls.get(info.call[0], 0) > 1:
+            out[names[b]] = info.call[1]
+    return out
+
+
 def _number_iterations(s: Session, order: list[str]) -> None:
     """``q, k, v = [f(x) for x in zip(…)]``: the n-th iteration's ops make the n-th value."""
     runs: dict[tuple[int, int], list[int]] = {}
@@ -146,6 +160,11 @@ def _number_iterations(s: Session, order: list[str]) -> None:
         site = info.site
         if site is not None and site.element == BY_ORDER and site.kind == "assign" and info.out_index is None:
             info.out_index = runs[(site.frame, site.start)].index(info.group)
+
+
+def _statement(site: Site) -> tuple[str, int, str]:
+    """Which statement of the code a site is, whatever the call or iteration running it (file:line, start, function)."""
+    return site.where, site.start, site.code
 
 
 def _is_target(info: Info) -> bool:
@@ -176,6 +195,7 @@ def _op_name(
     done: dict[str, str],
     bound: dict[tuple[str, str], str],
     given: str | None,
+    made: dict[tuple[str, str], tuple[str, int, str]],
 ) -> str:
     scope = pathname(info.scope)
     pre = f"{scope}." if scope else ""
@@ -202,11 +222,15 @@ def _op_name(
             name = f"{done[info.source or '']}.{op}"
         elif _reads(s, info, old, done):  # ``att = att.masked_fill(…)``: att, then what was done to it
             name = f"{old}_{op}" if old.rpartition(".")[2] == var else f"{pre}{var}_{op}"
+        elif site is not None and made.get(key) == _statement(site):  # the same statement again: a loop, a call
+            name = pre + var  # per token: the variable's next value (``k_new_2``), not the module it calls
         elif info.module_out and not info.opened:  # ``x = self.proj(y)``: the module the code calls
             name = pathname(info.module_out)
         else:
             name = pre + var
         bound[key] = name
+        if site is not None:
+            made[key] = _statement(site)
         return name
     if info.derived and info.source is not None and info.source in done:
         return f"{done[info.source]}.{op}"

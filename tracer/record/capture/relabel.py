@@ -8,7 +8,8 @@ When the capture ends this module looks again, across the whole trace:
 
 - an axis that an elementwise or layout op passes on unchanged (its
   reference is the bare name of one of the reader's axes) is the same axis
-  in both nodes; such links make classes of axes (a union-find);
+  in both nodes, and so is an axis of a look-up's index tensor and the
+  result's axis it became; such links make classes of axes (a union-find);
 - an axis a sum of products made (scores ``i, j``, context ``i, d``,
   features ``c``) says what its class indexes; so does an axis of size one
   broadcast against a reader's axis (a mask ``(1, 1, T, T)`` is broadcast
@@ -20,7 +21,9 @@ When the capture ends this module looks again, across the whole trace:
 
 So the causal mask built from ``torch.ones(T, T)`` reads ``(i, j)``,
 ``nn.MultiheadAttention``'s key-padding mask ``(b, j)`` and its view per
-head ``(b, h, i, j)``, and the in-projection's unflattened ``(…, p, c)``.
+head ``(b, h, i, j)``, the in-projection's unflattened ``(…, p, c)``, and T5's
+relative positions ``arange[None, :] - arange[:, None]`` (and the buckets
+made from them) ``(i, j)``, the query and key axes of the scores they bias.
 """
 
 from __future__ import annotations
@@ -36,6 +39,7 @@ from tracer.record.capture import axes as ax
 PASS = {"view", "reshape", "transpose", "permute", "unsqueeze", "squeeze", "expand", "getitem", "cat", "stack"}
 PASS |= {"split", "chunk", "unbind", "flatten", "unflatten", "masked_fill", "add", "sub", "mul", "div", "where"}
 PASS |= {"compare", "tril", "triu", "cast", "neg", "exp", "softmax", "logical", "not", "and", "or", "bool"}
+PASS |= {"clamp", "abs", "log", "minimum", "maximum"}  # T5's buckets: clipped, or log-spaced, relative distances
 """Ops whose bare references pass an axis on unchanged (no products, no reductions)."""
 BROADCAST = PASS - {"view", "reshape", "transpose", "permute", "unsqueeze", "squeeze", "getitem", "flatten"}
 BROADCAST -= {"unflatten", "split", "chunk", "unbind", "cat", "stack"}
@@ -87,6 +91,8 @@ def relabel(nodes: list[Node]) -> list[Node]:
                 renamed = n.op in RESHAPE and src.axes[p] != e  # a reshape that said what the axis now is
                 if e in n.axes and not renamed:
                     classes.join((src.name, p), (n.name, n.axes.index(e)))
+        for a, b in _picked(n, by):
+            classes.join(a, b)
     names = {n.name: list(n.axes) for n in nodes}
     for _round in range(3):  # later rounds read the names earlier ones gave (``n`` of a merged mask, then its view)
         seeds = _seeds(nodes, by, names)
@@ -117,6 +123,22 @@ def _reads(n: Node, by: dict[str, Node]) -> list[tuple[Ref, Node]]:
         if src is not None and ref.index is not None and len(ref.index) == len(src.axes):
             out.append((ref, src))
     return out
+
+
+def _picked(n: Node, by: dict[str, Node]) -> list[tuple[Key, Key]]:
+    """A look-up's index tensor's axes, each linked to the result's axis it became (``table[buckets]``).
+
+    ``weight[idx]`` has one axis per axis of ``idx``, where the looked-up
+    axis was: they index what ``idx``'s own axes index.  T5's buckets are a
+    (query, key) table, so the bias they look up per head is one too.
+    """
+    held, at = n.attrs.get("indices"), n.attrs.get("at")
+    src = by.get(held) if n.op == "lookup" and isinstance(held, str) else None
+    if src is None or not isinstance(at, int) or at < 0 or at + len(src.axes) > len(n.axes):
+        return []
+    if tuple(np.shape(src.value)) != tuple(np.shape(n.value))[at : at + len(src.axes)]:
+        return []
+    return [((src.name, p), (n.name, at + p)) for p in range(len(src.axes))]
 
 
 def _seeds(nodes: list[Node], by: dict[str, Node], names: dict[str, list[str]]) -> list[tuple[Key, str]]:

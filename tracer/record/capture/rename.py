@@ -8,20 +8,27 @@ templates and attributes, in one pass.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import replace
 from typing import Any
 
 from tracer.core import formula
 from tracer.core.trace import ELEMENT, Node, Ref
+from tracer.record.capture.symbols import Symbols
 
 _PROV = re.compile(r"§[0-9]+")
+_NAMED = re.compile(r"\\mathrm\{([^{}]*§[0-9]+[^{}]*)\}")
+"""An operand a formula names by its (provisional) id: ``\\mathrm{§12.xw}``."""
 
 
-def rename(nodes: list[Node], names: dict[str, str]) -> list[Node]:
+def rename(nodes: list[Node], names: dict[str, str], modules: Iterable[str] = ()) -> list[Node]:
     """The nodes with every provisional name replaced (splits widened for the added segments).
 
-    Each node's symbol is the one its formula states (:func:`tracer.core.formula.stated_symbol`):
-    captured ops write free-form formulas, and the names they read operands by are not entry symbols.
+    In a formula an operand named by its id gets its symbol instead
+    (:mod:`tracer.record.capture.symbols`; ``modules`` are the module paths as
+    ids write them).  Each node's symbol is the one its formula states
+    (:func:`tracer.core.formula.stated_symbol`): captured ops write free-form
+    formulas, and the names they read operands by are not entry symbols.
     """
 
     def sub(text: str, latex: bool = False) -> str:
@@ -44,7 +51,6 @@ def rename(nodes: list[Node], names: dict[str, str]) -> list[Node]:
     for n in nodes:
         new = sub(n.name)
         grow = new.count(".") - n.name.count(".")
-        latex = sub(n.latex, latex=True)
         out.append(
             replace(
                 n,
@@ -52,9 +58,21 @@ def rename(nodes: list[Node], names: dict[str, str]) -> list[Node]:
                 split=(0,) * grow + tuple(n.split),
                 args=tuple(Ref(sub(r.node), r.index) for r in n.args),
                 text=sub(n.text),
-                latex=latex,
-                symbol=formula.stated_symbol(latex, n.granularity == ELEMENT),
                 attrs=attrs(n.attrs),
             )
         )
-    return out
+    final = {n.name: n for n in out}
+    symbols = Symbols(final, modules)
+
+    def maths(text: str) -> str:
+        def one(m: re.Match[str]) -> str:
+            got = sub(m.group(1))
+            return symbols.of(got) if got in final else r"\mathrm{" + got.replace("_", r"\_") + "}"
+
+        return sub(_NAMED.sub(one, text), latex=True)
+
+    done = []
+    for n in out:
+        latex = maths(n.latex)
+        done.append(replace(n, latex=latex, symbol=formula.stated_symbol(latex, n.granularity == ELEMENT)))
+    return done

@@ -40,6 +40,7 @@ class Info:
     hint: str = ""  # leaf: its name ("x", "ones"); const: the provisional name of its reader
     derived: bool = False  # a layout op or a cast: named after its operand when not named by the code
     opened: bool = False  # ran inside a torch function run opened up (``nn.MultiheadAttention``)
+    call: tuple[int, int] | None = None  # (id of the innermost user module running, which call of it this is)
     attrs: dict[str, Any] = field(default_factory=dict)
 
 
@@ -70,6 +71,7 @@ class Session:
         self.dtype_seen: torch.dtype | None = None
         self.taken: list[tuple[str, str]] = []  # (node, axis) taken apart by unbind/indexing (:mod:`.selector`)
         self.opened: list[str] = []  # module paths of the torch functions being run opened up (:mod:`.opened`)
+        self.calls: dict[int, int] = {}  # id(module) -> how many times its forward has begun
 
     # -- names ---------------------------------------------------------------
     def fresh(self) -> str:
@@ -127,6 +129,8 @@ class Session:
         self._last = site
         name = self.fresh()
         info = Info("op", op, self.scope, site, self._group, source=source, module_out=None, opened=bool(self.opened))
+        user = [m for m, _ in self.stack if not type(m).__module__.startswith("torch.")]
+        info.call = (id(user[-1]), self.calls[id(user[-1])]) if user else None
         if site is not None and site.element is not None and site.element >= 0 and site.kind == "assign":
             info.out_index = site.element  # the n-th value a generator gives ``q, k, v = (… for t in …)``
         self.info[name] = info
@@ -179,7 +183,7 @@ class Session:
         dtype = value.dtype if value.is_floating_point() else self.rec.dtype
         saved, self.rec.dtype = self.rec.dtype, dtype
         try:
-            v = self.rec.input(name, value, names, symbol=name, text=name, attrs=attrs)
+            v = self.rec.input(name, value, names, symbol=rf"\mathrm{{{name}}}", text=name, attrs=attrs)
         finally:
             self.rec.dtype, self.rec._stage = saved, old
         return self.bind(t, v)
@@ -236,6 +240,7 @@ class Session:
             self.name_args(module.forward, args)
         self.stack.append((module, self.paths.get(id(module), "")))
         self._entered.append(self._count)
+        self.calls[id(module)] = self.calls.get(id(module), 0) + 1
         if isinstance(module, torch.nn.MultiheadAttention):  # its forward's own steps are shown (:mod:`.opened`)
             self.opened.append(self.paths.get(id(module), "") or "mha")
             sites.OPENED.add(type(module).forward.__code__)

@@ -159,8 +159,8 @@ def sdpa(s: Session, c: Call) -> None:
         vk(*lead, j, e),
         (*lead, i, j, e),
         e,
-        symbol=r"\omega",
-        latex=r"\omega = q \cdot k",
+        symbol=rf"\mathrm{{{name}.scores}}",
+        latex=rf"\mathrm{{{name}.scores}} = \sum_{{{e}}} \mathrm{{{vq.name}}}\, \mathrm{{{vk.name}}}",
         text=f"Σ_{e} {ax.ref_text(vq.name, (*lead, i, e))} × {ax.ref_text(vk.name, (*lead, j, e))}",
     )
     factor = float(scale) if scale is not None else 1.0 / math.sqrt(q.shape[-1])
@@ -171,8 +171,8 @@ def sdpa(s: Session, c: Call) -> None:
         f"{name}.scaled",
         [sc(*names), const()],
         names,
-        symbol=r"\tilde\omega",
-        latex=r"\omega \cdot s",
+        symbol=rf"\mathrm{{{name}.scaled}}",
+        latex=rf"\mathrm{{{name}.scaled}} = \mathrm{{{name}.scores}} \cdot {factor:g}",
         text=f"{ax.ref_text(sc.name, names)} × {const.name}",
     )
     t, tk = int(q.shape[-2]), int(k.shape[-2])
@@ -206,7 +206,7 @@ def sdpa(s: Session, c: Call) -> None:
         (*lead, i, f, j),
         j,
         symbol=rf"\mathrm{{{name}}}",
-        latex=r"z = \sum_j \alpha_j v_j",
+        latex=rf"\mathrm{{{name}}} = \sum_{{{j}}} \mathrm{{{weights.name}}}\, \mathrm{{{vv.name}}}",
         text=f"Σ_{j} {ax.ref_text(weights.name, names)} × {ax.ref_text(vv.name, (*lead, j, f))}",
         parts=("t", "s"),
         total=out.detach().clone(),

@@ -27,13 +27,22 @@ from tracer.record.recorder import Var
 ALIASES = {"contiguous", "clone", "detach", "data", "requires_grad_", "cpu"}
 
 
-def _emit(s: Session, c: Call, out: torch.Tensor, op: str, refs: list[Ref], names: Sequence[str], text: str) -> Var:
+def _emit(
+    s: Session,
+    c: Call,
+    out: torch.Tensor,
+    op: str,
+    refs: list[Ref],
+    names: Sequence[str],
+    text: str,
+    attrs: dict[str, object] | None = None,
+) -> Var:
     source = refs[0].node if len(refs) == 1 else None
     name, info = s.begin(c.key if c.key in ("T", "mT", "t") else op, source)
     info.derived = True
     if isinstance(c.out, tuple | list):
         info.out_index = next(n for n, t in enumerate(c.out) if t is out)
-    v = s.rec.apply(op, name, out, refs, tuple(names), text=text, attrs={"func": c.key})
+    v = s.rec.apply(op, name, out, refs, tuple(names), text=text, attrs={"func": c.key, **(attrs or {})})
     return s.bind(out, v)
 
 
@@ -198,7 +207,9 @@ def lookup(s: Session, c: Call, vx: Var, items: tuple[object, ...], prefer: tupl
             exprs[0] = f"{exprs[0]}*{'*'.join(conds)}"
         refs.append(Ref(vx.name, (*before, *exprs, *after)))
     where = f"{vx.name}[{', '.join([':'] * p + ['idx'] + [':'] * (x.dim() - p - k))}]"
-    _emit(s, c, out, "lookup", refs, names, f"the entry of {where} this index picks")
+    held = s.known(idx) if idx.dtype != torch.bool else None  # the index's axes are the result's new ones
+    index: dict[str, object] = {"indices": held.name, "at": len(before)} if held is not None else {}
+    _emit(s, c, out, "lookup", refs, names, f"the entry of {where} this index picks", index)
 
 
 def cat(s: Session, c: Call) -> None:
