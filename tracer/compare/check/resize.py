@@ -88,8 +88,11 @@ def differs(build: Any, spec: Spec) -> tuple[str, str] | None:
     return judge(spec, gather(build, spec))
 
 
-def gather(build: Any, spec: Spec) -> Other:
+def gather(build: Any, spec: Spec, mask: str = "mask") -> Other:
     """The student's half: build the module at :func:`sizes`, find its weights, call it in eval and train mode.
+
+    A mask it requires is given in the form chosen at the lesson's sizes
+    (``mask``, :mod:`.maskforms`).
 
     Only data comes back (:class:`Other`); :func:`judge` compares it with the
     lesson computed from those weights on inputs of its own.
@@ -108,13 +111,13 @@ def gather(build: Any, spec: Spec) -> Other:
         return Other(f"its weights do not follow the sizes ({e})")
     results: dict[str, np.ndarray | str] = {}
     try:
-        given = forwardargs.bind(module, spec, got["d_out"])[0]  # its further arguments, made at the new sizes
+        given = forwardargs.bind(module, spec, got["d_out"], mask)[0]  # its further arguments, made at the new sizes
     except InputError as e:  # a factory that builds another forward at these sizes
         return Other(f"it cannot be built ({e})")
     for mode in MODES:
         module.train(mode == "train")
         run = student.call(module, x, SEED, given)
-        out = run.output
+        out = student.returned(run.output)
         if run.error is not None:
             results[mode] = f"raised {run.error.cause}"
         elif not isinstance(out, torch.Tensor) or not out.is_floating_point():
