@@ -24,7 +24,8 @@ BOOK_INIT = (
     "        self.W_key = nn.Linear(d_in, d_out, bias=False)\n"
     "        self.W_value = nn.Linear(d_in, d_out, bias=False)\n"
 )
-FORWARD_TUPLE = "    def forward(self, x):\n        q = self.W_query(x)\n        return q, q\n"
+# a dict, not a tuple: a tuple is read at its first element
+FORWARD_DICT = '    def forward(self, x):\n        q = self.W_query(x)\n        return {"context": q}\n'
 
 
 def run(*args: str) -> tuple[int, str, str]:
@@ -130,8 +131,8 @@ BAD_INPUTS = {
         "A raised ZeroDivisionError: division by zero",
     ),
     "not a tensor": (
-        lambda t: write(t, HEAD + "class A(nn.Module):\n" + BOOK_INIT + FORWARD_TUPLE) + ":A",
-        "returned tuple, not a tensor",
+        lambda t: write(t, HEAD + "class A(nn.Module):\n" + BOOK_INIT + FORWARD_DICT) + ":A",
+        "returned dict, not a tensor",
     ),
     "computes nothing": (
         lambda t: (

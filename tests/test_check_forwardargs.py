@@ -137,8 +137,9 @@ def test_every_call_gets_a_mask_of_its_own_tokens() -> None:
     Counted.sizes = []
     r = tracer.check(Counted, lesson="causal")
     assert r.ok, r.explain("en")
-    # eval and train mode on 6 tokens, the shorter run on 4, the second build on 7 in both modes
-    assert Counted.sizes == [6, 6, 4, 7, 7]
+    # the additive mask tried (and kept), eval and train mode on 6 tokens, the shorter run on 4,
+    # the second build on 7 in both modes
+    assert Counted.sizes == [6, 6, 6, 4, 7, 7]
     assert r.given == {"mask": "mask"} and "given_mask" in r.notes
     assert "(mask)" in r.explain("en") and "（mask）" in r.explain("zh") and "因果掩码" in r.explain("zh")
 

@@ -58,6 +58,7 @@ def decode(doc: Any) -> Evidence:
         other=None if d.get("other") is None else [_other_of(o, budget) for o in _list(d.get("other"), "other", 4)],
         structural=None if d.get("structural") is None else _structural(d.get("structural")),
         given=_given(d.get("given", {})),
+        returned=_returned(d.get("returned", "")),
     )
 
 
@@ -181,6 +182,13 @@ def _given(v: Any) -> dict[str, str]:
             raise Malformed(f"given: {str(kind)[:40]!r} is not a kind of argument the check passes")
         out[_text(k, "given parameter", 100)] = kind
     return out
+
+
+def _returned(v: Any) -> str:
+    """What ``forward`` returned around its output: nothing, or a ``tuple`` or ``list``."""
+    if v not in ("", "tuple", "list"):
+        raise Malformed(f"returned: {str(v)[:40]!r} is not tuple or list")
+    return str(v)
 
 
 def _trace(v: Any) -> Trace:

@@ -91,7 +91,9 @@ class Evidence:
     ``wrap`` is each head's width when it is the book's wrapper of heads (0
     otherwise) and ``heads`` the path of its ``ModuleList``.  ``given`` names
     the parameters of ``forward`` the check passed beyond the tokens, each
-    with its kind (:mod:`.forwardargs`).
+    with its kind (:mod:`.forwardargs`).  ``returned`` is ``tuple`` or
+    ``list`` when ``forward`` returned one whose first element was taken as
+    the output (:func:`.student.returned`), empty otherwise.
     """
 
     name: str
@@ -109,6 +111,7 @@ class Evidence:
     other: list[Other] | None = None  # one per second build (:func:`.resize.builds`)
     structural: tuple[str, dict[str, str]] | None = None
     given: dict[str, str] = field(default_factory=dict)
+    returned: str = ""
 
 
 def encode(ev: Evidence) -> dict[str, Any]:
@@ -129,6 +132,7 @@ def encode(ev: Evidence) -> dict[str, Any]:
         "other": None if ev.other is None else [_other(o) for o in ev.other],
         "structural": None if ev.structural is None else [ev.structural[0], ev.structural[1]],
         "given": dict(ev.given),
+        "returned": ev.returned,
     }
 
 

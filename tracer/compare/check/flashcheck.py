@@ -38,7 +38,7 @@ from tracer.compare.check.context import Hit
 from tracer.compare.check.evidence import Evidence, Malformed
 from tracer.compare.check.model import Divergence, Match, Seen, StageResult
 from tracer.compare.check.result import CheckResult
-from tracer.compare.check.student import StudentError, _failure, _one_line, name_of
+from tracer.compare.check.student import StudentError, _failure, _one_line, name_of, returned
 from tracer.core.trace import Step, Trace
 from tracer.errors import InputError
 from tracer.record.inputs import tutorial
@@ -136,8 +136,7 @@ def called(fn: Any, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, b: int) -
         except BaseException as e:  # SystemExit too: the student's code, not ours
             args = f"T = {q.shape[0]}, block_size = {b}"
             raise StudentError(f"{name} raised {_failure(e)} ({args})", traceback.format_exc(), _one_line(e)) from None
-    if isinstance(out, tuple) and out and isinstance(out[0], torch.Tensor):  # (O, L): the output and its logsumexp
-        out = out[0]
+    out = returned(out)  # (O, L): the output and its logsumexp
     if not isinstance(out, torch.Tensor) or not out.is_floating_point():
         raise InputError(f"{name} returned {type(out).__name__}, not a tensor of floating-point values")
     a = out.detach().to(torch.float64).cpu().numpy()

@@ -20,14 +20,15 @@ the value the lesson itself would use at the call's ``T`` tokens:
   complex ``e^(i m θ_p)``, ``(T, d/2)``, whatever the style (the pairing is
   the code's own reshape);
 - the causal mask (every lesson that masks): ``mask``, ``attn_mask``,
-  ``attention_mask``, ``causal_mask`` an additive float mask, 0 where a
-  token may attend and −inf above the diagonal, ``(T, T)`` for the
-  one-head lessons and ``(1, 1, T, T)`` for the multi-head ones.  That one
-  form reads the same to ``scores + mask`` (Meta), to
-  ``F.scaled_dot_product_attention``'s and ``nn.MultiheadAttention``'s
-  float ``attn_mask``, and as ``mask.bool()`` it is the book's
-  True-above-the-diagonal; a keep-mask (``masked_fill(mask == 0, …)``, 1
-  where a token may attend) reads it the wrong way round;
+  ``attention_mask``, ``causal_mask``, ``(T, T)`` for the one-head lessons
+  and ``(1, 1, T, T)`` for the multi-head ones, in one of three forms
+  (:data:`MASKS`): additive float, 0 where a token may attend and −inf
+  above the diagonal (``scores + mask``, the float ``attn_mask`` of
+  ``F.scaled_dot_product_attention``; as ``mask.bool()`` the book's
+  True-above-the-diagonal), boolean keep (True where a token may attend,
+  ``masked_fill(mask == 0, …)``) or boolean hide (True above the diagonal,
+  ``masked_fill(mask, …)``).  The name does not say which the code reads:
+  :mod:`.maskforms` tries them and ``bind`` is told the one chosen;
 - flags: ``is_causal`` True; ``use_cache``, ``output_attentions``,
   ``need_weights`` False; a cache (``past_key_value``, ``layer_past`` …) or a
   padding mask None.
@@ -63,6 +64,8 @@ TABLE: dict[str, tuple[str, ...]] = {
     "cos_sin": ("position_embeddings", "cos_sin", "rotary_pos_emb", "rope_cache"),
     "freqs_cis": ("freqs_cis", "freqs_complex", "freq_cis"),
     "mask": ("mask", "attn_mask", "attention_mask", "causal_mask", "attn_bias"),
+    "mask_keep": (),  # a mask's other forms: never asked for by name, chosen by trying (:mod:`.maskforms`)
+    "mask_hide": (),
     "true": ("is_causal", "causal"),
     "false": ("use_cache", "output_attentions", "need_weights", "return_attention", "return_weights"),
     "none": (
@@ -78,6 +81,8 @@ GROUPS = {
     "positions": ("position_ids", "positions", "start"),
     "rotary": ROTARY,
     "mask": ("mask",),
+    "mask_keep": ("mask_keep",),
+    "mask_hide": ("mask_hide",),
     "flags": ("true", "false", "none"),
 }
 """The report's note for each group of kinds (``check.note_given_<group>``): what was passed, what cannot show."""
@@ -113,7 +118,9 @@ def kinds(module: Any, spec: Spec) -> dict[str, str]:
         if kind in ROTARY and spec.name not in ROTARY_LESSONS:
             kind = None
         if kind is None:
-            known = ", ".join(names[0] for k, names in TABLE.items() if k not in ROTARY or spec.name in ROTARY_LESSONS)
+            known = ", ".join(
+                ns[0] for k, ns in TABLE.items() if ns and (k not in ROTARY or spec.name in ROTARY_LESSONS)
+            )
             raise InputError(
                 f"{_name(module)}.forward requires {p.name}, which the check cannot pass: lesson {spec.name} calls "
                 f"forward(x) and passes only the parameters named {known}…"
@@ -139,10 +146,27 @@ def value(kind: str, x: torch.Tensor, spec: Spec, width: int) -> Any:
         return 0
     if kind in ROTARY:
         return _rotary(kind, at, lead, spec.style or "half", width, x.dtype)
-    if kind == "mask":
-        cut = torch.triu(torch.full((t, t), float("-inf"), dtype=x.dtype), diagonal=1)
-        return cut.view(1, 1, t, t) if spec.multi else cut
+    if kind in MASKS:
+        return _mask(kind, t, x.dtype, spec.multi)
     return {"true": True, "false": False, "none": None}[kind]
+
+
+MASKS = ("mask", "mask_keep", "mask_hide")
+"""The causal mask's forms, in the order they are tried: additive float, boolean keep, boolean hide."""
+
+
+def _mask(kind: str, t: int, dtype: torch.dtype, multi: bool) -> torch.Tensor:
+    """The causal mask over ``t`` tokens in form ``kind``, ``(T, T)`` or, for the multi-head lessons, ``(1, 1, T, T)``.
+
+    ``mask``: 0 where token i may attend and −inf above the diagonal (to be
+    added); ``mask_keep``: True where it may attend, on and below the
+    diagonal (the Annotated Transformer's ``subsequent_mask``, read by
+    ``masked_fill(mask == 0, …)``); ``mask_hide``: True above the diagonal
+    (torch's boolean ``attn_mask`` of hidden places, ``masked_fill(mask, …)``).
+    """
+    hide = torch.ones(t, t, dtype=torch.bool).triu(1)
+    cut = {"mask": torch.zeros(t, t, dtype=dtype).masked_fill(hide, float("-inf")), "mask_keep": ~hide}.get(kind, hide)
+    return cut.view(1, 1, t, t) if multi else cut
 
 
 def _rotary(kind: str, at: torch.Tensor, lead: tuple[int, ...], style: str, d: int, dtype: torch.dtype) -> Any:
@@ -165,15 +189,18 @@ Arguments = Callable[[torch.Tensor], tuple[tuple[Any, ...], dict[str, Any]]]
 """The positional and keyword arguments of one call on the tokens ``x`` (``x`` first)."""
 
 
-def bind(module: Any, spec: Spec, d: int | None = None) -> tuple[Arguments | None, dict[str, str]]:
+def bind(module: Any, spec: Spec, d: int | None = None, mask: str = "mask") -> tuple[Arguments | None, dict[str, str]]:
     """How to call ``module`` on the tokens (None: ``forward(x)``), and what it is given beyond them (name -> kind).
+
+    ``mask`` is the form of every mask passed (one of :data:`MASKS`: the one
+    chosen for this module by :func:`.maskforms.choose`).
 
     The further arguments are made for each call's ``x`` (a shorter sequence
     gets a shorter mask), before the call and so outside its capture, and
     passed by position where they can be, so the capture names them after
     the student's parameters.
     """
-    given = kinds(module, spec)
+    given = {name: mask if kind == "mask" else kind for name, kind in kinds(module, spec).items()}
     if not given:
         return None, {}
     params = inspect.signature(getattr(module, "forward", module)).parameters

@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from tracer.compare.check import build, forwardargs, lessons, reference, resize, roles, sizing, student
+from tracer.compare.check import build, forwardargs, lessons, maskforms, reference, resize, roles, sizing, student
 from tracer.compare.check.evidence import Evidence, Failure
 from tracer.compare.check.model import Seen
 from tracer.compare.check.student import name_of
@@ -55,18 +55,22 @@ def gather(obj: Any, spec: lessons.Spec) -> Evidence:
         ev.heads = heads[0] if heads is not None else ""
         fn: Any = module
         given, ev.given = forwardargs.bind(module, spec)
+        form = maskforms.choose(module, spec, reference.inputs(spec), ev.roles, ev.given)
+        if form != "mask":  # a keep or hide mask: what the code reads
+            given, ev.given = forwardargs.bind(module, spec, mask=form)
     else:
         from tracer.errors import InputError
 
         if not callable(obj) or isinstance(obj, type):
             raise InputError(f"lesson simple checks a function f(inputs) -> context vectors, not {obj!r}")
-        module, fn, given = None, obj, None
+        module, fn, given, form = None, obj, None, "mask"
     x = reference.inputs(spec)
     main = student.run(fn, x, spec.seed, given)
     if main.error is not None:
         raise main.error
     ev.seen, ev.captured = main.seen, main.trace
     ev.output = student.output_array(main.output, name)
+    ev.returned = type(main.output).__name__ if student.returned(main.output) is not main.output else ""
     if module is None:
         return ev
     if any(q.run == "train" for q in spec.quantities):
@@ -79,7 +83,7 @@ def gather(obj: Any, spec: lessons.Spec) -> Evidence:
         ev.short_error = Failure(str(crash), crash.details, crash.cause) if crash is not None else None
         ev.short = [_output(short.output)] if crash is None else []
     if spec.name in resize.MODELLED:
-        ev.other = resize.gather(_builder(obj, spec), spec)
+        ev.other = resize.gather(_builder(obj, spec), spec, form)
     return ev
 
 
@@ -90,6 +94,7 @@ def _builder(obj: Any, spec: lessons.Spec) -> Any:
 
 
 def _output(out: Any) -> Seen:
+    out = student.returned(out)
     if not isinstance(out, torch.Tensor) or not out.is_floating_point():
         return Seen("", "", np.zeros(0))
     return Seen("output", "return", out.detach().to(torch.float64).cpu().numpy().copy(), "")

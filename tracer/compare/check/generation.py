@@ -41,7 +41,7 @@ from tracer.compare.check import align, build, cachemistakes, deadline, lessons,
 from tracer.compare.check.evidence import Evidence, Failure, Malformed
 from tracer.compare.check.model import Divergence, Match, Quantity, Seen, StageResult
 from tracer.compare.check.result import CheckResult
-from tracer.compare.check.student import StudentError, _failure, _one_line, name_of
+from tracer.compare.check.student import StudentError, _failure, _one_line, name_of, returned
 from tracer.core.trace import Step
 
 CALLS = lessons.CALLS
@@ -135,8 +135,7 @@ def generate(
             except StudentError as e:
                 calls.append(Call(None, e))
                 break
-            if isinstance(out, tuple) and out:  # (context, weights) or (context, cache) kept as well
-                out = out[0]
+            out = returned(out)  # (context, weights) or (context, cache) kept as well
             if not isinstance(out, torch.Tensor) or not out.is_floating_point():
                 raise StudentError(f"the call on tokens {a}-{b} returned {type(out).__name__}, not a float tensor")
             calls.append(Call(out.detach().to(torch.float64).cpu().numpy().copy()))

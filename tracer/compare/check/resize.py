@@ -156,16 +156,19 @@ def hit(spec: Spec, others: list[Other]) -> Hit | None:
     return Hit(None, (), said, "sizes_ignored")
 
 
-def gather(build: Callable[[dict[str, Any]], Any], spec: Spec) -> list[Other]:
+def gather(build: Callable[[dict[str, Any]], Any], spec: Spec, mask: str = "mask") -> list[Other]:
     """The student's half: each second build made with ``build(sizes)``, its weights found, called (:func:`_one`).
+
+    A mask it requires is given in the form chosen at the lesson's sizes
+    (``mask``, :mod:`.maskforms`).
 
     Only data comes back (:class:`Other`); :func:`judge` compares it with the
     lesson computed from those weights on inputs of its own.
     """
-    return [_one(build, spec, got) for got in builds(spec)]
+    return [_one(build, spec, got, mask) for got in builds(spec)]
 
 
-def _one(build: Callable[[dict[str, Any]], Any], spec: Spec, got: dict[str, Any]) -> Other:
+def _one(build: Callable[[dict[str, Any]], Any], spec: Spec, got: dict[str, Any], mask: str) -> Other:
     try:
         module = build(got)
     except student.StudentError as e:
@@ -182,13 +185,13 @@ def _one(build: Callable[[dict[str, Any]], Any], spec: Spec, got: dict[str, Any]
         return Other("", found, {"eval": _generated(module, x)})
     results: dict[str, np.ndarray | str] = {}
     try:
-        given = forwardargs.bind(module, spec, got["d_out"])[0]  # its further arguments, made at the new sizes
+        given = forwardargs.bind(module, spec, got["d_out"], mask)[0]  # its further arguments, made at the new sizes
     except InputError as e:  # a factory that builds another forward at these sizes
         return Other(f"it cannot be built ({e})")
     for mode in _modes(spec):
         module.train(mode == "train")
         run = student.call(module, x, SEED, given)
-        out = run.output
+        out = student.returned(run.output)
         if run.error is not None:
             results[mode] = f"raised {run.error.cause}"
         elif not isinstance(out, torch.Tensor) or not out.is_floating_point():

@@ -154,7 +154,8 @@ def judge(ev: Evidence, spec: lessons.Spec, source: str | None) -> CheckResult:
         for s in after:
             if s.status == "differs":
                 s.status = "consequence"
-    notes = ["square"] * ev.square + forwardargs.notes(ev.given) + _notes(ctx, stages)
+    notes = ["square"] * ev.square + forwardargs.notes(ev.given) + ["returned_tuple"] * bool(ev.returned)
+    notes += _notes(ctx, stages)
     return CheckResult(
         spec.name,
         stages,

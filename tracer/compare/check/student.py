@@ -144,8 +144,23 @@ def call(fn: Callable[..., Any], x: torch.Tensor, seed: int | None, arguments: A
     return Run([], out)
 
 
+def returned(out: Any) -> Any:
+    """The result as its caller reads it: the first element of a tuple or list that starts with a tensor.
+
+    Attention code often returns more than its output: Hugging Face's layers
+    ``(attn_output, attn_weights)`` (the weights may be None), others
+    ``(output, cache)``, a flash kernel ``(O, L)`` with its logsumexp.  Every
+    caller takes the first element as the output, and so does the check; any
+    other result is handed back as it is (and is then not a tensor).
+    """
+    if isinstance(out, (tuple, list)) and out and isinstance(out[0], torch.Tensor):
+        return out[0]
+    return out
+
+
 def output_array(out: Any, what: str) -> Any:
-    """The returned tensor as a float64 array (a non-tensor result is an error)."""
+    """The returned tensor (:func:`returned`) as a float64 array (a non-tensor result is an error)."""
+    out = returned(out)
     if not isinstance(out, torch.Tensor):
         raise InputError(f"{what} returned {type(out).__name__}, not a tensor")
     if not out.is_floating_point():
