@@ -23,7 +23,7 @@ operands:
   (whose sign or payload could depend on how the reduction runs) ``torch.amax`` takes the step's row alone.
 
 :class:`Replay` holds the nodes of one one-token step, recorded by the
-ordinary primitives with its position left blank (:data:`BLANK`): every
+ordinary primitives with its position left blank (:data:`.kvstep.BLANK`): every
 later step has the same nodes, with its own step number and token position
 written into their ids, operands and formulas, and its rows of the tables as
 values.  Before it is used, the step it was recorded from is filled in and
@@ -44,6 +44,7 @@ import torch
 
 from tracer.core import exact
 from tracer.core.trace import Node, Ref
+from tracer.record.pipelines.kvstep import BLANK, at_token
 from tracer.record.recorder import Var, running_sums
 
 
@@ -66,35 +67,6 @@ def _row_max(scaled: torch.Tensor, rows: list[int]) -> torch.Tensor:
         if i in alone:
             top[i] = torch.amax(scaled[i : i + 1, : i + 1], dim=-1)[0]
     return top
-
-
-@dataclass(frozen=True)
-class Spot:
-    """Where a step of the generation is: the tokens ``a..b`` it brings (1-based) and the text naming it.
-
-    ``pre`` begins its ids (``step4.``), ``off`` is ``a - 1`` as written in
-    its operands and formulas (``x[<i>+3,<k>]``), ``first`` is ``a``.
-    """
-
-    a: int
-    b: int
-    pre: str
-    off: str
-    first: str
-
-    @classmethod
-    def of(cls, s: int, span: tuple[int, int]) -> Spot:
-        """Step ``s``, which brings the tokens ``span``."""
-        return cls(span[0], span[1], f"step{s}.", str(span[0] - 1), str(span[0]))
-
-    def blank(self) -> Spot:
-        """The same tokens, with every piece of text left blank (:data:`BLANK`), to be filled in per step."""
-        return Spot(self.a, self.b, BLANK["pre"] + ".", BLANK["off"], BLANK["first"])
-
-
-BLANK = {part: f"\x00{part}\x00" for part in ("pre", "prev", "off", "first")}
-"""The blanks a :class:`Replay` step's text is recorded with: its step's name (``pre``, ``step4``), the
-previous step's (``prev``, whose cache it reads), ``a - 1`` (``off``) and ``a`` (``first``)."""
 
 
 class Ahead:
@@ -211,7 +183,7 @@ class Replay:
     """The nodes of one one-token step, recorded with its text blank, filled in for each step after it.
 
     ``nodes`` are that step's nodes as the primitives recorded them with
-    :meth:`Spot.blank` (and the cache it read named with the ``prev`` blank).
+    :meth:`.kvstep.Spot.blank` (and the cache it read named with the ``prev`` blank).
     """
 
     def __init__(self, nodes: Sequence[Node]) -> None:
@@ -250,17 +222,6 @@ class Replay:
                 )
             )
         return made
-
-
-def at_token(latex: str, pos: str, wide: bool) -> str:
-    """``<i,j>`` -> ``4<j>`` (``4,<j>`` in a row of 10 or more keys): a one-token step's formulas read its position.
-
-    The query axis leads every placeholder it is in (``<i>``, ``<i,j>``, ``<i,c>``):
-    a step's nodes have no batch or head axis before it.
-    """
-    if "<i" not in latex:
-        return latex
-    return latex.replace("<i>", pos).replace("<i,", pos + ("," if wide else "") + "<")
 
 
 def _at_blank(latex: str) -> tuple[str, str]:

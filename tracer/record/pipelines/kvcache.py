@@ -40,9 +40,9 @@ from tracer.errors import InputError
 from tracer.record import weights as wts
 from tracer.record.pipelines.blocks import context, scores
 from tracer.record.pipelines.causal import causal_masks, masked_softmax
-from tracer.record.pipelines.kvbatch import BLANK, Ahead, Replay, Spot, same_nodes
+from tracer.record.pipelines.kvbatch import Ahead, Replay, same_nodes
 from tracer.record.pipelines.kvcost import COUNTS, LAYERS, cost
-from tracer.record.pipelines.kvstep import at_position, qkv, step
+from tracer.record.pipelines.kvstep import BLANK, Spot, at_position, qkv, step
 from tracer.record.pipelines.trainable import inputs_and_weights, sqrt_dk
 from tracer.record.recorder import Recorder, Var
 
@@ -175,7 +175,7 @@ def _steps(
             if not tried:
                 replay, tried = _replay(rec, s, spot, stage, (x, w, masks), cache, ahead), True
             if replay is not None:
-                values = ahead.values(span[0], (cache[0].data.numpy(), cache[1].data.numpy()))
+                values = ahead.values(span[0], _arrays(cache))
                 new = [torch.from_numpy(values[part]) for part in ("cache.k", "cache.v")]
                 nodes = replay.nodes(s, span[0], stage, values)
                 rec.extend(nodes)
@@ -213,8 +213,13 @@ def _replay(
         step(real, spot, x, w, masks, cache)
     at_position(real.nodes, spot.a - 1, True)
     replay = Replay(blank.nodes)
-    filled = replay.nodes(s, spot.a, stage, ahead.values(spot.a, (cache[0].data.numpy(), cache[1].data.numpy())))
+    filled = replay.nodes(s, spot.a, stage, ahead.values(spot.a, _arrays(cache)))
     return replay if same_nodes(filled, real.nodes) else None
+
+
+def _arrays(cache: tuple[Var, Var]) -> tuple[np.ndarray, np.ndarray]:
+    """The cached keys and values as numpy arrays (not copied)."""
+    return cache[0].data.numpy(), cache[1].data.numpy()
 
 
 def _blanked(var: Var) -> Var:

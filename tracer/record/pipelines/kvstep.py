@@ -1,6 +1,6 @@
 """One step of lesson ``kvcache``'s generation, as the primitives record it.
 
-A step brings the tokens ``a..b`` (a :class:`~tracer.record.pipelines.kvbatch.Spot`)
+A step brings the tokens ``a..b`` (a :class:`Spot`)
 and records, under ``step<s>.``, their rows of the inputs, their ``q``,
 ``k``, ``v``, the cache with their keys and values appended, their rows of
 the causal mask, their scores against every cached key, the masked softmax
@@ -13,16 +13,56 @@ steps from one of them.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import torch
 
 from tracer.core.trace import Node, Ref
 from tracer.record.pipelines.blocks import context, projection, scores
 from tracer.record.pipelines.causal import masked_softmax
-from tracer.record.pipelines.kvbatch import Spot, at_token
 from tracer.record.recorder import Recorder, Var
 
 SYMS = {"W_query": "W^{Q}", "W_key": "W^{K}", "W_value": "W^{V}"}
+
+
+@dataclass(frozen=True)
+class Spot:
+    """Where a step of the generation is: the tokens ``a..b`` it brings (1-based) and the text naming it.
+
+    ``pre`` begins its ids (``step4.``), ``off`` is ``a - 1`` as written in
+    its operands and formulas (``x[<i>+3,<k>]``), ``first`` is ``a``.
+    """
+
+    a: int
+    b: int
+    pre: str
+    off: str
+    first: str
+
+    @classmethod
+    def of(cls, s: int, span: tuple[int, int]) -> Spot:
+        """Step ``s``, which brings the tokens ``span``."""
+        return cls(span[0], span[1], f"step{s}.", str(span[0] - 1), str(span[0]))
+
+    def blank(self) -> Spot:
+        """The same tokens, with every piece of text left blank (:data:`BLANK`), to be filled in per step."""
+        return Spot(self.a, self.b, BLANK["pre"] + ".", BLANK["off"], BLANK["first"])
+
+
+BLANK = {part: f"\x00{part}\x00" for part in ("pre", "prev", "off", "first")}
+"""The blanks a :class:`Replay` step's text is recorded with: its step's name (``pre``, ``step4``), the
+previous step's (``prev``, whose cache it reads), ``a - 1`` (``off``) and ``a`` (``first``)."""
+
+
+def at_token(latex: str, pos: str, wide: bool) -> str:
+    """``<i,j>`` -> ``4<j>`` (``4,<j>`` in a row of 10 or more keys): a one-token step's formulas read its position.
+
+    The query axis leads every placeholder it is in (``<i>``, ``<i,j>``, ``<i,c>``):
+    a step's nodes have no batch or head axis before it.
+    """
+    if "<i" not in latex:
+        return latex
+    return latex.replace("<i>", pos).replace("<i,", pos + ("," if wide else "") + "<")
 
 
 def append(rec: Recorder, name: str, old: Var | None, new: Var, spot: Spot, sym: str) -> Var:
@@ -113,7 +153,7 @@ def at_position(nodes: Sequence[Node], offset: int, single: bool) -> None:
 
 
 def _shift(latex: str, offset: int, single: bool, wide: bool) -> str:
-    """``<i,j>`` -> ``4<j>`` for a step's one new token (:func:`~tracer.record.pipelines.kvbatch.at_token`),
+    """``<i,j>`` -> ``4<j>`` for a step's one new token (:func:`at_token`),
     ``<i+3,j>`` for several: the token's position."""
     if single:
         return at_token(latex, str(offset + 1), wide)
