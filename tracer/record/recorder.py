@@ -135,6 +135,23 @@ def running_sums(terms: torch.Tensor) -> torch.Tensor:
     return torch.from_numpy(sums)
 
 
+def held(value: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
+    """A mask, count or index (any tensor that is not floating point) as the numbers a trace stores, exactly.
+
+    A trace file holds floating-point values; whole numbers are stored in
+    ``dtype`` when it holds every one of them exactly (a float32 trace holds
+    integers up to 2**24), else in float64 (up to 2**53), so a count or an
+    index of a large tensor is never rounded.  Floating-point values are
+    returned as they are.
+    """
+    if value.is_floating_point():
+        return value
+    data = value.to(dtype)
+    if dtype != torch.float64 and not torch.equal(data.to(value.dtype), value):
+        data = value.to(torch.float64)
+    return data
+
+
 class Recorder:
     """Collects nodes while a pipeline runs; :meth:`trace` hands them over."""
 
@@ -242,7 +259,8 @@ class Recorder:
         attrs: dict[str, Any] | None = None,
     ) -> Var:
         """Record given data (embeddings, weights) as the leaves of the trace."""
-        data = value.detach().to(self.dtype).contiguous()
+        data = value.detach().to(self.dtype) if value.is_floating_point() else held(value.detach(), self.dtype)
+        data = data.contiguous()
         return self._record(name, "input", _axes(axes), data, (), symbol=symbol, text=text, latex=symbol, attrs=attrs)
 
     def elementwise(
@@ -302,9 +320,7 @@ class Recorder:
         ``granularity`` makes the whole result one step (an op recorded
         without its inner workings).
         """
-        data = value.detach().clone()
-        if not data.is_floating_point():  # masks and indices: stored as numbers of the trace's dtype
-            data = data.to(self.dtype)
+        data = held(value.detach().clone(), self.dtype)  # masks, counts and indices: whole numbers, exactly
         return self._record(
             name,
             op,
@@ -403,7 +419,8 @@ class Recorder:
         )
         if total is None:
             total = sums[-1].clone()
-        elif tuple(total.shape) != tuple(sums.shape[1:]):
+        total = held(total, sums.dtype)  # a library's sum of whole numbers (``mask.sum(-1)``): its exact count
+        if tuple(total.shape) != tuple(sums.shape[1:]):
             raise ValueError(f"{name}: total of shape {tuple(total.shape)} for sums of shape {tuple(sums.shape[1:])}")
         star = Ref(term_ref.node, tuple("*" if x == over else x for x in (term_ref.index or ())))
         return self._record(

@@ -240,7 +240,12 @@ def _first_input(s: Session) -> torch.Tensor | None:
 
 
 def _width(s: Session) -> int:
-    """The embedding size: the input's last axis, or for token ids the width of the vectors they look up."""
+    """The embedding size: the input's last axis, or for token ids the width of the vectors they look up.
+
+    A trace's ``dim`` is at least 1 (the file format says so): an input of
+    whole numbers that no embedding reads (FlexAttention's boolean mask)
+    gives the length of its rows.
+    """
     t = _first_input(s)
     if t is None:
         return 0
@@ -249,7 +254,7 @@ def _width(s: Session) -> int:
     for node in s.rec._nodes:  # token ids: the vectors an embedding looks up for them
         if node.attrs.get("func") in ("embedding", "torch.nn.functional.embedding") and node.value.ndim:
             return int(node.value.shape[-1])
-    return 0
+    return max(1, int(t.shape[-1]))  # whole numbers no embedding reads (a mask, a table of counts): their rows
 
 
 def _default_tokens(s: Session) -> list[str]:

@@ -126,6 +126,7 @@ class Mode(TorchFunctionMode):
 
     def _record(self, call: Call, handler: Handler | None = None) -> None:
         handler = handler or ops.HANDLERS.get(call.key)
+        start = len(self.s.rec)
         with torch.no_grad():
             try:
                 if handler is None:
@@ -135,6 +136,7 @@ class Mode(TorchFunctionMode):
                 handler(self.s, call)
             except Exception as e:
                 why = str(e) if isinstance(e, Unsupported) else f"{type(e).__name__}: {e}"
+                self.s.undo(start)  # nothing half-recorded stays behind
                 try:
                     ops.opaque(self.s, call, why)
                 except Exception:  # recording must never break the code it watches: listed, and left out

@@ -137,6 +137,22 @@ class Session:
         self.rec._stage = self.stage_name(site, op)
         return name, info
 
+    def undo(self, start: int) -> None:
+        """Forget every node recorded after the first ``start`` (an op whose recording failed halfway).
+
+        An op is recorded whole or not at all: a handler that raises after
+        recording some of its steps (a sum whose check cannot be bounded)
+        leaves none of them behind, and no tensor stays bound to one, so the
+        op is recorded as one opaque step instead (:meth:`Mode._record`).
+        """
+        gone = {n.name for n in self.rec.since(start)}
+        if not gone:
+            return
+        del self.rec._nodes[start:]
+        self.vars = {k: (t, v) for k, (t, v) in self.vars.items() if v.name not in gone}
+        for name in gone:
+            self.tensors.pop(name, None)
+
     # -- tensors -------------------------------------------------------------
     def bind(self, t: torch.Tensor, var: Var) -> Var:
         """``t`` now holds ``var``'s values (an in-place op rebinds)."""

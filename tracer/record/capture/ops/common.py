@@ -13,7 +13,7 @@ from tracer.core import bounds
 from tracer.core.trace import Ref
 from tracer.record.capture import axes as ax
 from tracer.record.capture.session import Session
-from tracer.record.recorder import Var
+from tracer.record.recorder import Var, held
 
 
 class Unsupported(Exception):
@@ -53,7 +53,7 @@ Handler = Callable[[Session, Call], None]
 
 
 def as_stored(t: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
-    """A tensor's values as a trace stores them: floats as they are, anything else in ``dtype``.
+    """A tensor's values as a trace stores them: floats as they are, whole numbers exactly (:func:`held`).
 
     A complex tensor (Meta's rotary embedding: ``view_as_complex``, ``torch.polar``)
     is stored as its real and imaginary parts side by side, one axis more
@@ -62,7 +62,7 @@ def as_stored(t: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
     """
     if t.is_complex():
         return torch.view_as_real(t.resolve_conj()).to(dtype)
-    return t if t.is_floating_point() else t.to(dtype)
+    return held(t, dtype)
 
 
 def has_complex(c: Call) -> bool:

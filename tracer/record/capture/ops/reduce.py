@@ -16,7 +16,7 @@ import torch
 from tracer.core import bounds
 from tracer.core.trace import Ref
 from tracer.record.capture import axes as ax
-from tracer.record.capture.ops.common import Call, Unsupported, check, magnitude, sums_bound, unit
+from tracer.record.capture.ops.common import Call, Unsupported, as_stored, check, magnitude, sums_bound, unit
 from tracer.record.capture.session import Session
 from tracer.record.recorder import Var
 
@@ -171,7 +171,8 @@ def total(s: Session, c: Call) -> None:
         return
     keep = bool(c.arg(2, "keepdim", False))
     rest = tuple(a for d, a in enumerate(vx.axes) if d not in dims)
-    value = out.reshape([int(x.shape[d]) for d in range(x.dim()) if d not in dims]) if keep else out
+    got = as_stored(out, s.rec.dtype)  # a count of a mask or an integer tensor: exact whole numbers
+    value = got.reshape([int(x.shape[d]) for d in range(x.dim()) if d not in dims]) if keep else got
     name, _ = s.begin(c.key, vx.name)
     src, over = flat(s, f"{name}.flat", vx, x, dims)
     n = math.prod(int(x.shape[d]) for d in dims)
