@@ -11,7 +11,8 @@ evaluation mode dropout changes nothing and records nothing.
 SDPA is ``dropout(softmax(q kᵀ · scale + mask)) v``: ``N.scores``
 (products and running sums), ``N.scale``, ``N.scaled``, the mask
 (``N.causal`` for ``is_causal``, ``N.masked``), the stable softmax
-(``N.weights.*``), with ``dropout_p > 0`` the mask torch drew on the weights
+(``N.weights.*``; a query the mask left no key gets weights 0 as in torch's
+kernels, ``N.blind`` and ``N.weights.safe``: :mod:`.blind`), with ``dropout_p > 0`` the mask torch drew on the weights
 (``N.drop``, ``N.dropped``, ``N.dscale``, ``N.weights.dropped``), and ``N`` = torch's own output with the products and
 running sums of ``weights @ v``; ``check.N`` compares torch's fused kernel
 with that left-to-right form.
@@ -27,6 +28,7 @@ import torch
 from tracer.core import bounds
 from tracer.core.trace import Ref
 from tracer.record.capture import axes as ax
+from tracer.record.capture.ops.blind import blind
 from tracer.record.capture.ops.common import Call, Unsupported, check, magnitude, sums_bound, unit
 from tracer.record.capture.ops.reduce import stable
 from tracer.record.capture.session import Session
@@ -195,6 +197,10 @@ def sdpa(s: Session, c: Call) -> None:
     err = _score_bound(s, f"{name}.scores.p", factor, cur, mask)
     weights = stable(s, f"{name}.weights", cur, j)
     err = _weights_bound(weights, cur, err, unit(out.dtype))
+    safe = blind(s, name, weights, out, j)
+    if safe is not weights:  # a query with every key hidden: weights exactly 0, as torch gave them
+        err = np.where(np.isnan(weights.data.numpy()), 0.0, err)
+        weights = safe
     if p != 0.0 and c.rng is not None:
         weights = _drop(s, name, weights, p, c.rng, out, vv.data)
         dropped = err * s.rec.data(f"{name}.drop")
