@@ -10,6 +10,7 @@ to the sum that reads the weights.
 from __future__ import annotations
 
 from tracer.core.trace import Node, Trace
+from tracer.present.accumulate import accumulation
 
 LAYOUT = {"view", "reshape", "transpose", "permute", "unsqueeze", "squeeze", "expand", "getitem", "cat", "stack"}
 LAYOUT |= {"split", "chunk", "unbind", "flatten", "unflatten", "lookup", "permute"}
@@ -26,11 +27,15 @@ def attentions(trace: Trace) -> list[list[Node]]:
     """Each attention the code computed, whatever op did it: its scores, mask, scaled scores, weights, context.
 
     The weights are a softmax's result (``torch.softmax``, ``F.softmax``,
-    ``Tensor.softmax``) or the weights inside SDPA (``N.weights.quot``).
+    ``Tensor.softmax``) or the weights inside SDPA (``N.weights.quot``, or
+    ``N.weights.safe`` where a mask left a query no key).
     From the weights, the steps that led to them are followed back to the
-    sum of products that made the scores; the context is the sum whose
-    products read the weights (or their dropout); the out-projection is the
-    next linear layer.  Each list is in trace order.
+    sum of products that made the scores (or the tensor a loop filled with
+    them, entry by entry); the context is the sum whose products read the
+    weights (or their dropout), or the vector a loop summed from single
+    weights (:mod:`tracer.present.accumulate`); the out-projection is the
+    next linear layer.  One query's weights over the keys (axis ``j`` alone)
+    are an attention too.  Each list is in trace order.
     """
     out: list[list[Node]] = []
     by = {n.name: n for n in trace.nodes}
@@ -40,9 +45,10 @@ def attentions(trace: Trace) -> list[list[Node]]:
             readers.setdefault(a.node, []).append(n)
     order = {n.name: k for k, n in enumerate(trace.nodes)}
     for w in trace.nodes:
-        head = w.name.removesuffix(".weights.quot")
-        sdpa = w.name.endswith(".weights.quot") and head + ".scores" in by and head + ".weights" not in by
-        if not (w.op == "softmax" or sdpa) or len(w.axes) < 2:
+        head = w.name.removesuffix(".weights.quot").removesuffix(".weights.safe")
+        last = ".weights.safe" if head + ".weights.safe" in by else ".weights.quot"  # rows with no key: 0
+        sdpa = w.name == head + last and head + ".scores" in by and head + ".weights" not in by
+        if not (w.op == "softmax" or sdpa) or (len(w.axes) < 2 and w.axes != ("j",)):  # ("j",): one query's
             continue
         chain: list[Node] = [w]
         if sdpa:
@@ -67,13 +73,16 @@ def attentions(trace: Trace) -> list[list[Node]]:
         chain += views[:1]  # ``nn.MultiheadAttention``'s weights per batch and head
         ctx = [r.name.rsplit(".", 1)[0] for u in used for r in readers.get(u, []) if r.name.endswith((".p", ".t"))]
         if sdpa:
-            ctx.append(w.name.removesuffix(".weights.quot"))
+            ctx.append(head)
         for c in dict.fromkeys(ctx):
             node = by.get(c)
             if node is not None:
                 chain.append(node)
                 chain += _projection(node, readers, by)[:1]
-        keep = ("sum", "softmax", "add", "div", "view", "reshape", "triu", *_BACK)
+        summed = accumulation(trace, w, readers) if not ctx else None  # ``context += weights[i] * x_i``
+        if summed is not None:
+            chain.append(summed.total)
+        keep = ("sum", "softmax", "add", "div", "view", "reshape", "triu", "write", *_BACK)
         picked = {n.name: n for n in chain if n.op in keep}
         out.append(sorted(picked.values(), key=lambda n: order[n.name]))
     return out
@@ -97,14 +106,14 @@ def _projection(context: Node, readers: dict[str, list[Node]], by: dict[str, Nod
 
 def role(trace: Trace, attention: list[Node], node: Node) -> str:
     """What ``node`` is in its attention: scores, scaled, mask, weights, context or out (the out-projection)."""
-    weights = next(n for n in attention if n.op == "softmax" or n.name.endswith(".weights.quot"))
+    weights = next(n for n in attention if n.op == "softmax" or n.name.endswith((".weights.quot", ".weights.safe")))
     if node is weights or (node.op in ("view", "reshape") and {"b", "h"} <= set(node.axes)):
         return "weights"  # or the weights (after their dropout) viewed per batch and head
     if node.attrs.get("library") in ("linear", "addmm") and attention.index(node) > attention.index(weights):
         return "out"
     if attention.index(node) > attention.index(weights):
         return "context"
-    if node.op == "sum":
+    if node.op in ("sum", "write"):  # a write before the weights: the scores, filled entry by entry
         return "scores"
     consts = [a for a in node.args if trace.node(a.node).op == "const" or trace.node(a.node).value.ndim == 0]
     if node.op in ("mul", "div") and consts:

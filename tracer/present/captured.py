@@ -27,7 +27,7 @@ PARTS = {"p", "s", "t", "max", "shift", "exp", "sum", "quot", "keep", "kept", "s
 PARTS |= {"scores", "scaled", "causal", "masked", "masked_by", "hide", "biased", "weights"}
 PARTS |= {"mean", "dev", "sq", "ss", "count", "var", "eps", "veps", "std", "norm", "shifted", "cube", "cubec", "inner"}
 PARTS |= {"u", "tanh", "erf", "onep", "half", "prod", "three", "k", "root", "r2", "one", "h", "flat", "put"}
-PARTS |= {"left", "right", "drop", "dropped", "dscale"}
+PARTS |= {"left", "right", "drop", "dropped", "dscale", "safe", "blind"}
 """Last segments of the nodes that are parts of another node's step-by-step form."""
 
 KINDS = (
@@ -102,10 +102,23 @@ def captions(trace: Trace, s: Strings) -> dict[str, dict[str, str]]:
             what = role(trace, attention, n)
             name = words(n.name, s, modules=paths, steps=steps)
             text = upper(_mask_caption(n, name, s) if what == "mask" else s(f"capture.cap_{what}", name=name))
+            if what == "weights" and (seen := _blind(n)):
+                key = "capture.cap_blind" if len(seen) == 1 else "capture.cap_blind_many"
+                text = s(key, weights=text, rows=_join(s, seen))
             out[n.name] = {**_formula(n), "caption": text, "figure": s("capture.fig", what=text)}
             biased = what == "mask" and _mask_key(n) == "capture.cap_mask_bias"
             out[n.name]["alt"] = s("capture.alt_bias" if biased else f"capture.alt_{what}")
     return out
+
+
+def _blind(node: Node) -> list[str]:
+    """The queries (1-based, along ``i``) whose weights are 0 for every key: a mask hid every key from them."""
+    v = np.asarray(node.value, dtype=np.float64)
+    if "i" not in node.axes or v.ndim < 2 or not v.size:
+        return []
+    rows = np.all(v == 0, axis=-1)  # per query, in every batch and head: moved to the front, then any
+    rows = np.moveaxis(rows, node.axes.index("i"), 0).reshape(v.shape[node.axes.index("i")], -1).any(axis=1)
+    return [str(q + 1) for q in np.flatnonzero(rows)]
 
 
 def _mask_caption(node: Node, name: str, s: Strings) -> str:
@@ -202,6 +215,7 @@ def stage_story(trace: Trace, stage: str, s: Strings) -> dict[str, object]:
         "show": [n.name for n in shown] + checks,
         "write": summed[: max(2, len([n for n in attn if n.op == "sum"]))],
         "heatmap": _heatmaps(shown, attn),
+        "bars": [n.name for a in every for n in a if n.stage == stage and n in shown and _barred(trace, a, n)],
     }
     return table
 
@@ -330,6 +344,14 @@ def _heatmaps(shown: list[Node], attn: list[Node]) -> list[str]:
     other = [n.name for n in shown if _square(n) and n not in attn]
     keep = set(mine + other[: max(1, 2 - len(mine))])
     return [n.name for n in shown if n.name in keep]
+
+
+def _barred(trace: Trace, attention: list[Node], node: Node) -> bool:
+    """Drawn as bars: one query's weights over the keys, or a context a loop summed (no products node)."""
+    what = role(trace, attention, node)
+    if what == "weights":
+        return node.axes == ("j",)
+    return what == "context" and node.op in ("add", "write") and not _products(trace, node)
 
 
 def _square(node: Node) -> bool:

@@ -21,12 +21,13 @@ from tracer.present.narrative import Narrative, Stage
 from tracer.present.strings import Strings
 from tracer.present.views.code import blocks
 from tracer.present.views.common import focus, unfollowed
+from tracer.present.views.loops import bars
 from tracer.present.views.model import Block, Formula, Page, Para, Section
 from tracer.present.views.nodes import LessonCtx, node_blocks, values_table
 from tracer.present.views.notes import keys, number
 from tracer.present.views.order import stage_order
 from tracer.present.views.stops import stops
-from tracer.present.views.worked import bars, heatmaps, written
+from tracer.present.views.worked import heatmaps, written
 from tracer.version import __version__
 
 PART_SUFFIXES = (".p", ".s", ".t")

@@ -37,6 +37,7 @@ from tracer.record.capture.ops.common import Call, Unsupported, constant
 from tracer.record.capture.ops.layout import entry
 from tracer.record.capture.session import Session
 from tracer.record.capture.site import variable
+from tracer.record.capture.written import renamed, token_axes
 from tracer.record.recorder import Var
 
 MAX_EXPR = 200  # the longest index expression a trace file accepts
@@ -276,7 +277,9 @@ def flush(s: Session, t: torch.Tensor) -> None:
         state = torch.empty(shape, dtype=t.dtype)
         for w, at in zip(p.writes, where, strict=True):
             state[at] = w.data
-        _node(s, t, p.writes[-1], state, [w.ref for w in p.writes], names, len(p.writes))
+        named = names if p.base is not None else token_axes(s, p.writes, names)  # queries, keys: what was written
+        refs = [renamed(w.ref, names, named) for w in p.writes]
+        _node(s, t, p.writes[-1], state, refs, named, len(p.writes))
         return
     old = p.base if p.base is not None else s.leaf(t, p.before)
     for w, at in zip(p.writes, where, strict=True):
