@@ -59,6 +59,7 @@ def decode(doc: Any) -> Evidence:
         structural=None if d.get("structural") is None else _structural(d.get("structural")),
         given=_given(d.get("given", {})),
         returned=_returned(d.get("returned", "")),
+        bias=_bool(d.get("bias", False), "bias"),
     )
 
 

@@ -93,7 +93,9 @@ class Evidence:
     the parameters of ``forward`` the check passed beyond the tokens, each
     with its kind (:mod:`.forwardargs`).  ``returned`` is ``tuple`` or
     ``list`` when ``forward`` returned one whose first element was taken as
-    the output (:func:`.student.returned`), empty otherwise.
+    the output (:func:`.student.returned`), empty otherwise.  ``bias`` says
+    the projections' biases are the module's own design (its constructor
+    takes no ``qkv_bias``, :func:`.build.own_bias`): the reference adds them.
     """
 
     name: str
@@ -112,6 +114,7 @@ class Evidence:
     structural: tuple[str, dict[str, str]] | None = None
     given: dict[str, str] = field(default_factory=dict)
     returned: str = ""
+    bias: bool = False
 
 
 def encode(ev: Evidence) -> dict[str, Any]:
@@ -133,6 +136,7 @@ def encode(ev: Evidence) -> dict[str, Any]:
         "structural": None if ev.structural is None else [ev.structural[0], ev.structural[1]],
         "given": dict(ev.given),
         "returned": ev.returned,
+        "bias": ev.bias,
     }
 
 

@@ -20,6 +20,8 @@ from tracer.compare.check.context import Context, Hit
 
 
 def bias(c: Context) -> Hit | None:
+    if c.spec.bias:  # the module's own biases, in the reference already (:func:`.build.own_bias`)
+        return None
     for key, role in (("q", "b_query"), ("k", "b_key"), ("v", "b_value")):
         if role in c.roles and c.has(key):
             ref, axes = c.ref(key)

@@ -35,6 +35,7 @@ from tracer.compare.check import (
 )
 from tracer.compare.check.context import Hit
 from tracer.compare.check.evidence import MODES, Malformed, Other
+from tracer.compare.check.forwardargs import LESSON, Mask
 from tracer.compare.check.lessons import Spec
 from tracer.compare.check.model import Role
 from tracer.errors import InputError
@@ -156,7 +157,7 @@ def hit(spec: Spec, others: list[Other]) -> Hit | None:
     return Hit(None, (), said, "sizes_ignored")
 
 
-def gather(build: Callable[[dict[str, Any]], Any], spec: Spec, mask: str = "mask") -> list[Other]:
+def gather(build: Callable[[dict[str, Any]], Any], spec: Spec, mask: Mask = LESSON) -> list[Other]:
     """The student's half: each second build made with ``build(sizes)``, its weights found, called (:func:`_one`).
 
     A mask it requires is given in the form chosen at the lesson's sizes
@@ -168,7 +169,7 @@ def gather(build: Callable[[dict[str, Any]], Any], spec: Spec, mask: str = "mask
     return [_one(build, spec, got, mask) for got in builds(spec)]
 
 
-def _one(build: Callable[[dict[str, Any]], Any], spec: Spec, got: dict[str, Any], mask: str) -> Other:
+def _one(build: Callable[[dict[str, Any]], Any], spec: Spec, got: dict[str, Any], mask: Mask) -> Other:
     try:
         module = build(got)
     except student.StudentError as e:
