@@ -125,16 +125,23 @@ def nearest(ref: np.ndarray, axes: Sequence[str], seen: Iterable[Seen], lead: in
     """The student tensor closest to ``ref`` among those of a fitting shape.
 
     Closest means the fewest entries out of tolerance, then the smallest
-    max |difference|; ties go to the tensor made first.
+    max |difference|; ties go to the tensor made first.  As in :func:`find`,
+    readings with batch and heads merged count only when no other fits.
     """
-    best: Match | None = None
-    key: tuple[int, float] | None = None
-    for s in seen:
-        for m in readings(ref, axes, s, lead):
-            k = distance(m, ref)
-            if key is None or k < key:
-                best, key = replace(m, error=k[1]), k
-    return best
+    seen = list(seen)
+    for merged in (False, True):
+        best: Match | None = None
+        key: tuple[int, float] | None = None
+        for s in seen:
+            for m in readings(ref, axes, s, lead):
+                if bool(m.split) is not merged:
+                    continue
+                k = distance(m, ref)
+                if key is None or k < key:
+                    best, key = replace(m, error=k[1]), k
+        if best is not None:
+            return best
+    return None
 
 
 def distance(m: Match, ref: np.ndarray) -> tuple[int, float]:

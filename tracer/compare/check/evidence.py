@@ -79,6 +79,8 @@ class Other:
     problem: str = ""
     roles: dict[str, Role] = field(default_factory=dict)
     results: dict[str, np.ndarray | str] = field(default_factory=dict)
+    tried: int = 0  # which of the build's sizes these are (:func:`.resize.alternatives`)
+    first: str = ""  # at the fallback sizes: what went wrong at the first ones
 
 
 @dataclass
@@ -180,4 +182,10 @@ def _role(r: Role) -> dict[str, Any]:
 
 def _other(o: Other) -> dict[str, Any]:
     results = {m: v if isinstance(v, str) else pack(v) for m, v in o.results.items()}
-    return {"problem": o.problem, "roles": [_role(r) for r in o.roles.values()], "results": results}
+    return {
+        "problem": o.problem,
+        "roles": [_role(r) for r in o.roles.values()],
+        "results": results,
+        "tried": o.tried,
+        "first": o.first,
+    }

@@ -54,7 +54,7 @@ import numpy as np
 import torch
 
 from tracer.compare.check import align, forwardargs, reference, student
-from tracer.compare.check.forwardargs import RANKS, Mask
+from tracer.compare.check.forwardargs import LESSON, RANKS, Mask
 from tracer.compare.check.lessons import Spec
 from tracer.compare.check.model import Match, Role, Seen
 
@@ -66,26 +66,26 @@ def choose(module: Any, spec: Spec, x: torch.Tensor, found: dict[str, Role], giv
     (:func:`.forwardargs.bind`).  A required mask is tried in each form of
     :data:`.forwardargs.MASKS` in the lesson's shape, then in the other
     shapes of :data:`.forwardargs.RANKS`; the first under which the output
-    is the lesson's wins; when none is, the nearest in the lesson's shape
-    (in another shape only when no form ran in the lesson's).  A mask
-    parameter with a default (a mask the code leaves to its caller) is
-    first left at its default, then tried in each form and shape; the
-    first that gives the lesson's output wins, else the nearest, ties to
-    the default.
+    is the lesson's wins; when none is, the nearest of all (ties to the
+    earlier: the lesson's shape, then the additive form).  A mask
+    parameter with a default (a mask the code leaves to its caller) is left
+    at its default when the output is the lesson's so; otherwise it is
+    tried as a required one is (so a mistake is diagnosed under the mask a
+    caller passes, and a layer that ignores it is still ``mask_missing``).
     """
     optional = tuple(forwardargs.optional_masks(module))
     required = "mask" in given.values()
     if not required and not optional:
-        return Mask()
+        return LESSON
     want = _lesson_output(spec, found)
     if want is None:
-        return Mask()
+        return LESSON
     ref, axes = want
     lesson = 4 if spec.multi else 2
     ranks = (0, *(r for r in RANKS if r != lesson))
     tiers: list[list[Mask]] = [[Mask(form, rank, optional) for form in forwardargs.MASKS] for rank in ranks]
-    if not required:  # one tier: the default, then every form and shape
-        tiers = [[Mask(), *(m for tier in tiers for m in tier)]]
+    if not required and _agrees(_output(module, spec, x, LESSON), ref, axes):
+        return LESSON  # it masks by itself: its caller passes nothing
     readings: list[list[tuple[Mask, tuple[int, float]]]] = []
     for tier in tiers:
         got = []
@@ -98,8 +98,14 @@ def choose(module: Any, spec: Spec, x: torch.Tensor, found: dict[str, Role], giv
                 return m
             got.append((m, k))
         readings.append(got)
-    near_first = next((got for got in readings if got), [])  # the first tier in which some form ran
-    return min(near_first, key=lambda mk: mk[1], default=(Mask(), (0, 0.0)))[0]
+    ran = [mk for got in readings for mk in got]  # a shape that scrambles the output by accident comes out far
+    return min(ran, key=lambda mk: mk[1], default=(LESSON, (0, 0.0)))[0]
+
+
+def _agrees(out: np.ndarray | None, ref: np.ndarray, axes: tuple[str, ...]) -> bool:
+    """True when ``out`` is the lesson's output ``ref`` within the check's tolerance."""
+    near = _near(out, ref, axes)
+    return near is not None and align.distance(near, ref)[0] == 0
 
 
 def _near(out: np.ndarray | None, ref: np.ndarray, axes: tuple[str, ...]) -> Match | None:

@@ -1,7 +1,6 @@
-# expect: lesson=multihead name=MultiHeadedAttention exit=1 stage=mask diagnosis=mask_zero
-# The Annotated Transformer's layer with one mistake: the hidden scores filled with 0 instead of a large negative.
+# expect: lesson=multihead name=MultiHeadedAttention exit=1 stage=scaling diagnosis=scale_missing
+# The Annotated Transformer's layer with one mistake: the scores are never divided by √d_k.
 import copy
-import math
 
 import torch
 import torch.nn as nn
@@ -13,9 +12,9 @@ def clones(module, n):
 
 def attention(query, key, value, mask=None, dropout=None):
     d_k = query.size(-1)
-    scores = torch.matmul(query, key.transpose(-2, -1)) / math.sqrt(d_k)
+    scores = torch.matmul(query, key.transpose(-2, -1))  # never divided by √d_k
     if mask is not None:
-        scores = scores.masked_fill(mask == 0, 0.0)
+        scores = scores.masked_fill(mask == 0, -1e9)
     p_attn = scores.softmax(dim=-1)
     if dropout is not None:
         p_attn = dropout(p_attn)
