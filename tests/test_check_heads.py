@@ -50,6 +50,8 @@ def test_multihead_verdicts_with_other_heads(name: str, heads: int) -> None:
     want = expect(name)
     if heads == 8 and want.get("diagnosis") in SCALING:
         pytest.skip("one number per head: √d_k = 1, so no scaling mistake shows")
+    if want.get("heads") == "even" and (8 // heads) % 2:
+        pytest.skip("the code pairs each head's components: it takes even head widths only")
     if heads == 1 and name in TWO_HEAD_BUGS:
         pytest.skip(f"correct with one head: {TWO_HEAD_BUGS[name]}")
     obj, source = load(f"{CORPUS / name}:{want['name']}")

@@ -130,3 +130,38 @@ def test_a_count_of_blocks_for_six_tokens_shows_on_eight(tmp_path: Path) -> None
     r = tracer.check(fixed, lesson="flash")
     assert r.structure == "sizes_ignored" and r.hit is not None and r.first_divergence is None
     assert r.hit.detail["detail"].startswith("its result differs from the lesson's by up to"), r.hit.detail
+
+
+@pytest.mark.parametrize("name", ["trainable", "causal", "multihead", "rope", "window", "gqa", "kvcache"])
+def test_each_second_build_falls_back_on_even_heads_that_divide_wherever_the_lessons_did(name: str) -> None:
+    spec = lessons.SPECS[name]
+    for first, *rest in resize.alternatives(spec):
+        assert first in resize.builds(spec) and len(rest) == 1
+        other = rest[0]
+        heads = other.get("num_heads", 1) if spec.multi else 1
+        width = other["d_out"] // heads
+        assert other["d_out"] % heads == 0 and width % 2 == 0 and width % spec.head_dim == 0
+        assert other["d_out"] != first["d_out"]
+        assert {k: v for k, v in other.items() if k not in ("d_in", "d_out")} == {
+            k: v for k, v in first.items() if k not in ("d_in", "d_out")
+        }
+
+
+def test_a_module_that_takes_only_even_heads_is_judged_at_the_fallback_and_one_that_ignores_sizes_is_not(
+    tmp_path: Path,
+) -> None:
+    even = load(f"{CORPUS / 'multihead_fused_pairs.py'}:PairedHeads")[0]
+    got = tracer.check(even, lesson="multihead")
+    assert got.ok, got.explain("en")
+    fixed = _from(tmp_path, "multihead_fused_pairs.py", {"self.d_out // self.heads)": "4)"}, "PairedHeads")
+    wrong = tracer.check(fixed, lesson="multihead")
+    assert wrong.diagnosis == "sizes_ignored"
+    assert "d_out=10" in wrong.explain("en")  # the first sizes' failure is the one reported
+
+
+def test_a_second_build_that_names_sizes_the_check_never_offered_is_malformed() -> None:
+    from tracer.compare.check.evidence import Malformed, Other
+
+    spec = lessons.SPECS["causal"]
+    with pytest.raises(Malformed, match="names sizes 2 of 2"):
+        resize.judge(spec, [Other("", {}, {}, tried=2)])

@@ -1,5 +1,7 @@
-# expect: lesson=multihead name=MultiHeadedAttention exit=1 stage=projections diagnosis=bias_used
-# The Annotated Transformer's style: h and d_model, four cloned nn.Linear layers (with their default bias).
+# expect: lesson=multihead name=MultiHeadedAttention exit=0
+# The Annotated Transformer's style: h and d_model, four cloned nn.Linear layers with their default bias. The
+# constructor takes no qkv_bias, so the biases are the layer's own weights (the lesson is computed with them),
+# not bias_used.
 import copy
 import math
 

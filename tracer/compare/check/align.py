@@ -13,6 +13,7 @@ axis ``j``, since a score table read the other way round is a different table
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import replace
 from itertools import permutations
 
 import numpy as np
@@ -49,6 +50,9 @@ def readings(ref: np.ndarray, axes: Sequence[str], seen: Seen, lead: int | None 
     while v.ndim > ref.ndim and v.shape[0] == 1:
         v, ones = v[0], ones + 1
     extra = v.ndim - ref.ndim
+    if extra == -1 and not lead:
+        yield from _merged(ref, axes, seen, v, ones)
+        return
     if extra < 0 or (lead is not None and extra != lead) or sorted(v.shape[extra:]) != sorted(ref.shape):
         return
     body = v[(0,) * extra] if extra else v
@@ -57,6 +61,40 @@ def readings(ref: np.ndarray, axes: Sequence[str], seen: Seen, lead: int | None 
         if ij is not None and perm[ij[0]] > perm[ij[1]]:
             continue
         yield Match(seen, perm, ones + extra, 0.0)
+
+
+MERGED = ("b", "h")
+"""The reference axes a student's tensor may hold merged into one: the batch and the heads."""
+
+
+def _merged(ref: np.ndarray, axes: Sequence[str], seen: Seen, v: np.ndarray, ones: int) -> Iterator[Match]:
+    """Readings of ``v`` whose one axis holds the batch and the heads merged, in either order.
+
+    ``nn.MultiheadAttention`` (on its path that returns the weights) and
+    d2l's ``transpose_qkv`` compute attention on ``(b·heads, T, d)``: batch
+    entry ``n``, head ``m`` at ``n·heads + m``.  Some code merges heads
+    first.  Both are layouts, not mistakes; which entry is which is read
+    from the reshape, and the other axes may be permuted as usual.
+    """
+    if any(a not in axes for a in MERGED):
+        return
+    nb, nh = (int(ref.shape[axes.index(a)]) for a in MERGED)
+    ij = (axes.index("i"), axes.index("j")) if "i" in axes and "j" in axes else None
+    at = tuple(axes.index(a) for a in MERGED)
+    for m, size in enumerate(v.shape):
+        if size != nb * nh:
+            continue
+        for pair in ((nb, nh), (nh, nb)):
+            shape = (*v.shape[:m], *pair, *v.shape[m + 1 :])
+            if sorted(shape) != sorted(ref.shape):
+                continue
+            outer, inner = (m, m + 1) if pair == (nb, nh) else (m + 1, m)
+            for perm in _perms(shape, ref.shape):
+                if (perm[at[0]], perm[at[1]]) != (outer, inner):
+                    continue
+                if ij is not None and perm[ij[0]] > perm[ij[1]]:
+                    continue
+                yield Match(seen, perm, ones, 0.0, shape)
 
 
 def _perms(have: tuple[int, ...], want: tuple[int, ...]) -> Iterator[tuple[int, ...]]:
@@ -69,11 +107,17 @@ def _perms(have: tuple[int, ...], want: tuple[int, ...]) -> Iterator[tuple[int, 
 
 
 def find(ref: np.ndarray, axes: Sequence[str], seen: Iterable[Seen], lead: int | None = None) -> Match | None:
-    """The first student tensor (in the order they were made) that holds ``ref``."""
-    for s in seen:
-        for m in readings(ref, axes, s, lead):
-            if close(m.view(), ref):
-                return m
+    """The first student tensor (in the order they were made) that holds ``ref``.
+
+    Tensors in the reference's own axes come first; one that holds it only
+    with batch and heads merged (:func:`_merged`) is taken when none does.
+    """
+    seen = list(seen)
+    for merged in (False, True):
+        for s in seen:
+            for m in readings(ref, axes, s, lead):
+                if bool(m.split) is merged and close(m.view(), ref):
+                    return m
     return None
 
 
@@ -81,16 +125,23 @@ def nearest(ref: np.ndarray, axes: Sequence[str], seen: Iterable[Seen], lead: in
     """The student tensor closest to ``ref`` among those of a fitting shape.
 
     Closest means the fewest entries out of tolerance, then the smallest
-    max |difference|; ties go to the tensor made first.
+    max |difference|; ties go to the tensor made first.  As in :func:`find`,
+    readings with batch and heads merged count only when no other fits.
     """
-    best: Match | None = None
-    key: tuple[int, float] | None = None
-    for s in seen:
-        for m in readings(ref, axes, s, lead):
-            k = distance(m, ref)
-            if key is None or k < key:
-                best, key = Match(m.seen, m.perm, m.lead, k[1]), k
-    return best
+    seen = list(seen)
+    for merged in (False, True):
+        best: Match | None = None
+        key: tuple[int, float] | None = None
+        for s in seen:
+            for m in readings(ref, axes, s, lead):
+                if bool(m.split) is not merged:
+                    continue
+                k = distance(m, ref)
+                if key is None or k < key:
+                    best, key = replace(m, error=k[1]), k
+        if best is not None:
+            return best
+    return None
 
 
 def distance(m: Match, ref: np.ndarray) -> tuple[int, float]:

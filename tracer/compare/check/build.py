@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any
 
 import torch
@@ -94,6 +95,25 @@ def plan(obj: Any, values: dict[str, Any], order: Sequence[str]) -> tuple[tuple[
     return (), kwargs
 
 
+def own_bias(obj: Any) -> bool:
+    """True when ``obj``'s biases are its own design: it takes no ``qkv_bias`` (nor ``bias``, ``use_bias``).
+
+    The lesson's projections are bias-free, and its constructor says so with
+    ``qkv_bias=False``: a module that takes that argument and still adds a
+    bias (``nn.Linear``'s default ``bias=True``) ignores it, the mistake
+    ``bias_used``.  A published class that takes no such argument (the
+    Annotated Transformer's ``MultiHeadedAttention(h, d_model)``, minGPT's
+    ``CausalSelfAttention(config)``, a factory around them) cannot be asked
+    for bias-free projections: its biases are learned weights like its
+    matrices, so the lesson is computed with them.  A signature that cannot
+    be read is taken as one that asks (the lesson's own convention).
+    """
+    params = _params(obj)
+    if params is None:
+        return False
+    return not any(p.name.lower() in ALIASES["qkv_bias"] for p in params)
+
+
 def called(obj: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> str:
     """How ``obj`` was called, as Python: ``CausalAttention(d_in=3, d_out=2, context_length=6, dropout=0.5)``."""
     parts = [repr(a) for a in args] + [f"{k}={v!r}" for k, v in kwargs.items()]
@@ -140,6 +160,8 @@ def _built(obj: Any, spec: Spec) -> tuple[torch.nn.Module, str, dict[str, Any], 
         spec = wrapped(spec, width, "W_out" in found)
     else:
         found = roles.assign(module, spec.d_in, spec.d_out, out_proj=spec.multi, grouped=spec.name == "gqa")
+    if any(b in found for b in roles.BIAS.values()) and own_bias(obj):
+        spec = replace(spec, bias=True)
     return module, built, found, heads, spec
 
 

@@ -59,6 +59,7 @@ def decode(doc: Any) -> Evidence:
         structural=None if d.get("structural") is None else _structural(d.get("structural")),
         given=_given(d.get("given", {})),
         returned=_returned(d.get("returned", "")),
+        bias=_bool(d.get("bias", False), "bias"),
     )
 
 
@@ -156,7 +157,9 @@ def _other_of(v: Any, budget: list[int]) -> Other:
         if mode not in MODES:
             raise Malformed(f"other's results name a mode {str(mode)[:20]!r}")
         results[mode] = _text(r, mode) if isinstance(r, str) else _arr(r, budget, f"other's {mode} result")
-    return Other(_text(d.get("problem"), "problem"), _roles(d.get("roles"), budget), results)
+    tried = _int(d.get("tried", 0), "other's sizes")
+    first = _text(d.get("first", ""), "other's first failure")
+    return Other(_text(d.get("problem"), "problem"), _roles(d.get("roles"), budget), results, tried, first)
 
 
 def _structural(v: Any) -> tuple[str, dict[str, str]]:

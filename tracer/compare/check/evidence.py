@@ -79,6 +79,8 @@ class Other:
     problem: str = ""
     roles: dict[str, Role] = field(default_factory=dict)
     results: dict[str, np.ndarray | str] = field(default_factory=dict)
+    tried: int = 0  # which of the build's sizes these are (:func:`.resize.alternatives`)
+    first: str = ""  # at the fallback sizes: what went wrong at the first ones
 
 
 @dataclass
@@ -93,7 +95,9 @@ class Evidence:
     the parameters of ``forward`` the check passed beyond the tokens, each
     with its kind (:mod:`.forwardargs`).  ``returned`` is ``tuple`` or
     ``list`` when ``forward`` returned one whose first element was taken as
-    the output (:func:`.student.returned`), empty otherwise.
+    the output (:func:`.student.returned`), empty otherwise.  ``bias`` says
+    the projections' biases are the module's own design (its constructor
+    takes no ``qkv_bias``, :func:`.build.own_bias`): the reference adds them.
     """
 
     name: str
@@ -112,6 +116,7 @@ class Evidence:
     structural: tuple[str, dict[str, str]] | None = None
     given: dict[str, str] = field(default_factory=dict)
     returned: str = ""
+    bias: bool = False
 
 
 def encode(ev: Evidence) -> dict[str, Any]:
@@ -133,6 +138,7 @@ def encode(ev: Evidence) -> dict[str, Any]:
         "structural": None if ev.structural is None else [ev.structural[0], ev.structural[1]],
         "given": dict(ev.given),
         "returned": ev.returned,
+        "bias": ev.bias,
     }
 
 
@@ -176,4 +182,10 @@ def _role(r: Role) -> dict[str, Any]:
 
 def _other(o: Other) -> dict[str, Any]:
     results = {m: v if isinstance(v, str) else pack(v) for m, v in o.results.items()}
-    return {"problem": o.problem, "roles": [_role(r) for r in o.roles.values()], "results": results}
+    return {
+        "problem": o.problem,
+        "roles": [_role(r) for r in o.roles.values()],
+        "results": results,
+        "tried": o.tried,
+        "first": o.first,
+    }

@@ -27,14 +27,22 @@ the value the lesson itself would use at the call's ``T`` tokens:
   ``F.scaled_dot_product_attention``; as ``mask.bool()`` the book's
   True-above-the-diagonal), boolean keep (True where a token may attend,
   ``masked_fill(mask == 0, …)``) or boolean hide (True above the diagonal,
-  ``masked_fill(mask, …)``).  The name does not say which the code reads:
-  :mod:`.maskforms` tries them and ``bind`` is told the one chosen;
+  ``masked_fill(mask, …)``).  The name does not say which the code reads,
+  nor the shape (the Annotated Transformer's layer widens a ``(1, T, T)``
+  mask with ``unsqueeze(1)``): :mod:`.maskforms` tries them and ``bind`` is
+  told the one chosen (:class:`Mask`);
+- the keys' and values' tokens (``key``, ``value``, ``keys``, ``values``,
+  ``k``, ``v``, as ``forward(query, key, value, mask)`` takes them): the
+  tokens themselves, since the lesson is self-attention;
 - flags: ``is_causal`` True; ``use_cache``, ``output_attentions``,
   ``need_weights`` False; a cache (``past_key_value``, ``layer_past`` …) or a
   padding mask None.
 
 A parameter with a default keeps it (the module is called as a caller that
-passes only what it must).  A required parameter the table does not know is
+passes only what it must), except a mask the code leaves to its caller
+(``forward(x, mask=None)`` that computes no causal mask of its own): that
+one is passed, by name, when :mod:`.maskforms` finds that the code is the
+lesson's with it and not without.  A required parameter the table does not know is
 an :class:`~tracer.errors.InputError` naming it.  Whatever the check makes
 here is the lesson's, so a mistake in making it cannot show; what the
 student's code does with it is compared as always (``docs/check.md``).
@@ -44,7 +52,7 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Callable
-from typing import Any
+from typing import Any, NamedTuple
 
 import torch
 
@@ -66,6 +74,7 @@ TABLE: dict[str, tuple[str, ...]] = {
     "mask": ("mask", "attn_mask", "attention_mask", "causal_mask", "attn_bias"),
     "mask_keep": (),  # a mask's other forms: never asked for by name, chosen by trying (:mod:`.maskforms`)
     "mask_hide": (),
+    "tokens": ("key", "value", "keys", "values", "k", "v"),
     "true": ("is_causal", "causal"),
     "false": ("use_cache", "output_attentions", "need_weights", "return_attention", "return_weights"),
     "none": (
@@ -84,6 +93,7 @@ GROUPS = {
     "mask_keep": ("mask_keep",),
     "mask_hide": ("mask_hide",),
     "flags": ("true", "false", "none"),
+    "tokens": ("tokens",),
 }
 """The report's note for each group of kinds (``check.note_given_<group>``): what was passed, what cannot show."""
 
@@ -109,11 +119,28 @@ def required(fn: Any) -> list[inspect.Parameter]:
     return [p for p in params[1:] if p.kind in kinds and p.default is inspect.Parameter.empty]
 
 
-def kinds(module: Any, spec: Spec) -> dict[str, str]:
-    """Each required parameter of ``module.forward`` beyond the tokens -> its kind, or an :class:`InputError`."""
+def optional_masks(module: Any) -> list[str]:
+    """The parameters of ``module.forward`` named as a mask (``mask``, ``attn_mask`` …) that have a default."""
+    try:
+        params = list(inspect.signature(getattr(module, "forward", module)).parameters.values())
+    except (TypeError, ValueError):
+        return []
+    empty = inspect.Parameter.empty
+    return [p.name for p in params[1:] if p.default is not empty and KIND.get(p.name.lower()) == "mask"]
+
+
+def kinds(module: Any, spec: Spec, optional: tuple[str, ...] = ()) -> dict[str, str]:
+    """Each required parameter of ``module.forward`` beyond the tokens -> its kind, or an :class:`InputError`.
+
+    ``optional`` names parameters with a default that are passed all the same
+    (a mask the code leaves to its caller, :mod:`.maskforms`).
+    """
     forward = getattr(module, "forward", module)
     out = {}
-    for p in required(forward):
+    params = required(forward)
+    if optional:  # names read off this signature already (:func:`optional_masks`)
+        params += [p for p in inspect.signature(forward).parameters.values() if p.name in optional]
+    for p in params:
         kind = KIND.get(p.name.lower())
         if kind in ROTARY and spec.name not in ROTARY_LESSONS:
             kind = None
@@ -133,8 +160,9 @@ def _name(module: Any) -> str:
     return type(module).__name__ if isinstance(module, torch.nn.Module) else str(getattr(module, "__name__", module))
 
 
-def value(kind: str, x: torch.Tensor, spec: Spec, width: int) -> Any:
-    """The value of ``kind`` for a call on ``x`` (``(b, T, d_in)`` or ``(T, d_in)``); ``width``: the rotary's ``d``."""
+def value(kind: str, x: torch.Tensor, spec: Spec, width: int, rank: int = 0) -> Any:
+    """The value of ``kind`` for a call on ``x`` (``(b, T, d_in)`` or ``(T, d_in)``); ``width``: the rotary's ``d``,
+    ``rank``: the mask's number of axes (0: the lesson's)."""
     t = int(x.shape[-2])
     lead = tuple(int(n) for n in x.shape[:-2])
     at = torch.arange(t)
@@ -147,16 +175,36 @@ def value(kind: str, x: torch.Tensor, spec: Spec, width: int) -> Any:
     if kind in ROTARY:
         return _rotary(kind, at, lead, spec.style or "half", width, x.dtype)
     if kind in MASKS:
-        return _mask(kind, t, x.dtype, spec.multi)
+        return _mask(kind, t, x.dtype, spec.multi, rank)
+    if kind == "tokens":  # self-attention: the keys and values come from the same tokens as the queries
+        return x
     return {"true": True, "false": False, "none": None}[kind]
 
 
 MASKS = ("mask", "mask_keep", "mask_hide")
 """The causal mask's forms, in the order they are tried: additive float, boolean keep, boolean hide."""
 
+RANKS = (2, 3, 4)
+"""The shapes a caller may give the mask in: ``(T, T)``, ``(1, T, T)`` (the Annotated Transformer's
+``subsequent_mask``, which the layer widens with ``unsqueeze(1)``), ``(1, 1, T, T)``."""
 
-def _mask(kind: str, t: int, dtype: torch.dtype, multi: bool) -> torch.Tensor:
-    """The causal mask over ``t`` tokens in form ``kind``, ``(T, T)`` or, for the multi-head lessons, ``(1, 1, T, T)``.
+
+class Mask(NamedTuple):
+    """How a mask is passed: its form (:data:`MASKS`), its number of axes (0: the lesson's), and the
+    parameters with a default that get it all the same (a mask the code leaves to its caller)."""
+
+    form: str = "mask"
+    rank: int = 0
+    optional: tuple[str, ...] = ()
+
+
+LESSON = Mask()
+"""The lesson's own way: an additive mask in the lesson's shape, passed only where ``forward`` requires one."""
+
+
+def _mask(kind: str, t: int, dtype: torch.dtype, multi: bool, rank: int = 0) -> torch.Tensor:
+    """The causal mask over ``t`` tokens in form ``kind``, ``(T, T)`` or, for the multi-head lessons, ``(1, 1, T, T)``;
+    with ``rank``, ``(T, T)`` behind ``rank − 2`` leading axes of one.
 
     ``mask``: 0 where token i may attend and −inf above the diagonal (to be
     added); ``mask_keep``: True where it may attend, on and below the
@@ -166,7 +214,8 @@ def _mask(kind: str, t: int, dtype: torch.dtype, multi: bool) -> torch.Tensor:
     """
     hide = torch.ones(t, t, dtype=torch.bool).triu(1)
     cut = {"mask": torch.zeros(t, t, dtype=dtype).masked_fill(hide, float("-inf")), "mask_keep": ~hide}.get(kind, hide)
-    return cut.view(1, 1, t, t) if multi else cut
+    rank = rank or (4 if multi else 2)
+    return cut.view(*(1,) * (rank - 2), t, t)
 
 
 def _rotary(kind: str, at: torch.Tensor, lead: tuple[int, ...], style: str, d: int, dtype: torch.dtype) -> Any:
@@ -189,18 +238,19 @@ Arguments = Callable[[torch.Tensor], tuple[tuple[Any, ...], dict[str, Any]]]
 """The positional and keyword arguments of one call on the tokens ``x`` (``x`` first)."""
 
 
-def bind(module: Any, spec: Spec, d: int | None = None, mask: str = "mask") -> tuple[Arguments | None, dict[str, str]]:
+def bind(module: Any, spec: Spec, d: int | None = None, mask: Mask = LESSON) -> tuple[Arguments | None, dict[str, str]]:
     """How to call ``module`` on the tokens (None: ``forward(x)``), and what it is given beyond them (name -> kind).
 
-    ``mask`` is the form of every mask passed (one of :data:`MASKS`: the one
-    chosen for this module by :func:`.maskforms.choose`).
+    ``mask`` says how every mask is passed (its form, one of :data:`MASKS`,
+    its shape, and the optional mask parameters given it: the choice made
+    for this module by :func:`.maskforms.choose`).
 
     The further arguments are made for each call's ``x`` (a shorter sequence
     gets a shorter mask), before the call and so outside its capture, and
     passed by position where they can be, so the capture names them after
     the student's parameters.
     """
-    given = {name: mask if kind == "mask" else kind for name, kind in kinds(module, spec).items()}
+    given = {name: mask.form if kind == "mask" else kind for name, kind in kinds(module, spec, mask.optional).items()}
     if not given:
         return None, {}
     params = inspect.signature(getattr(module, "forward", module)).parameters
@@ -210,8 +260,8 @@ def bind(module: Any, spec: Spec, d: int | None = None, mask: str = "mask") -> t
         args: list[Any] = [x]
         kwargs: dict[str, Any] = {}
         for name, kind in given.items():
-            got = value(kind, x, spec, rot)
-            if params[name].kind is inspect.Parameter.KEYWORD_ONLY:
+            got = value(kind, x, spec, rot, mask.rank)
+            if params[name].kind is inspect.Parameter.KEYWORD_ONLY or name in mask.optional:  # by name: past defaults
                 kwargs[name] = got
             else:
                 args.append(got)

@@ -51,19 +51,20 @@ def gather(obj: Any, spec: lessons.Spec) -> Evidence:
         except roles.Structural as e:  # another attention than the lesson's: no run to compare
             ev.structural = (e.code, dict(e.detail))
             return ev
+        ev.bias = spec.bias
         ev.wrap = spec.d_out // spec.heads if heads is not None else 0
         ev.heads = heads[0] if heads is not None else ""
         fn: Any = module
         given, ev.given = forwardargs.bind(module, spec)
         form = maskforms.choose(module, spec, reference.inputs(spec), ev.roles, ev.given)
-        if form != "mask":  # a keep or hide mask: what the code reads
+        if form != forwardargs.LESSON:  # a keep or hide mask, another shape, or one it leaves to its caller
             given, ev.given = forwardargs.bind(module, spec, mask=form)
     else:
         from tracer.errors import InputError
 
         if not callable(obj) or isinstance(obj, type):
             raise InputError(f"lesson simple checks a function f(inputs) -> context vectors, not {obj!r}")
-        module, fn, given, form = None, obj, None, "mask"
+        module, fn, given, form = None, obj, None, forwardargs.LESSON
     x = reference.inputs(spec)
     main = student.run(fn, x, spec.seed, given)
     if main.error is not None:

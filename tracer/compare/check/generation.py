@@ -175,6 +175,7 @@ def collect(obj: Any, spec: lessons.Spec) -> Evidence:
     except roles.Structural as e:  # another attention than the lesson's: no generation to compare
         ev.structural = (e.code, dict(e.detail))
         return ev
+    ev.bias = spec.bias
     calls = generate(module, reference.inputs(spec), convention(module), spec.seed)
     for n, call in enumerate(calls, start=1):
         if call.error is not None:

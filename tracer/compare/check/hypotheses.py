@@ -20,6 +20,8 @@ from tracer.compare.check.context import Context, Hit
 
 
 def bias(c: Context) -> Hit | None:
+    if c.spec.bias:  # the module's own biases, in the reference already (:func:`.build.own_bias`)
+        return None
     for key, role in (("q", "b_query"), ("k", "b_key"), ("v", "b_value")):
         if role in c.roles and c.has(key):
             ref, axes = c.ref(key)
@@ -178,13 +180,34 @@ def mask_not_cut(c: Context) -> Hit | None:
 
 
 def dropout_scores(c: Context) -> Hit | None:
-    omega = c.ref("omega")[0]
+    """Dropout on the raw scores, or on the scaled ones, before the mask."""
+    omega, _ = c.ref("omega")
     first = omega[(0,) * (omega.ndim - 2)]
+    return _dropped_scores(c, (first, first / c.sqrt_dk), (c.step("omega"), c.step("dropped")))
+
+
+def dropout_masked(c: Context) -> Hit | None:
+    """Dropout on the masked scores, scaled or not, right before the softmax.
+
+    A dropped score becomes 0 instead of leaving the softmax, and a dropped
+    hidden one becomes NaN (−∞ × 0); the hidden entries say nothing about
+    the draw and are skipped (:func:`.variants.dropped_like`).
+    """
+    if not c.causal:
+        return None
+    omega, axes = c.ref("omega")
+    hidden = V.fill(omega, axes, -np.inf)
+    first = hidden[(0,) * (hidden.ndim - 2)]
+    return _dropped_scores(c, (first / c.sqrt_dk, first), (c.step("masked"), c.step("dropped")))
+
+
+def _dropped_scores(c: Context, bases: tuple[np.ndarray, ...], steps: tuple[str, ...]) -> Hit | None:
+    """The first training-mode tensor that is one of ``bases`` (one sample's table) under dropout."""
     scale = 1 / (1 - c.spec.dropout)
-    for base in (first, first / c.sqrt_dk):
+    for base in bases:
         for s in c.train:
             if s.value.ndim >= 2 and V.dropped_like(s.value[(0,) * (s.value.ndim - 2)], base, scale):
-                return Hit(s, (c.step("omega"), c.step("dropped")))
+                return Hit(s, steps)
     return None
 
 

@@ -42,6 +42,7 @@ class Spec:
     form: str = ""  # lesson multihead: "wrap" when the student's module is the book's wrapper of heads
     block: int = 0  # lesson flash: the second block size it is called with (one that does not divide T)
     style: str = ""  # lesson rope: the pairing the student's code should use, "half" or "interleaved"
+    bias: bool = False  # the projections' biases are the module's own (no qkv_bias to turn them off): added
 
     @property
     def is_class(self) -> bool:

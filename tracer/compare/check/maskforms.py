@@ -54,37 +54,63 @@ import numpy as np
 import torch
 
 from tracer.compare.check import align, forwardargs, reference, student
+from tracer.compare.check.forwardargs import LESSON, RANKS, Mask
 from tracer.compare.check.lessons import Spec
-from tracer.compare.check.model import Role, Seen
+from tracer.compare.check.model import Match, Role, Seen
 
 
-def choose(module: Any, spec: Spec, x: torch.Tensor, found: dict[str, Role], given: dict[str, str]) -> str:
-    """The form of :data:`.forwardargs.MASKS` under which ``module``'s output is the lesson's (or comes nearest it).
+def choose(module: Any, spec: Spec, x: torch.Tensor, found: dict[str, Role], given: dict[str, str]) -> Mask:
+    """How to pass ``module`` its mask: the form and shape under which its output is the lesson's (or nearest it).
 
     ``given`` is what ``forward`` is passed beyond the tokens
-    (:func:`.forwardargs.bind`); without a mask in it nothing is tried.
+    (:func:`.forwardargs.bind`).  A required mask is tried in each form of
+    :data:`.forwardargs.MASKS` in the lesson's shape, then in the other
+    shapes of :data:`.forwardargs.RANKS`; the first under which the output
+    is the lesson's wins; when none is, the nearest of all (ties to the
+    earlier: the lesson's shape, then the additive form).  A mask
+    parameter with a default (a mask the code leaves to its caller) is left
+    at its default when the output is the lesson's so; otherwise it is
+    tried as a required one is (so a mistake is diagnosed under the mask a
+    caller passes, and a layer that ignores it is still ``mask_missing``).
     """
-    best = "mask"
-    if "mask" not in given.values():
-        return best
+    optional = tuple(forwardargs.optional_masks(module))
+    required = "mask" in given.values()
+    if not required and not optional:
+        return LESSON
     want = _lesson_output(spec, found)
     if want is None:
-        return best
+        return LESSON
     ref, axes = want
-    key = None
-    for form in forwardargs.MASKS:
-        out = _output(module, spec, x, form)
-        if out is None:
-            continue
-        near = align.nearest(ref, axes, [Seen("output", "return", out, "")])
-        if near is None:
-            continue
-        k = align.distance(near, ref)
-        if k[0] == 0:
-            return form
-        if key is None or k < key:
-            best, key = form, k
-    return best
+    lesson = 4 if spec.multi else 2
+    ranks = (0, *(r for r in RANKS if r != lesson))
+    tiers: list[list[Mask]] = [[Mask(form, rank, optional) for form in forwardargs.MASKS] for rank in ranks]
+    if not required and _agrees(_output(module, spec, x, LESSON), ref, axes):
+        return LESSON  # it masks by itself: its caller passes nothing
+    readings: list[list[tuple[Mask, tuple[int, float]]]] = []
+    for tier in tiers:
+        got = []
+        for m in tier:
+            near = _near(_output(module, spec, x, m), ref, axes)
+            if near is None:
+                continue
+            k = align.distance(near, ref)
+            if k[0] == 0:
+                return m
+            got.append((m, k))
+        readings.append(got)
+    ran = [mk for got in readings for mk in got]  # a shape that scrambles the output by accident comes out far
+    return min(ran, key=lambda mk: mk[1], default=(LESSON, (0, 0.0)))[0]
+
+
+def _agrees(out: np.ndarray | None, ref: np.ndarray, axes: tuple[str, ...]) -> bool:
+    """True when ``out`` is the lesson's output ``ref`` within the check's tolerance."""
+    near = _near(out, ref, axes)
+    return near is not None and align.distance(near, ref)[0] == 0
+
+
+def _near(out: np.ndarray | None, ref: np.ndarray, axes: tuple[str, ...]) -> Match | None:
+    """The reading of ``out`` nearest the lesson's output ``ref`` (None: no output, or none of its shape)."""
+    return None if out is None else align.nearest(ref, axes, [Seen("output", "return", out, "")])
 
 
 def _lesson_output(spec: Spec, found: dict[str, Role]) -> tuple[np.ndarray, tuple[str, ...]] | None:
@@ -97,9 +123,9 @@ def _lesson_output(spec: Spec, found: dict[str, Role]) -> tuple[np.ndarray, tupl
     return np.asarray(node.value, dtype=np.float64), node.axes
 
 
-def _output(module: Any, spec: Spec, x: torch.Tensor, form: str) -> np.ndarray | None:
-    """The module's output on ``x`` given the mask in ``form`` (None: it raised, or returned no float tensor)."""
-    arguments = forwardargs.bind(module, spec, mask=form)[0]
+def _output(module: Any, spec: Spec, x: torch.Tensor, mask: Mask) -> np.ndarray | None:
+    """The module's output on ``x`` given the mask as ``mask`` says (None: it raised, or returned no float tensor)."""
+    arguments = forwardargs.bind(module, spec, mask=mask)[0]
     run = student.call(module, x, spec.seed, arguments)
     out = student.returned(run.output)
     if run.error is not None or not isinstance(out, torch.Tensor) or not out.is_floating_point():

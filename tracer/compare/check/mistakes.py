@@ -139,6 +139,18 @@ MISTAKES: tuple[Entry, ...] = (
         H.dropout_scores,
     ),
     Entry(
+        "dropout_before_softmax",
+        ("dropout",),
+        "Dropout is applied to the masked scores just before the softmax instead of to the weights after it: "
+        "a dropped score becomes 0, which the softmax still weighs (e⁰ = 1), a dropped hidden score becomes NaN "
+        "(−∞ × 0) and spoils its whole row, and the kept scores are multiplied by 1/(1−p) before the exponential; "
+        "apply the dropout to the softmax's output.",
+        "随机失活（dropout）作用在了 softmax 之前、已加掩码的分数上，而不是 softmax 之后的权重上：被丢弃的分数变成 0，"
+        "softmax 仍会给它权重（e⁰ = 1）；被丢弃的屏蔽分数变成 NaN（−∞ × 0），整行都被破坏；保留下来的分数在取指数之前"
+        "就被乘以了 1/(1−p)。应当对 softmax 的输出施加随机失活。",
+        H.dropout_masked,
+    ),
+    Entry(
         "dropout_unscaled",
         ("dropout",),
         "Dropout zeroes weights without multiplying the kept ones by 1/(1−p) = {scale}, "

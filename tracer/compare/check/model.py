@@ -56,17 +56,24 @@ class Match:
 
     ``perm[r]`` is the student axis that holds reference axis ``r``; ``lead``
     is how many leading student axes were read at their first entry (a batch
-    axis the reference does not have).
+    axis the reference does not have).  ``split``, when not empty, is the
+    shape the student's tensor is read in before ``perm`` applies: one axis
+    that holds the batch and the heads merged (``(b·heads, T, d)``, as
+    ``nn.MultiheadAttention`` and d2l's ``transpose_qkv`` lay them out) read
+    back as two.
     """
 
     seen: Seen
     perm: tuple[int, ...]
     lead: int = 0
     error: float = 0.0  # max |student - reference| over the entries compared
+    split: tuple[int, ...] = ()  # the shape one merged axis (batch·heads) is read back into, before ``perm``
 
     def view(self) -> np.ndarray:
         """The student's tensor laid out as the reference quantity."""
         v = self.seen.value[(0,) * self.lead] if self.lead else self.seen.value
+        if self.split:
+            v = v.reshape(self.split)
         return np.transpose(v, self.perm)
 
 

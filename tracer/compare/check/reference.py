@@ -16,6 +16,7 @@ import torch
 
 from tracer.compare.check.lessons import CALLS, Spec
 from tracer.compare.check.model import Role
+from tracer.compare.check.roles import BIAS
 from tracer.core.trace import Trace
 from tracer.record.inputs import tutorial
 from tracer.record.pipelines import LESSONS
@@ -53,6 +54,29 @@ def _options(spec: Spec) -> dict[str, Any]:
     return {}
 
 
+def _with_bias(
+    x: torch.Tensor, w: dict[str, torch.Tensor], roles: dict[str, Role]
+) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+    """The inputs with a last column of ones, each weight with its bias as a last row: ``[x 1] [W; b] = x W + b``.
+
+    A module whose projections have biases by design (a published class
+    whose constructor takes no ``qkv_bias``: the Annotated Transformer's
+    four ``nn.Linear``, minGPT's ``c_attn``, ``nn.MultiheadAttention``'s
+    ``in_proj_bias``) computes ``x W + b``; every lesson's pipeline computes
+    ``x W``, so the bias rides in as the weight of one more input that is
+    always 1.  A role without a bias gets a row of zeros.  The wrapper's
+    weights are stacked per head, ``(heads, d_in, d_head)``, their biases
+    ``(heads, d_head)``.
+    """
+    ones = torch.ones(*x.shape[:-1], 1, dtype=x.dtype)
+    out = {}
+    for r, weight in w.items():
+        b = roles[BIAS[r]].value if BIAS[r] in roles else np.zeros(weight.shape[:-2] + weight.shape[-1:])
+        row = torch.tensor(b, dtype=weight.dtype).unsqueeze(-2)
+        out[r] = torch.cat((weight, row), dim=-2)
+    return torch.cat((x, ones), dim=-1), out
+
+
 def reference(spec: Spec, roles: dict[str, Role]) -> Trace:
     """The lesson's trace, computed with the student's weights where the student has them."""
     module = importlib.import_module(LESSONS[spec.name][0])
@@ -63,6 +87,9 @@ def reference(spec: Spec, roles: dict[str, Role]) -> Trace:
         trace: Trace = module.build(x, tokens, 2, torch.float32, meta)
         return trace
     w = {r: torch.tensor(roles[r].value, dtype=torch.float32) for r in ("W_query", "W_key", "W_value")}
+    if spec.bias and any(b in roles for b in BIAS):
+        x, w = _with_bias(x, w, roles)
+        meta["dim"] = x.shape[1]
     info = {"kind": "student", "d_out": spec.d_out}
     if spec.name == "trainable":
         trace = module.build(x, tokens, 2, torch.float32, meta, weights=w, weights_meta=info)

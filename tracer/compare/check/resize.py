@@ -35,6 +35,7 @@ from tracer.compare.check import (
 )
 from tracer.compare.check.context import Hit
 from tracer.compare.check.evidence import MODES, Malformed, Other
+from tracer.compare.check.forwardargs import LESSON, Mask
 from tracer.compare.check.lessons import Spec
 from tracer.compare.check.model import Role
 from tracer.errors import InputError
@@ -89,6 +90,34 @@ def builds(spec: Spec) -> tuple[dict[str, Any], ...]:
     if spec.name == "kvcache":
         return ({**_widths(spec, spec.d_out + 1), **base, "tokens": CALLS[-1][1]},)
     return ({**_widths(spec, d_out), **base},)
+
+
+def alternatives(spec: Spec) -> tuple[tuple[dict[str, Any], ...], ...]:
+    """Each second build of :func:`builds`, then the same build with wider, even heads: sizes to fall back on.
+
+    The first sizes make each head one component wider than the lesson's
+    (an odd width for most lessons), which a module that hard-codes its
+    width cannot hide.  But a correct module may not take them: one that
+    rotates pairs per head needs an even head width, one with heads of its
+    own (a default ``num_heads``) a width they divide.  So when a build at
+    the first sizes fails (it cannot be built, or it raises), the module is
+    built again with each head ``2·d_head`` wide (``4·d_head`` where that
+    would be the first sizes' width): even, and divisible wherever the
+    lesson's width was.  A module that ignores its sizes fails there too;
+    only then is the first failure its verdict.  Lesson flash calls a
+    function at sizes of its own and has no fallback.
+    """
+    out: list[tuple[dict[str, Any], ...]] = []
+    for first in builds(spec):
+        if spec.name == "flash":
+            out.append((first,))
+            continue
+        heads = int(first.get("num_heads", 1)) if spec.multi else 1
+        width = 2 * spec.head_dim
+        if width * heads == first["d_out"]:
+            width *= 2
+        out.append((first, {**first, **_widths(spec, width * heads)}))
+    return tuple(out)
 
 
 def sizes(spec: Spec) -> dict[str, Any]:
@@ -156,7 +185,7 @@ def hit(spec: Spec, others: list[Other]) -> Hit | None:
     return Hit(None, (), said, "sizes_ignored")
 
 
-def gather(build: Callable[[dict[str, Any]], Any], spec: Spec, mask: str = "mask") -> list[Other]:
+def gather(build: Callable[[dict[str, Any]], Any], spec: Spec, mask: Mask = LESSON) -> list[Other]:
     """The student's half: each second build made with ``build(sizes)``, its weights found, called (:func:`_one`).
 
     A mask it requires is given in the form chosen at the lesson's sizes
@@ -165,10 +194,42 @@ def gather(build: Callable[[dict[str, Any]], Any], spec: Spec, mask: str = "mask
     Only data comes back (:class:`Other`); :func:`judge` compares it with the
     lesson computed from those weights on inputs of its own.
     """
-    return [_one(build, spec, got, mask) for got in builds(spec)]
+    return [_first_taken(build, spec, sized, mask) for sized in alternatives(spec)]
 
 
-def _one(build: Callable[[dict[str, Any]], Any], spec: Spec, got: dict[str, Any], mask: str) -> Other:
+def _first_taken(
+    build: Callable[[dict[str, Any]], Any], spec: Spec, sized: tuple[dict[str, Any], ...], mask: Mask
+) -> Other:
+    """The build at the first of ``sized`` that the module takes (built and called without failing), or the first's.
+
+    ``Other.tried`` says which sizes were used, so the judge computes the
+    lesson at the same ones.
+    """
+    first: Other | None = None
+    for n, got in enumerate(sized):
+        other = _one(build, spec, got, mask)
+        other.tried = n
+        if first is not None:
+            other.first = _failure(spec, first)
+        if not _failure(spec, other):
+            return other
+        first = first or other
+    assert first is not None
+    return first
+
+
+def _failure(spec: Spec, other: Other) -> str:
+    """What went wrong building or calling the module at a second build's sizes ("": it was built and called)."""
+    if other.problem:
+        return other.problem
+    for mode in _modes(spec):
+        value = other.results.get(mode, "returned nothing")
+        if isinstance(value, str):
+            return value if spec.name in ("flash", "kvcache") else f"in {mode} mode it {value}"
+    return ""
+
+
+def _one(build: Callable[[dict[str, Any]], Any], spec: Spec, got: dict[str, Any], mask: Mask) -> Other:
     try:
         module = build(got)
     except student.StudentError as e:
@@ -232,27 +293,31 @@ def _generated(module: torch.nn.Module, x: torch.Tensor) -> np.ndarray | str:
 
 def judge(spec: Spec, others: list[Other]) -> tuple[str, str] | None:
     """The judge's half: each second build's results against the lesson computed here from its weights."""
-    sized = builds(spec)
+    sized = alternatives(spec)
     if len(others) != len(sized):
         raise Malformed(f"{len(sized)} second builds were expected, got {len(others)}")
-    for got, other in zip(sized, others, strict=True):
-        found = _judged(spec, got, other)
+    for tries, other in zip(sized, others, strict=True):
+        if not 0 <= other.tried < len(tries):
+            raise Malformed(f"a second build names sizes {other.tried} of {len(tries)}")
+        found = _judged(spec, tries[other.tried], other)
+        if found is not None and other.tried:  # wrong at the fallback too: what the first sizes did is the verdict
+            return describe(spec, tries[0]), other.first or found
         if found is not None:
-            return describe(spec, got), found
+            return describe(spec, tries[0]), found
     return None
 
 
 def _judged(spec: Spec, got: dict[str, Any], other: Other) -> str | None:
-    if other.problem:
-        return other.problem
+    failed = _failure(spec, other)
+    if failed:
+        return failed
     try:
         want = _want(spec, got, other.roles)
     except (KeyError, ValueError, IndexError) as e:  # weights that do not fit the sizes asked for
         return f"its weights do not follow the sizes ({type(e).__name__})"
     for mode in _modes(spec):
-        value = other.results.get(mode, "returned nothing")
-        if isinstance(value, str):
-            return value if spec.name in ("flash", "kvcache") else f"in {mode} mode it {value}"
+        value = other.results[mode]
+        assert not isinstance(value, str)  # a failure, said above
         if value.shape != want.shape:
             return f"its result has shape {tuple(value.shape)} instead of {tuple(want.shape)}"
         if not align.close(value, want):

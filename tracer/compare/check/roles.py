@@ -224,7 +224,7 @@ def _fused(p: Param, ps: list[Param], d_in: int, d_out: int, kv: int = 0) -> dic
     v = p.value.T if p.linear or p.value.shape == (sum(widths), d_in) else p.value
     how = "fused projection cut in three (query, key, value)"
     out = {}
-    bias = next((b for b in ps if b.name == p.name.rsplit(".", 1)[0] + ".bias"), None) if p.linear else None
+    bias = next((b for b in ps if b.name == _bias_name(p) and b.value.shape == (sum(widths),)), None)
     start = 0
     for r, width in zip(QKV, widths, strict=True):
         cut = slice(start, start + width)
@@ -233,6 +233,14 @@ def _fused(p: Param, ps: list[Param], d_in: int, d_out: int, kv: int = 0) -> dic
             out[BIAS[r]] = Role(BIAS[r], f"{bias.name}[{start}:{start + width}]", how, bias.value[cut].copy())
         start += width
     return out
+
+
+def _bias_name(p: Param) -> str:
+    """The name of the bias that goes with weight ``p``: ``c_attn.bias`` for an ``nn.Linear``'s ``c_attn.weight``,
+    ``in_proj_bias`` for ``nn.MultiheadAttention``'s ``in_proj_weight`` (a parameter named ``…weight``)."""
+    if p.linear:
+        return p.name.rsplit(".", 1)[0] + ".bias"
+    return p.name[: -len("weight")] + "bias" if p.name.endswith("weight") else ""
 
 
 def _grouped_fused(mats: list[Param], d_in: int, d_out: int) -> tuple[Param, int] | None:

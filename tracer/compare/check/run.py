@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -107,6 +108,8 @@ def judge(ev: Evidence, spec: lessons.Spec, source: str | None) -> CheckResult:
         if code not in BY_CODE:
             raise Malformed(f"the structural difference {code[:40]!r} is not one the check knows")
         return _structural(spec, label, code, detail)
+    if ev.bias:  # the projections' biases are the module's own: the reference adds them
+        spec = replace(spec, bias=True)
     if spec.name == "kvcache":  # a generation, call by call, rather than one run (and one more at other sizes)
         return _resized(generation.judge(ev, spec, label), sizing.squared(spec, ev.square), ev)
     if ev.square and spec.is_class:
@@ -299,9 +302,12 @@ def _student_step(ctx: Context, m: Match, idx: tuple[int, ...]) -> str | None:
     if ctx.captured is None or m.seen.id not in {n.name for n in ctx.captured.nodes}:
         return None
     node = ctx.captured.node(m.seen.id)
-    at = [0] * (node.value.ndim - m.lead)
+    at = [0] * (len(m.split) if m.split else node.value.ndim - m.lead)
     for r, axis in enumerate(m.perm):
         at[axis] = int(idx[r])
+    if m.split:  # the merged batch·heads axis: the two indices back into one
+        flat = np.ravel_multi_index(tuple(at), m.split)
+        at = [int(i) for i in np.unravel_index(flat, node.value.shape[m.lead :])]
     return Step(ctx.captured, node, (0,) * m.lead + tuple(at)).id
 
 

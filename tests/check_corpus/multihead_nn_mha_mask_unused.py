@@ -1,0 +1,28 @@
+# expect: lesson=multihead name=MultiHeadAttention exit=1 stage=mask diagnosis=mask_missing
+# One mistake: nn.MultiheadAttention asked for its weights, the causal mask made and never handed to it.
+import torch
+import torch.nn as nn
+
+
+class MultiHeadAttention(nn.Module):
+    """The lesson's signature around torch's own layer (its in_proj_weight holds query, key and value)."""
+
+    def __init__(self, d_in, d_out, context_length, dropout, num_heads, qkv_bias=False):
+        super().__init__()
+        self.context_length = context_length
+        self.mha = nn.MultiheadAttention(
+            embed_dim=d_out,
+            num_heads=num_heads,
+            dropout=dropout,
+            bias=qkv_bias,
+            add_bias_kv=qkv_bias,
+            batch_first=True,
+        )
+        self.need_weights = True
+        self.register_buffer("mask", torch.triu(torch.ones(context_length, context_length), diagonal=1).bool())
+
+    def forward(self, x):
+        batch, num_tokens, _ = x.shape
+        mask = self.mask[:num_tokens, :num_tokens] if num_tokens <= self.context_length else None
+        out, _ = self.mha(x, x, x, need_weights=self.need_weights)  # the mask is made but never passed
+        return out
