@@ -30,7 +30,7 @@ from tracer.compare.check.model import Divergence, Match, Quantity, Seen, StageR
 from tracer.compare.check.result import CheckResult
 from tracer.compare.check.student import name_of
 from tracer.core.trace import Step
-from tracer.errors import InputError
+from tracer.errors import InputError, unknown
 
 
 def check(
@@ -76,7 +76,7 @@ def spec_for(
 ) -> lessons.Spec:
     """Lesson ``lesson`` with the sizes asked for (an :class:`~tracer.errors.InputError` names a wrong one)."""
     if lesson not in lessons.SPECS:
-        raise InputError(f"unknown lesson {lesson!r}: choose from {', '.join(lessons.SPECS)}")
+        raise InputError(unknown("lesson", lesson, lessons.SPECS))
     if rope_style is not None:
         if lesson != "rope" or rope_style not in ("half", "interleaved"):
             raise InputError(f"rope_style is half or interleaved, for lesson rope only (got {rope_style!r})")
