@@ -161,3 +161,17 @@ def test_cli_bad_input_is_one_line_and_exit_2(tmp_path: Path, args: list[str], s
     done = CliRunner().invoke(app, ["figures", *args, "-o", str(tmp_path / "x")])
     assert done.exit_code == 2 and says in done.output and "Traceback" not in done.output
     assert not (tmp_path / "x").exists()
+
+
+def test_the_3d_axis_titles_are_inside_the_figure() -> None:
+    """At full size the 3-D box pushed "component 3" past the figure's right edge, where it was cut off."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    fig = tracer.plot.vectors(lesson("simple"))
+    canvas = FigureCanvasAgg(fig)
+    canvas.draw()
+    ax = fig.axes[0]
+    for axis in (ax.xaxis, ax.yaxis, ax.zaxis):
+        box = axis.label.get_window_extent(canvas.get_renderer())
+        assert axis.label.get_text().startswith("component")
+        assert box.x0 >= 0 and box.x1 <= fig.bbox.x1 and box.y0 >= 0 and box.y1 <= fig.bbox.y1, axis.label.get_text()

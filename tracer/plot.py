@@ -180,6 +180,7 @@ def vectors(trace: Trace, lang: str = "en") -> Figure:
         ax.set_ylim(0, top)
         ax.set_zlim(0, top)
         ax.view_init(elev=30, azim=-60)
+        ax.set_box_aspect(None, zoom=0.88)  # room for the axis titles: at full size "component 3" fell off the right
         ax.set_zlabel("component 3" if lang == "en" else "分量 3", fontsize=8)
     else:
         _style(ax)
