@@ -180,3 +180,8 @@ def test_adds_up_allows_a_subnormal_difference() -> None:
 )
 def test_adds_up_leaves_nonfinite_sums_to_their_own_notes(terms: list[float], total: float) -> None:
     assert fmt.adds_up(terms, total)
+
+
+def test_counted() -> None:
+    assert [fmt.counted(n, "value") for n in (0, 1, 2, 1024)] == ["0 values", "1 value", "2 values", "1,024 values"]
+    assert fmt.counted(1, "root cause") == "1 root cause" and fmt.counted(-1, "step") == "-1 steps"

@@ -37,7 +37,7 @@ def test_float64_on_request() -> None:
 @pytest.mark.parametrize(
     ("kwargs", "message"),
     [
-        ({"inputs": [[1, 2], [3]]}, "ragged rows: row 2 has 1 values, row 1 has 2"),
+        ({"inputs": [[1, 2], [3]]}, "ragged rows: row 2 has 1 value, row 1 has 2"),
         ({"inputs": [[1, "a"]]}, "row 1, column 2 is not a number: 'a'"),
         ({"inputs": [[1, True]]}, "not a number"),
         ({"inputs": [[1, float("nan")]]}, "row 1, column 2 is nan: inputs must be finite"),
@@ -142,7 +142,12 @@ def test_json_csv_npy_pt_files(tmp_path: Path) -> None:
         ("f.pt", 1),
         ("g.pt", 0),
     ]:
-        data, labels = inputs.read_file(tmp_path / name)
+        with warnings.catch_warnings(record=True) as said:
+            warnings.simplefilter("always")
+            data, labels = inputs.read_file(tmp_path / name)
+        assert [str(w.message) for w in said] == (
+            ["'c.csv': line 1 (token, d1, d2, d3) is read as a header"] if name == "c.csv" else []
+        )
         assert (labels == toks) if has_tokens else labels is None, name
         got = tracer.trace_self_attention(data, tokens=labels)
         assert np.array_equal(got.tensor("z"), want.tensor("z")), name

@@ -12,6 +12,7 @@ from __future__ import annotations
 import fractions
 import io
 import json
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -47,8 +48,12 @@ def refused(tmp_path: Path, name: str, content: bytes) -> str:
     ],
 )
 def test_readers_accept(tmp_path: Path, name: str, content: bytes, rows: object, labels: list[str] | None) -> None:
-    got, got_labels = read(tmp_path, name, content)
+    with warnings.catch_warnings(record=True) as said:
+        warnings.simplefilter("always")
+        got, got_labels = read(tmp_path, name, content)
     assert got == rows and got_labels == labels
+    notes = [str(w.message) for w in said if issubclass(w.category, InputNote)]
+    assert notes == (["'h.csv': line 1 (a, b) is read as a header"] if name == "h.csv" else [])  # said, not silent
 
 
 @pytest.mark.parametrize(

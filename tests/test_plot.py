@@ -76,6 +76,45 @@ def test_vectors_are_3d_for_three_components_and_2d_otherwise() -> None:
     assert tracer.plot.vectors(four).axes[0].name == "rectilinear"
 
 
+def _token_labels(fig: Figure, tokens: list[str]) -> list[object]:
+    """The window boxes of the tokens' names, as the figure is saved (drawn by Agg).
+
+    A name written with ``ax.text`` on 3-D axes reports its box at its 3-D
+    position read as 2-D data, so such a box is moved to where its point is
+    projected, which is where the name is drawn.
+    """
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.transforms import Bbox
+    from mpl_toolkits.mplot3d import proj3d
+
+    canvas = FigureCanvasAgg(fig)
+    canvas.draw()
+    ax, renderer = fig.axes[0], canvas.get_renderer()
+    texts = {t.get_text().strip(): t for t in ax.texts if t.get_text().strip()}  # not the 2-D arrows
+    assert sorted(texts) == sorted(tokens)  # one name per token, none left behind by a tried position
+    boxes = []
+    for tok in tokens:
+        text, box = texts[tok], texts[tok].get_window_extent(renderer)
+        if hasattr(text, "get_position_3d"):
+            x, y, _ = proj3d.proj_transform(*text.get_position_3d(), ax.get_proj())
+            left, bottom = ax.transData.transform((x, y))
+            box = Bbox.from_bounds(left, bottom - box.height / 2, box.width, box.height)
+        boxes.append(box)
+    return boxes
+
+
+@pytest.mark.parametrize("dim", [3, 2])
+def test_the_inputs_names_never_overlap(dim: int) -> None:
+    """journey (0.55, 0.87, 0.66) and starts (0.57, 0.85, 0.64) point almost the same way: their names did overlap."""
+    rows = [[0.43, 0.15, 0.89], [0.55, 0.87, 0.66], [0.57, 0.85, 0.64], [0.56, 0.86, 0.65], [0.22, 0.58, 0.33]]
+    t = tracer.trace_self_attention([r[:dim] for r in rows], tokens=["Your", "journey", "starts", "near", "with"])
+    boxes = _token_labels(tracer.plot.vectors(t), t.tokens)
+    clashes = [
+        (a, b) for i, a in enumerate(t.tokens) for j, b in enumerate(t.tokens) if i < j and boxes[i].overlaps(boxes[j])
+    ]
+    assert clashes == []
+
+
 @pytest.mark.parametrize(
     ("name", "folder"),
     [("simple", "tutorial"), ("trainable", "trainable"), ("causal", "causal"), ("multihead", "multihead")],
@@ -122,3 +161,17 @@ def test_cli_bad_input_is_one_line_and_exit_2(tmp_path: Path, args: list[str], s
     done = CliRunner().invoke(app, ["figures", *args, "-o", str(tmp_path / "x")])
     assert done.exit_code == 2 and says in done.output and "Traceback" not in done.output
     assert not (tmp_path / "x").exists()
+
+
+def test_the_3d_axis_titles_are_inside_the_figure() -> None:
+    """At full size the 3-D box pushed "component 3" past the figure's right edge, where it was cut off."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    fig = tracer.plot.vectors(lesson("simple"))
+    canvas = FigureCanvasAgg(fig)
+    canvas.draw()
+    ax = fig.axes[0]
+    for axis in (ax.xaxis, ax.yaxis, ax.zaxis):
+        box = axis.label.get_window_extent(canvas.get_renderer())
+        assert axis.label.get_text().startswith("component")
+        assert box.x0 >= 0 and box.x1 <= fig.bbox.x1 and box.y0 >= 0 and box.y1 <= fig.bbox.y1, axis.label.get_text()

@@ -44,8 +44,8 @@ def test_lists_are_checked(tmp_path: Path) -> None:
     runner = CliRunner()
     with runner.isolated_filesystem(temp_dir=tmp_path):
         for args, message in (
-            (["--lesson", "simple,nope"], "Invalid value for '--lesson': unknown 'nope'"),
-            (["--lang", "en,fr"], "Invalid value for '--lang': unknown 'fr'"),
+            (["--lesson", "simple,nope"], "unknown lesson 'nope': choose from all, simple, trainable"),
+            (["--lang", "en,fr"], "unknown language 'fr': choose from all, en, zh"),
             (["--lesson", "all", "--from", "t.json"], "--lesson cannot be combined"),
         ):
             result = runner.invoke(app, ["report", *args])

@@ -1,4 +1,12 @@
-"""The built wheel installs only ``tracer``, and its commands cannot pick up someone else's ``cli``.
+"""The wheel and the source archive build without a warning, install, and render the committed report.
+
+Both are built offline from a copy of the checkout by setuptools' own build
+hooks, as ``python -m build --no-isolation`` calls them, and each is
+installed into a fresh virtual environment (the sdist is built into a wheel
+there, so a file missing from it fails), where ``attn-trace report`` must
+write the committed tutorial report byte for byte.
+
+The built wheel installs only ``tracer``, and its commands cannot pick up someone else's ``cli``.
 
 A top-level ``cli.py`` in site-packages would be overwritten by any other
 package that ships one (and deleted when that one is uninstalled), and
@@ -14,10 +22,12 @@ attn-trace installed there cannot stand in for the wheel.
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import sys
 import sysconfig
+import tarfile
 import venv
 import zipfile
 from pathlib import Path
@@ -37,19 +47,86 @@ def _run(args: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
     return subprocess.run(args, cwd=cwd, env=env, capture_output=True, text=True, timeout=300, check=False)
 
 
+BUILD = """import sys
+from setuptools import build_meta as backend
+out = sys.argv[1]  # read first: the backend rewrites sys.argv
+backend.build_sdist(out)
+backend.build_wheel(out)
+"""
+WARNED = re.compile(r"Warning\b|deprecat|would be ignored", re.I)
+BYTECODE = "byte-compiling is disabled"  # PYTHONDONTWRITEBYTECODE in the environment: not the project's doing
+
+
 @pytest.fixture(scope="module")
-def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def built(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, str]:
+    """The wheel, the source archive, and everything the build printed."""
     out = tmp_path_factory.mktemp("dist")
     src = tmp_path_factory.mktemp("src")  # a copy: building writes build/ and *.egg-info into the source
-    for name in ("pyproject.toml", "README.md"):
+    for name in ("pyproject.toml", "README.md", "LICENSE"):
         shutil.copy(ROOT / name, src / name)
     for name in ("tracer", "templates"):
         shutil.copytree(ROOT / name, src / name, ignore=shutil.ignore_patterns("__pycache__"))
-    build = [sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "--no-build-isolation", "--no-index"]
-    done = _run([*build, "--wheel-dir", str(out), str(src)], cwd=out)
+    done = _run([sys.executable, "-c", BUILD, str(out)], cwd=src)
     assert done.returncode == 0, done.stderr
-    (found,) = out.glob("attn_trace-*.whl")
-    return found
+    (wheel,) = out.glob("attn_trace-*.whl")
+    (sdist,) = out.glob("attn_trace-*.tar.gz")
+    return wheel, sdist, done.stdout + done.stderr
+
+
+@pytest.fixture(scope="module")
+def wheel(built: tuple[Path, Path, str]) -> Path:
+    return built[0]
+
+
+def _environment(where: Path) -> Path:
+    """A fresh virtual environment that sees this interpreter's packages (torch, numpy ...) but no attn-trace."""
+    venv.create(where, with_pip=False)
+    py = where / "bin" / "python"
+    site = Path(
+        _run([str(py), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"], where).stdout.strip()
+    )
+    deps = {sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"]}
+    (site / "deps.pth").write_text("".join(f"{d}\n" for d in sorted(deps)), encoding="utf-8")
+    return py
+
+
+def _install(py: Path, what: Path, cwd: Path) -> None:
+    pip = [sys.executable, "-m", "pip", "--python", str(py), "install", "--quiet", "--no-deps", "--no-index"]
+    done = _run([*pip, "--no-build-isolation", str(what)], cwd=cwd)
+    assert done.returncode == 0, done.stderr
+
+
+def test_the_build_says_nothing_to_fix(built: tuple[Path, Path, str]) -> None:
+    said = [line for line in built[2].splitlines() if WARNED.search(line) and BYTECODE not in line]
+    assert said == []
+
+
+def test_the_license_ships_in_both(built: tuple[Path, Path, str]) -> None:
+    wheel, sdist, _ = built
+    info = f"attn_trace-{tracer.__version__}.dist-info"
+    names = zipfile.ZipFile(wheel).namelist()
+    assert f"{info}/licenses/LICENSE" in names
+    meta = zipfile.ZipFile(wheel).read(f"{info}/METADATA").decode()
+    assert "License-Expression: MIT" in meta and "License-File: LICENSE" in meta
+    with tarfile.open(sdist) as tar:
+        members = {m.name.split("/", 1)[1] for m in tar.getmembers() if "/" in m.name}
+    assert {"LICENSE", "README.md", "pyproject.toml", "templates/lessons/simple.en.toml"} <= members
+    assert (ROOT / "LICENSE").read_text(encoding="utf-8").startswith("MIT License\n\nCopyright (c) 2026 the attn-trace")
+
+
+@pytest.mark.parametrize("kind", ["wheel", "sdist"])
+def test_each_installs_and_writes_the_committed_report(
+    built: tuple[Path, Path, str], kind: str, tmp_path: Path
+) -> None:
+    py = _environment(tmp_path / "env")
+    _install(py, built[0] if kind == "wheel" else built[1], tmp_path)
+    where = _run([str(py), "-c", "import tracer; print(tracer.__file__)"], tmp_path)
+    assert "site-packages" in where.stdout, where  # the installed package, not the checkout
+    ran = _run([str(tmp_path / "env" / "bin" / "attn-trace"), "report", "-o", "out"], tmp_path)
+    assert ran.returncode == 0, ran.stderr
+    for name in ("index.html", "index.md"):
+        made = (tmp_path / "out" / name).read_bytes()  # one report: -o names its folder
+        assert made == (ROOT / "reports" / "tutorial" / "en" / name).read_bytes(), name
 
 
 def test_the_wheel_holds_only_the_tracer_package(wheel: Path) -> None:
@@ -68,16 +145,11 @@ def test_the_wheel_holds_only_the_tracer_package(wheel: Path) -> None:
 
 def test_commands_ignore_a_foreign_cli_module(wheel: Path, tmp_path: Path) -> None:
     env = tmp_path / "env"
-    venv.create(env, with_pip=False)
-    py = env / "bin" / "python"
+    py = _environment(env)
     site = Path(
         _run([str(py), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"], tmp_path).stdout.strip()
     )
-    deps = {sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"]}
-    (site / "deps.pth").write_text("".join(f"{d}\n" for d in sorted(deps)), encoding="utf-8")
-    pip = [sys.executable, "-m", "pip", "--python", str(py), "install", "--quiet", "--no-deps", "--no-index"]
-    done = _run([*pip, str(wheel)], cwd=tmp_path)
-    assert done.returncode == 0, done.stderr
+    _install(py, wheel, tmp_path)
     (site / "cli.py").write_text(FOREIGN, encoding="utf-8")  # another package's top-level cli
     student = tmp_path / "student"
     student.mkdir()

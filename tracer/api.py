@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from tracer.core.trace import Trace
-from tracer.errors import InputError
+from tracer.errors import InputError, unknown
 from tracer.record.inputs import Example, tutorial, validate
 from tracer.record.pipelines import LESSONS
 
@@ -65,7 +65,7 @@ def example(
 def run(lesson: str, ex: Example, **lesson_options: Any) -> Trace:
     """Run a lesson's pipeline on a validated example (``lesson_options`` go to the lesson's ``prepare``)."""
     if lesson not in LESSONS:
-        raise InputError(f"unknown lesson {lesson!r}: choose from {', '.join(LESSONS)}")
+        raise InputError(unknown("lesson", lesson, LESSONS))
     module = importlib.import_module(LESSONS[lesson][0])
     values, dt, meta = ex.for_pipeline()
     extra = module.prepare(values, **lesson_options) if hasattr(module, "prepare") else {}

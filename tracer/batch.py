@@ -21,7 +21,7 @@ from pathlib import Path
 
 from tracer.core.files import quoted
 from tracer.core.trace import Trace
-from tracer.errors import InputError
+from tracer.errors import InputError, unknown
 
 LANGS = ("en", "zh")
 MAIN_FILES = ("index.html", "fragment.html", "index.md")
@@ -36,6 +36,9 @@ class BadChoice(InputError):
         self.option, self.detail = option, detail
 
 
+_WHAT = {"--lesson": "lesson", "--lang": "language"}
+
+
 def choices(value: str, allowed: Sequence[str], option: str) -> list[str]:
     """``all`` or a comma-separated list of ``allowed`` names, in the order given, each once."""
     if value.strip() == "all":
@@ -43,7 +46,7 @@ def choices(value: str, allowed: Sequence[str], option: str) -> list[str]:
     picked = [v.strip() for v in value.split(",")]
     bad = [v for v in picked if v not in allowed]
     if bad:
-        raise BadChoice(option, f"unknown {bad[0]!r}; choose from all, {', '.join(allowed)}")
+        raise BadChoice(option, unknown(_WHAT.get(option, option), bad[0], ["all", *allowed]))
     return list(dict.fromkeys(picked))
 
 

@@ -6,6 +6,18 @@ the problem; the CLI prints it and exits with code 2.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
+
+def unknown(what: str, name: object, choices: Iterable[str]) -> str:
+    """The one wording of a name that is none of its choices, whichever command or function met it.
+
+    ``unknown lesson 'foo': choose from simple, trainable, ...``: ``report``,
+    ``check``, ``explain`` and :func:`tracer.trace_lesson` all say this, so
+    the same mistake never reads as two different ones.
+    """
+    return f"unknown {what} {name!r}: choose from {', '.join(choices)}"
+
 
 class TracerError(Exception):
     """Base class: a problem with what the user gave us, not a bug."""

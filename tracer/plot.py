@@ -165,22 +165,22 @@ def vectors(trace: Trace, lang: str = "en") -> Figure:
     fig = _figure(4.2, 3.8)
     three = d == 3
     ax: Any = fig.add_subplot(projection="3d") if three else fig.add_subplot()
+    inks = []
     for j, v in enumerate(x):
         colour, width = (FOCUS, 2.2) if j == q else (OTHER, 1.2)
-        ink = LABEL[colour]  # a label a shade darker than its arrow: 4.5:1 on the grey panes, as in the report
+        inks.append(LABEL[colour])  # a label a shade darker than its arrow: 4.5:1 on the grey panes, as in the report
         point = v[:3] if three else v[:2]
         if three:
             ax.quiver(0, 0, 0, *point, color=colour, linewidth=width, arrow_length_ratio=0.08)
-            ax.text(*point, f" {trace.tokens[j]}", color=ink, fontsize=8)
         else:
             ax.annotate("", point, (0, 0), arrowprops={"arrowstyle": "->", "color": colour, "linewidth": width})
-            ax.text(*point, f" {trace.tokens[j]}", color=ink, fontsize=8)
     if three:
         top = max(float(x.max()), 0.0) * 1.1 or 1.0
         ax.set_xlim(0, top)
         ax.set_ylim(0, top)
         ax.set_zlim(0, top)
         ax.view_init(elev=30, azim=-60)
+        ax.set_box_aspect(None, zoom=0.88)  # room for the axis titles: at full size "component 3" fell off the right
         ax.set_zlabel("component 3" if lang == "en" else "分量 3", fontsize=8)
     else:
         _style(ax)
@@ -189,7 +189,42 @@ def vectors(trace: Trace, lang: str = "en") -> Figure:
         ax.set_ylim(min(0.0, float(x[:, 1].min())) - 0.05, max(top, float(x[:, 1].max())) + 0.15)
     ax.set_xlabel("component 1" if lang == "en" else "分量 1", fontsize=8)
     ax.set_ylabel("component 2" if lang == "en" else "分量 2", fontsize=8)
+    _tip_labels(fig, ax, x[:, :3] if three else x[:, :2], trace.tokens, inks)
     return fig
+
+
+def _tip_labels(fig: Figure, ax: Any, tips: np.ndarray, tokens: list[str], inks: list[str]) -> None:
+    """Each token's name at its arrow's tip, moved up or down a line at a time until it touches no other name.
+
+    Two embeddings that point almost the same way ("journey" and "starts"
+    in the tutorial) have tips a few pixels apart on the page, and their
+    names would print over each other.  The tips are placed in the figure's
+    own 2-D coordinates (projected, for 3-D axes, with the view drawn once),
+    and a name that would overlap one placed before it is tried 9 points
+    higher, then lower, then 18 points ..., in token order: deterministic.
+    """
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    canvas: Any = FigureCanvasAgg(fig)  # a canvas to measure text on; savefig picks each format's own
+    canvas.draw()  # the 3-D projection and the layout, as they will be saved
+    renderer = canvas.get_renderer()
+    if tips.shape[1] == 3:
+        from mpl_toolkits.mplot3d import proj3d  # type: ignore[import-untyped]
+
+        xs, ys, _ = proj3d.proj_transform(tips[:, 0], tips[:, 1], tips[:, 2], ax.get_proj())
+        flat = list(zip(np.asarray(xs, dtype=float), np.asarray(ys, dtype=float), strict=True))
+    else:
+        flat = [(float(a), float(b)) for a, b in tips]
+    placed: list[Any] = []
+    for (px, py), token, ink in zip(flat, tokens, inks, strict=True):
+        for k in range(41):
+            dy = 9 * ((k + 1) // 2) * (1 if k % 2 else -1)  # 0, +9, -9, +18, -18 ... points
+            text = ax.annotate(f" {token}", (px, py), xytext=(0, dy), textcoords="offset points", color=ink, fontsize=8)
+            box = text.get_window_extent(renderer)
+            if not any(box.overlaps(other) for other in placed):
+                placed.append(box)
+                break
+            text.remove()
 
 
 def normalizations(trace: Trace, lang: str = "en") -> Figure:

@@ -16,15 +16,15 @@ import os
 import click
 
 from tracer.cli.group import UserError, app, status, write_output
+from tracer.cli.options import LessonChoice
 from tracer.present.strings import LANGS
-from tracer.record.pipelines import LESSONS
 
 FORMATS = ["text", "json", "html", "csv", "gradescope"]
 
 
 @app.command()
 @click.argument("spec", metavar="FILE.py:NAME")
-@click.option("--lesson", type=click.Choice(list(LESSONS)), required=True, help="The lesson the code should compute.")
+@click.option("--lesson", type=LessonChoice(), required=True, help="The lesson the code should compute.")
 @click.option("--lang", type=click.Choice(LANGS), default=LANGS[0], show_default=True, help="Language of the verdict.")
 @click.option("--format", "fmt", type=click.Choice(FORMATS), default="text", show_default=True, help="Output format.")
 @click.option("-o", "--output", help="File to write (default: stdout); for a class in html, a folder.")
@@ -73,8 +73,8 @@ def check(
     \b
     attn-trace check attn.py:CausalAttention --lesson causal
     attn-trace check attn.py:self_attention --lesson simple --lang zh
-    attn-trace check attn.py:MultiHeadAttention --lesson multihead --format html -o check.html
-    attn-trace check 'submissions/*.py:CausalAttention' --lesson causal --format html -o class/
+    attn-trace check mha.py:MultiHead --lesson multihead --format html -o c.html
+    attn-trace check 'class/*.py:Causal' --lesson causal --format html -o out/
 
     NAME is a function f(inputs) for `simple`; for the other lessons a module
     class or any callable that returns a module, called with the lesson's

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +18,7 @@ import click
 
 import tracer
 from tracer.core.files import quoted
-from tracer.core.fmt import printable
+from tracer.core.fmt import COLUMNS, printable
 from tracer.errors import InputError, TracerError
 
 
@@ -60,12 +61,47 @@ class Interrupted(click.ClickException):
         super().__init__("interrupted")
 
 
+def _parsed(parse: Callable[[], list[str]], ctx: click.Context) -> list[str]:
+    """``parse()``, with a bad option or argument reported in one line (:func:`_one_line`)."""
+    try:
+        return parse()
+    except click.exceptions.NoArgsIsHelpError:
+        raise  # bare `attn-trace`: the help, as click prints it
+    except click.UsageError as e:
+        raise _one_line(e, ctx) from None
+
+
+class Command(click.Command):
+    """A command whose bad options or arguments are reported in one line."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        return _parsed(lambda: super(Command, self).parse_args(ctx, args), ctx)
+
+
 class App(click.Group):
     """A group that turns the tracer's own errors into one-line exit-2 messages, and anything else into exit 3."""
+
+    command_class = Command
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        return _parsed(lambda: super(App, self).parse_args(ctx, args), ctx)  # the group's own options
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        """The command list with each command's whole first sentence, wrapped rather than cut with "..."."""
+        rows = []
+        for name in self.list_commands(ctx):
+            cmd = self.get_command(ctx, name)
+            if cmd is not None and not cmd.hidden:
+                rows.append((name, cmd.get_short_help_str(limit=1 << 16)))
+        if rows:
+            with formatter.section("Commands"):
+                formatter.write_dl(rows)
 
     def invoke(self, ctx: click.Context) -> Any:
         try:
             return super().invoke(ctx)
+        except click.UsageError as e:  # no such command
+            raise _one_line(e, ctx) from None
         except InputError as e:
             flag = OPTION_OF.get(e.arg or "")
             raise UserError(f"{flag} {e.problem}" if flag else str(e)) from None
@@ -79,6 +115,15 @@ class App(click.Group):
             if os.environ.get("ATTN_TRACE_TRACEBACK"):
                 raise  # for a bug report: the traceback as Python prints it (exit 1)
             raise Crash(e) from None
+
+
+def _one_line(e: click.UsageError, ctx: click.Context) -> UserError:
+    """A usage error as one line naming the command, instead of click's usage, hint and error (four lines).
+
+    ``Error: No such option '--lnag'. (see: attn-trace report --help)``: what is wrong and where the
+    options are listed, with exit code 2 like any bad usage.
+    """
+    return UserError(f"{e.format_message()} (see: {(e.ctx or ctx).command_path} --help)")
 
 
 OPTION_OF = {
@@ -101,13 +146,13 @@ OPTION_OF = {
 """The CLI option that carries each library argument named in an :class:`~tracer.errors.InputError`."""
 
 
-@click.group(cls=App, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+@click.group(cls=App, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": COLUMNS})
 @click.version_option(tracer.__version__, "--version", prog_name="attn-trace")
 def app() -> None:
     """Trace every intermediate value of an attention computation, and explain it.
 
     \b
-    attn-trace steps --stage scores        list the score steps of the tutorial's example
+    attn-trace steps --stage scores        the tutorial's score steps
     attn-trace explain "omega[2,1]"        one step, written out as on a board
     attn-trace trace -o trace.json         save the whole trace
     """

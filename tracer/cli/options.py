@@ -16,9 +16,29 @@ import click
 
 import tracer
 from tracer.cli.group import UserError, status
-from tracer.errors import InputNote
+from tracer.core.files import quoted
+from tracer.errors import InputError, InputNote, unknown
 
 F = TypeVar("F", bound=Callable[..., Any])
+
+
+class LessonChoice(click.Choice[str]):
+    """``--lesson`` as a choice of the registry's lessons, refused in the words every command uses.
+
+    Click would say "Invalid value for '--lesson': 'x' is not one of ...";
+    ``explain``, ``report`` and the library say :func:`tracer.errors.unknown`'s
+    "unknown lesson 'x': choose from ...", so this says that too.
+    """
+
+    def __init__(self) -> None:
+        from tracer.record.pipelines import LESSONS
+
+        super().__init__(list(LESSONS))
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> str:
+        if value not in self.choices:
+            raise UserError(unknown("lesson", value, [str(c) for c in self.choices]))
+        return str(value)
 
 
 def input_options(func: F) -> F:
@@ -136,7 +156,12 @@ def build_trace(
         source = {"kind": "text", "text": text, "dim": d, "seed": s}
     elif labels is not None:
         data, _ = inputs.tutorial()
-    ex = api.example(data, labels, query, dtype, source)
+    try:
+        ex = api.example(data, labels, query, dtype, source)
+    except InputError as e:  # what is wrong with a file's numbers names the file, whichever check found it
+        if inputs_file is None or e.arg is not None or str(e).startswith(named := f"{quoted(inputs_file.name)}: "):
+            raise
+        raise InputError(f"{named}{e}") from None
     if pipeline is not None:
         from tracer.record import custom
 

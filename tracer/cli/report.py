@@ -49,7 +49,7 @@ def report(
     \b
     attn-trace report                      the tutorial's example, in English
     attn-trace report --lang zh            the same in Chinese
-    attn-trace report --from trace.json    render a saved trace without recomputing
+    attn-trace report --from trace.json    a saved trace, not recomputed
     attn-trace report --lesson all --lang all --force    every committed report
     """
     from tracer import batch
@@ -60,8 +60,8 @@ def report(
     try:
         lessons = batch.choices(options.pop("lesson"), list(LESSONS), "--lesson")
         langs = batch.choices(lang, batch.LANGS, "--lang")
-    except batch.BadChoice as e:  # as click words a bad option value
-        raise click.BadParameter(e.detail, param_hint=f"'{e.option}'") from None
+    except batch.BadChoice as e:  # worded as every command words it (tracer.errors.unknown)
+        raise UserError(e.detail) from None
     if from_file is not None:
         if lessons != ["simple"]:
             raise UserError("--from reads a saved trace: --lesson cannot be combined with it")

@@ -15,11 +15,15 @@ from tracer.cli.options import build_trace, input_options
 @app.command()
 def lessons() -> None:
     """List the lessons that can be traced."""
+    import textwrap
+
+    from tracer.core.fmt import COLUMNS
     from tracer.record.pipelines import LESSONS
 
     width = max(map(len, LESSONS))
+    hang = " " * (width + 2)  # a long summary goes on under itself, within the 80 columns
     for name, (_, summary) in LESSONS.items():
-        click.echo(f"{name:<{width}}  {summary}")
+        click.echo(textwrap.fill(summary, COLUMNS, initial_indent=f"{name:<{width}}  ", subsequent_indent=hang))
 
 
 @app.command()

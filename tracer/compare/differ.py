@@ -93,11 +93,22 @@ def diff(
     return replace(result, notes=notes) if notes else result
 
 
+def described(t: Trace, which: str) -> str:
+    """A side of a comparison that has no file name, named by what it holds.
+
+    ``the first Trace given (lesson 'simple', query 2, float32, 1,689 steps)``:
+    a report that read "A: A" would not say which trace was which.
+    """
+    m = t.meta
+    what = f"lesson {m.get('lesson')!r}, query {m.get('query')}, {m.get('dtype')}, {len(t):,} steps"
+    return f"{which} Trace given ({what})"
+
+
 def _open(src: TraceLike, label: str) -> tuple[Trace, Any, str]:
     from tracer.core.serialize import FORMAT_VERSION, from_dict, read_document
 
     if isinstance(src, Trace):
-        return src, FORMAT_VERSION, label
+        return src, FORMAT_VERSION, described(src, "the first" if label == "A" else "the second")
     doc, name = read_document(src)
     return from_dict(doc, name), doc.get("version"), os.fspath(src)
 

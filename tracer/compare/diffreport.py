@@ -15,22 +15,33 @@ from collections.abc import Sequence
 from typing import Any
 
 from tracer.compare.result import Change, DiffResult, StageCount, StepDiff
-from tracer.core.fmt import full, sci
+from tracer.core.fmt import COLUMNS, counted, full, sci
 
 SCHEMA = "attn-trace-diff"
 SCHEMA_VERSION = 1
 _STEP_HEAD = ("id", "formula", "A", "B", "|A-B|", "tol")
+_FORMULA = 1  # the column cut to fit COLUMNS: ids and numbers are never cut
+LABELS = frozenset({"tokens", "query", "source", "stages", "n_tokens", "dim", "format_version"})
+"""Metadata that names or shows a computation; every other key (``dtype``, ``lesson``, a lesson's
+options such as ``overflow``) is a setting it ran under, so a step can differ because of it."""
 _STAGE_HEAD = ("stage", "compared", "differing", "only A", "only B", "roots", "max |A-B|")
 
 
 def text(d: DiffResult) -> str:
     """The human-readable report, ending with a newline."""
     t = d.totals
+    settings = [c for c in d.meta if c.subject not in LABELS and not c.subject.startswith("inputs.")]
     if d.equal:
         verdict = f"EQUAL within tolerance ({t.compared:,} steps compared)"
-    else:
-        verdict = f"DIFFERENT: {t.differing:,} steps differ, {t.only_a:,} only in A, {t.only_b:,} only in B"
-        verdict += f", {t.roots:,} root cause{'s' if t.roots != 1 else ''}"
+    elif t.differing or t.only_a or t.only_b:
+        verdict = f"DIFFERENT: {counted(t.differing, 'step')} differ, {t.only_a:,} only in A, {t.only_b:,} only in B"
+        verdict += f", {counted(t.roots, 'root cause')}"
+        if settings:  # the first cause to read: every value was computed under it
+            verdict += f"\nthe traces were computed with another {', '.join(c.subject for c in settings)}"
+    else:  # every value equal: say what does differ, not "0 steps differ"
+        what = [f"metadata ({', '.join(c.subject for c in d.meta)})"] if d.meta else []
+        what += [f"nodes ({', '.join(dict.fromkeys(c.subject for c in d.nodes))})"] if d.nodes else []
+        verdict = f"DIFFERENT in {' and '.join(what)} only: the {t.compared:,} steps compared are equal"
     out = [
         f"A: {d.a_name}",
         f"B: {d.b_name}",
@@ -44,7 +55,10 @@ def text(d: DiffResult) -> str:
     out += ["", *_table(_STAGE_HEAD, [_stage_cells(s) for s in (*d.stages, t)], right=range(1, 7))]
     if d.roots:
         shown = f"first {len(d.roots)} of {t.roots:,}" if t.roots > len(d.roots) else f"{t.roots:,}"
-        out += ["", f"root causes ({shown}): steps that differ although none of their inputs carries a change"]
+        if settings:
+            out += ["", "root causes: first the settings every step was computed with (A -> B)"]
+            out += _changes(settings, with_field=False)
+        out += ["", f"root causes ({shown}): steps that differ while none of their inputs does"]
         out += _table(_STEP_HEAD, [_step_cells(s) for s in d.roots], right=range(2, 6))
     if d.steps:
         n = t.differing + t.only_a + t.only_b
@@ -60,7 +74,8 @@ def _changes(changes: Sequence[Change], with_field: bool) -> list[str]:
     for c in changes:
         head = f"  {c.subject:<{width}}  " + (f"{c.field}: " if with_field else "")
         note = f"  ({c.note})" if c.note else ""
-        lines.append(f"{head}{_short(c.a)} -> {_short(c.b)}{note}")
+        room = max(12, (COLUMNS - len(head) - len(note) - len(" -> ")) // 2)  # both sides cut alike to fit
+        lines.append(f"{head}{_short(c.a, room)} -> {_short(c.b, room)}{note}")
     return lines
 
 
@@ -83,12 +98,20 @@ def _step_cells(s: StepDiff) -> list[str]:
     return [mark + s.id + at, s.formula, a, b, diff, _maybe(s.tol)]
 
 
+def _cut(text: str, room: int) -> str:
+    return text if len(text) <= room else text[: room - 1] + "…"
+
+
 def _maybe(v: float | None) -> str:
     return "-" if v is None else sci(v)
 
 
 def _table(head: Sequence[str], rows: list[list[str]], right: range) -> list[str]:
     widths = [max(len(r[i]) for r in [list(head), *rows]) for i in range(len(head))]
+    if len(head) > _FORMULA and 2 + sum(widths) + 2 * (len(head) - 1) > COLUMNS:  # cut the formulas, not the ids
+        room = max(len(head[_FORMULA]), COLUMNS - 2 - 2 * (len(head) - 1) - sum(widths) + widths[_FORMULA])
+        rows = [[_cut(c, room) if i == _FORMULA else c for i, c in enumerate(r)] for r in rows]
+        widths[_FORMULA] = max(len(r[_FORMULA]) for r in [list(head), *rows])
 
     def line(cells: Sequence[str]) -> str:
         parts = [c.rjust(w) if i in right else c.ljust(w) for i, (c, w) in enumerate(zip(cells, widths, strict=True))]

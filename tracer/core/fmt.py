@@ -14,6 +14,15 @@ import numpy as np
 DECIMALS = 4
 
 
+COLUMNS = 80
+"""The width every text attn-trace prints for people fits in: help, lists, diff tables."""
+
+
+def counted(n: int, noun: str) -> str:
+    """``n`` and ``noun``, plural unless ``n`` is 1: ``1 value``, ``3 values``, ``1,024 values``."""
+    return f"{n:,} {noun}" if n == 1 else f"{n:,} {noun}s"
+
+
 def num(value: float, decimals: int = DECIMALS) -> str:
     """A value with a fixed number of decimals (``0.9544``); see :func:`places` for given inputs.
 

@@ -19,7 +19,7 @@ import numpy as np
 
 from tracer.core import portable
 from tracer.core.fmt import DECIMALS, adds_up, num, places, printable, rounding_note
-from tracer.core.trace import Step, Trace
+from tracer.core.trace import Node, Step, Trace
 from tracer.present.board import terms as shown_terms
 from tracer.present.strings import Strings
 from tracer.present.termtext import fit
@@ -98,7 +98,7 @@ def equation(trace: Trace, step: Step, decimals: int = DECIMALS) -> str:
     if op == "max":
         return f"{head} = max({', '.join(_elide(vals))}) = {v}"
     if op == "softmax":
-        return f"{head} = softmax({', '.join(_elide(vals))})[{step.index[-1] + 1}] = {v}"
+        return f"{head} = softmax({', '.join(_elide(vals))})[{_along(node, step.index) + 1}] = {v}"
     if op == "sum":
         parts = [f"{head}"]
         terms = [trace[i] for i in ins]
@@ -109,6 +109,17 @@ def equation(trace: Trace, step: Step, decimals: int = DECIMALS) -> str:
         parts.append(v)
         return " = ".join(parts)
     return f"{head} = {v}"
+
+
+def _along(node: Node, index: tuple[int, ...]) -> int:
+    """The position of an entry along the axis its softmax normalizes (``over``), which need not be the last.
+
+    ``weights[3,1]`` of a softmax over the rows (``dim=0``) is entry 3 of
+    the column it normalizes, ``softmax(scores[*,1])[3]``: the listed values
+    run along that axis, so the index into them is the step's index on it.
+    """
+    over = node.attrs.get("over")
+    return index[node.axes.index(over)] if over in node.axes else index[-1]
 
 
 def explain(trace: Trace, step_id: str, decimals: int = DECIMALS, lang: str = "en", cols: int | None = None) -> str:

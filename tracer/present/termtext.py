@@ -15,8 +15,9 @@ import itertools
 import re
 import unicodedata
 
-COLUMNS = 80
-"""The width text output fits."""
+from tracer.core.fmt import COLUMNS
+
+__all__ = ["COLUMNS", "fit", "pad", "width", "wrap"]
 
 STEPS = re.compile(r"(?= = )")
 """Where an equation's steps meet: before `` = ``, the first place a line breaks."""

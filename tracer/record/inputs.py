@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from tracer.core.files import quoted
+from tracer.core.fmt import counted, printable
 from tracer.core.limits import MAX_CELLS, MAX_DIM, MAX_TOKENS
 from tracer.errors import InputError, InputNote
 from tracer.record import untrusted
@@ -156,7 +157,7 @@ def _rows(inputs: Any) -> np.ndarray:
         if width is None:
             width = len(row)
         elif len(row) != width:
-            raise InputError(f"ragged rows: row {r} has {len(row)} values, row 1 has {width}")
+            raise InputError(f"ragged rows: row {r} has {counted(len(row), 'value')}, row 1 has {width}")
         vals = []
         for c, v in enumerate(row, 1):
             if isinstance(v, bool) or not isinstance(v, (int, float, np.integer, np.floating)):
@@ -208,8 +209,13 @@ def read_json(p: Path) -> tuple[Any, list[str] | None]:
 
 
 def read_csv(p: Path) -> tuple[Any, list[str] | None]:
-    """One row per token.  A first row without numbers is a header; a first column
-    that is not numeric in every row holds the token labels."""
+    """One row per token.  A first column that is not numeric in every row holds the token labels.
+
+    A first row without numbers above rows with numbers is a header
+    (``token,d1,d2``): it is skipped, and said in an
+    :class:`~tracer.errors.InputNote` (``note:`` on the command line), so a
+    first token whose numbers were mistyped is never dropped unnoticed.
+    """
     try:
         text = untrusted.read_bytes(p, "inputs file").decode("utf-8-sig")
     except UnicodeDecodeError:
@@ -221,7 +227,10 @@ def read_csv(p: Path) -> tuple[Any, list[str] | None]:
         raise InputError(f"{quoted(p.name)}: line {reader.line_num} is not readable CSV: {e}") from None
     numbered = [any(_is_number(c) for c in r) for _, r in lines]
     if lines and not numbered[0] and (len(lines) == 1 or numbered[1]):  # a header only above numbers
-        lines = lines[1:]
+        (n, header), lines = lines[0], lines[1:]
+        if lines:  # a header above nothing is no rows of numbers, said below
+            said = printable(", ".join(c.strip() for c in header))[:80]
+            warnings.warn(InputNote(f"{quoted(p.name)}: line {n} ({said}) is read as a header"), stacklevel=2)
     rows = [r for _, r in lines]
     if not rows:
         raise InputError(f"{quoted(p.name)} has no rows of numbers")

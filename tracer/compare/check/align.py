@@ -150,11 +150,32 @@ def distance(m: Match, ref: np.ndarray) -> tuple[int, float]:
     return int((~np.isclose(got, ref, rtol=RTOL, atol=ATOL, equal_nan=True)).sum()), error(got, ref)
 
 
-def first_difference(ref: np.ndarray, got: np.ndarray) -> tuple[int, ...]:
-    """The index (row-major order) of the first entry of ``got`` not within tolerance of ``ref``."""
-    bad = ~np.isclose(got, ref, rtol=RTOL, atol=ATOL, equal_nan=True)
-    where = np.argwhere(bad)
-    return tuple(int(i) for i in where[0]) if len(where) else tuple(0 for _ in ref.shape)
+def gaps(ref: np.ndarray, got: np.ndarray) -> np.ndarray:
+    """|got - ref| entry by entry in float64: 0 within tolerance, an inf or NaN against a number infinite."""
+    with np.errstate(invalid="ignore", over="ignore"):
+        gap = np.abs(got.astype(np.float64) - ref.astype(np.float64))
+    same = np.isclose(got, ref, rtol=RTOL, atol=ATOL, equal_nan=True)
+    return np.where(same, 0.0, np.where(np.isnan(gap), np.inf, gap))
+
+
+def first_difference(ref: np.ndarray, got: np.ndarray, shows: np.ndarray | None = None) -> tuple[int, ...]:
+    """The entry of ``got`` to show for its difference from ``ref``: where the mistake shows most.
+
+    The first entry out of tolerance is often where a mistake hardly shows: a
+    missing √d_k changes every score, but row 1 of a causal softmax is 1
+    whatever its score.  So the entry shown is the one whose consequence
+    differs most, when ``shows`` gives that entry by entry (the :func:`gaps`
+    of the weights that follow, in ``ref``'s shape); else, or when the
+    consequence differs nowhere ``got`` does, the one with the largest
+    |difference| itself.  The first in row-major order among equals; all
+    zeros when no entry differs.
+    """
+    gap = gaps(ref, got)
+    if not gap.any():
+        return tuple(0 for _ in ref.shape)
+    if shows is not None and shows.shape == gap.shape and (seen := np.where(gap > 0, shows, 0.0)).any():
+        gap = seen
+    return tuple(int(i) for i in np.unravel_index(int(np.argmax(gap)), gap.shape))
 
 
 def same_layout(value: np.ndarray, ref: np.ndarray, batch: bool) -> bool:

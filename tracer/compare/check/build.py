@@ -114,6 +114,35 @@ def own_bias(obj: Any) -> bool:
     return not any(p.name.lower() in ALIASES["qkv_bias"] for p in params)
 
 
+NAMED = {"num_heads": "number of heads", "num_kv_groups": "number of key/value groups", "window_size": "window"}
+"""How a refusal names the lesson's arguments that a module may not take."""
+
+
+def misplaced(obj: Any, order: Sequence[str]) -> str | None:
+    """Why ``obj`` cannot be called by position with the lesson's arguments ``order``, or None.
+
+    A value given by position lands on whatever parameter sits there: the
+    book's causal class checked against ``multihead`` would get the number
+    of heads as its ``qkv_bias``.  A parameter whose name says it is one of
+    the lesson's arguments must get that argument; when it would get
+    another, the module does not take the lesson's arguments, and the
+    argument it has no parameter for is named.
+    """
+    params = [p for p in _params(obj) or [] if p.kind is not inspect.Parameter.KEYWORD_ONLY]
+    role = {alias: name for name, aliases in ALIASES.items() for alias in aliases}
+    roles = [role.get(p.name) or role.get(p.name.lower()) for p in params]
+    for given, p, has in zip(order, params, roles, strict=False):
+        widths = ("d_in", "d_out") if p.name.lower() in WIDTH else ()
+        if (has is None and not widths) or has == given or given in widths:
+            continue
+        missing = [n for n in order if n not in roles and n not in ("context_length", "dropout")]
+        if missing:
+            what = NAMED.get(missing[0], missing[0])
+            return f"{name_of(obj)} takes no {what} ({missing[0]}): the lesson would pass it as {p.name}"
+        return f"{name_of(obj)} takes the lesson's arguments in another order: {given} would go to {p.name}"
+    return None
+
+
 def called(obj: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> str:
     """How ``obj`` was called, as Python: ``CausalAttention(d_in=3, d_out=2, context_length=6, dropout=0.5)``."""
     parts = [repr(a) for a in args] + [f"{k}={v!r}" for k, v in kwargs.items()]
@@ -125,6 +154,8 @@ def build(obj: Any, values: dict[str, Any], order: Sequence[str], seed: int) -> 
     if not callable(obj):
         raise InputError(f"{name_of(obj)} is not a module class or a function that returns a module")
     args, kwargs = plan(obj, values, order)
+    if args and (why := misplaced(obj, order)):
+        raise InputError(why)
     if args:
         try:
             inspect.signature(obj).bind(*args)

@@ -31,7 +31,7 @@ from tracer.compare.check.model import Divergence, Match, Quantity, Seen, StageR
 from tracer.compare.check.result import CheckResult
 from tracer.compare.check.student import name_of
 from tracer.core.trace import Step
-from tracer.errors import InputError
+from tracer.errors import InputError, unknown
 
 
 def check(
@@ -77,7 +77,7 @@ def spec_for(
 ) -> lessons.Spec:
     """Lesson ``lesson`` with the sizes asked for (an :class:`~tracer.errors.InputError` names a wrong one)."""
     if lesson not in lessons.SPECS:
-        raise InputError(f"unknown lesson {lesson!r}: choose from {', '.join(lessons.SPECS)}")
+        raise InputError(unknown("lesson", lesson, lessons.SPECS))
     if rope_style is not None:
         if lesson != "rope" or rope_style not in ("half", "interleaved"):
             raise InputError(f"rope_style is half or interleaved, for lesson rope only (got {rope_style!r})")
@@ -250,6 +250,28 @@ def _first(ctx: Context, stages: list[StageResult]) -> tuple[StageResult | None,
     return head, hit
 
 
+def _consequence(ctx: Context, s: StageResult, stages: list[StageResult], shape: tuple[int, ...]) -> np.ndarray | None:
+    """How far the student's weights (the first later stage of the run) are from the lesson's, in ``shape``.
+
+    A scaling or masking mistake shows in the weights that follow it; the
+    divergence is shown where they differ most (see
+    :func:`~tracer.compare.check.align.first_difference`).  A batch the
+    divergence's own step lacks is read at its first sequence; None when no
+    later stage has the same entries.
+    """
+    for t in stages[stages.index(s) + 1 :]:
+        m = t.match or t.nearest
+        if t.quantity.run != s.quantity.run or t.quantity.stage == s.quantity.stage or m is None:
+            continue
+        ref, got = _ref(ctx, t.quantity)[0], m.view()
+        extra = ref.ndim - len(shape)
+        if ref.shape == got.shape and extra >= 0 and ref.shape[extra:] == shape:
+            first = (0,) * extra
+            return align.gaps(ref[first], got[first])
+        return None
+    return None
+
+
 def _divergence(ctx: Context, s: StageResult, hit: Hit | None, stages: list[StageResult]) -> Divergence:
     ref, axes = _ref(ctx, s.quantity)
     node = ctx.trace.node(s.quantity.step)
@@ -268,7 +290,7 @@ def _divergence(ctx: Context, s: StageResult, hit: Hit | None, stages: list[Stag
     note = ""
     if near is not None:
         got = near.view()
-        idx = align.first_difference(ref, got)
+        idx = align.first_difference(ref, got, _consequence(ctx, s, stages, ref.shape))
         student_value: float | None = float(got[idx])
         where = near.seen.where
     else:

@@ -10,6 +10,7 @@ fails loudly on a missing key.
 
 from __future__ import annotations
 
+import html
 import re
 import unicodedata
 from functools import lru_cache
@@ -148,13 +149,24 @@ def pieces(latex: str) -> list[str]:
     return [*out, latex[start:]]
 
 
+_TAG = re.compile(r"(<[^>]*>)")
+_ESCAPES = str.maketrans({"&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;"})
+
+
 def python(source: str) -> Markup:
-    """Python source highlighted by Pygments: ``<span class="k">`` and the like, styled by report.css (no script)."""
+    """Python source highlighted by Pygments: ``<span class="k">`` and the like, styled by report.css (no script).
+
+    Pygments only chooses the spans; the text between them is escaped here,
+    always the same way, because Pygments' releases escape differently
+    (2.20 writes ``&quot;`` and ``&#39;``, 2.21 leaves quotes as they are)
+    and a report must be the same bytes whichever release pip installed.
+    """
     from pygments import highlight
     from pygments.formatters import HtmlFormatter
     from pygments.lexers import PythonLexer
 
-    return Markup(highlight(source, PythonLexer(), HtmlFormatter(nowrap=True)).rstrip("\n"))
+    parts = _TAG.split(highlight(source, PythonLexer(), HtmlFormatter(nowrap=True)).rstrip("\n"))
+    return Markup("".join(p if n % 2 else html.unescape(p).translate(_ESCAPES) for n, p in enumerate(parts)))
 
 
 def fence(text: str) -> str:
