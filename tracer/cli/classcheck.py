@@ -2,7 +2,7 @@
 
 The part before ``:NAME`` is a glob or a folder; each ``.py`` file it names
 is one student's submission.  Torch and the check are imported once, in
-this process; every submission is then checked in a child forked from it
+this process; every submission is then checked in a child of the sandbox's launcher
 (:mod:`tracer.sandbox`), ``jobs`` at a time, each with the time and memory
 limit, so a submission that hangs, allocates without bound, exits, forks or
 crashes the interpreter is reported as such and the others go on.
@@ -18,9 +18,7 @@ import glob
 import html
 import os
 import re
-from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 from tracer import checking, classout
 from tracer.checking import Options, Verdict
@@ -75,7 +73,7 @@ def run_class(pattern: tuple[str, str], opts: Options, output: str | None, force
         _check_folder(Path(str(output)), force)
     checking.warm(opts.lesson)
     specs = [f"{f.resolve()}:{name}" for f in files]
-    jobs_ = [_job(s, opts) for s in specs]
+    jobs_ = [checking.task(s, opts) for s in specs]
     verdicts: list[Verdict | None] = [None] * len(files)
     for index, out in sandbox.pool(jobs_, jobs, opts.timeout, opts.memory):
         v = checking.from_outcome(f"{files[index]}:{name}", out, specs[index], opts)
@@ -100,10 +98,6 @@ def run_class(pattern: tuple[str, str], opts: Options, output: str | None, force
             status(f"wrote {output}")
     if any(v.status != "match" for _, v in done):
         raise SystemExit(1)
-
-
-def _job(spec: str, opts: Options) -> Callable[[], dict[str, Any]]:
-    return lambda: checking.job(spec, opts)
 
 
 def _check_folder(out: Path, force: bool) -> None:
