@@ -1,7 +1,7 @@
 """Nothing a submission starts outlives its verdict, and nothing it can read names the teacher's outputs.
 
 Real processes: ``attn-trace check`` runs as a program on
-``check_class/escapes.py``, whose forward leaves a grandchild in a session of
+``check_attack/escapes.py``, whose forward leaves a grandchild in a session of
 its own that ignores the polite signals, reads every process's ``-o`` and
 tries to rewrite the results after the check.  Each test runs under both
 mechanisms: the subreaper alone (``ATTN_TRACE_BWRAP=0``) and, where
@@ -23,7 +23,7 @@ import pytest
 
 from tracer.sandbox import procs
 
-ESCAPES = Path(__file__).parent / "check_class" / "escapes.py"
+ESCAPES = Path(__file__).parent / "check_attack" / "escapes.py"
 DELAY = 1.0  # seconds the escapee waits before it writes
 
 MODES = [

@@ -105,5 +105,8 @@ def test_torch_threads_work_in_the_child() -> None:
 
     a = torch.rand(512, 512)
     assert float((a @ a).sum()) > 0  # this process's thread pool has run: a fork of it would deadlock the child
-    code, out, err = run("threads.py", "--timeout", "120")
+    res = CliRunner().invoke(
+        app, ["check", f"{CLASS.parent / 'check_attack' / 'threads.py'}:CausalAttention", "--lesson", "causal"]
+    )
+    code, out, err = res.exit_code, res.stdout, res.stderr
     assert code == 0 and "MATCHES" in out, err

@@ -20,6 +20,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from tracer.checking import Verdict
+from tracer.core.fmt import printable as one_line
 from tracer.present.strings import Strings
 from tracer.textsafe import cell, printable
 
@@ -84,7 +85,12 @@ def gradescope(v: Verdict) -> dict[str, Any]:
 
 
 def line(v: Verdict, label: str, lang: str = "en") -> str:
-    """One student's line of the class summary: verdict, diagnosis, line (in ``lang``; codes stay codes)."""
+    """One student's line of the class summary: verdict, diagnosis, line (in ``lang``; codes stay codes).
+
+    One line whatever the student chose: a newline or a control character in
+    a file's name or a message is written as its escape (``\\n``), so a file
+    named ``"a\\nalice.py: match"`` cannot print a verdict line of its own.
+    """
     s = Strings(lang)
     word = s(f"class.status_{v.status.replace(' ', '_')}")
     if v.status in ("match", "differs"):
@@ -93,9 +99,9 @@ def line(v: Verdict, label: str, lang: str = "en") -> str:
             parts.append(v.diagnosis or s("class.no_diagnosis", stage=v.stage))
             if v.where:
                 parts.append(s("class.at", where=v.where))
-        return printable(f"{label}: {' '.join(parts)}")
+        return one_line(f"{label}: {' '.join(parts)}")
     said = v.message if v.message.startswith((v.status, word)) else s("class.said", status=word, message=v.message)
-    return printable(f"{label}: {said}")
+    return one_line(f"{label}: {said}")
 
 
 def summary(verdicts: Sequence[tuple[str, Verdict]]) -> dict[str, Any]:

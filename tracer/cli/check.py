@@ -16,10 +16,17 @@ import os
 import click
 
 from tracer.cli.group import UserError, app, status, write_output
+from tracer.cli.options import Limit
 from tracer.present.strings import LANGS
 from tracer.record.pipelines import LESSONS
 
 FORMATS = ["text", "json", "html", "csv", "gradescope"]
+
+TIMEOUT_MOST = 7 * 24 * 3600.0
+"""The longest ``--timeout``, in seconds (a week; past it a timer's arithmetic is no longer exact)."""
+
+MEMORY_MOST = float(1 << 30)
+"""The largest ``--memory``, in MB (a petabyte: far past any machine, short of overflowing a byte count)."""
 
 
 @app.command()
@@ -37,12 +44,12 @@ FORMATS = ["text", "json", "html", "csv", "gradescope"]
 )
 @click.option(
     "--timeout",
-    type=click.FloatRange(min=0),
+    type=Limit(TIMEOUT_MOST, "seconds"),
     help="Seconds one submission may take to import, build and run (default 60; 0: no limit); then it is killed.",
 )
 @click.option(
     "--memory",
-    type=click.FloatRange(min=0),
+    type=Limit(MEMORY_MOST, "MB"),
     help="Megabytes of memory one submission may allocate (default 2048; 0: no limit).",
 )
 @click.option("-j", "--jobs", type=click.IntRange(min=1), help="Submissions checked at once (default: the cores).")
@@ -125,11 +132,11 @@ def _single(spec: str, opts: object, output: str | None, force: bool) -> None:
         if opts.verbose and v.details:
             status(printable(v.details.rstrip()))
         if opts.fmt == "gradescope":  # an autograder wants its results.json even when the code did not run
-            write_output(classout.single(v, opts.fmt).encode("utf-8"), output, force)
+            write_output(classout.single(v, opts.fmt).encode("utf-8", "backslashreplace"), output, force)
         raise UserError(v.message)
     if opts.fmt == "html" and output not in (None, "-") and os.path.isdir(output or ""):
         raise UserError(f"{output} is a folder; give a file name")
-    data = classout.single(v, opts.fmt).encode("utf-8")
+    data = classout.single(v, opts.fmt).encode("utf-8", "backslashreplace")
     write_output(data, output, force)
     if output not in (None, "-"):
         status(f"wrote {output}")

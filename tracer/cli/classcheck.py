@@ -24,7 +24,7 @@ from tracer import checking, classout
 from tracer.checking import Options, Verdict
 from tracer.cli.group import UserError, status, write_output
 from tracer.core.files import quoted
-from tracer.textsafe import printable
+from tracer.core.fmt import printable
 
 GLOB = re.compile(r"[*?\[]")
 PAGE = re.compile(r"[0-9]{3,}-[A-Za-z0-9_.-]+\.html")
@@ -52,12 +52,35 @@ def submissions(where: str) -> list[Path]:
 
 
 def labels(files: list[Path]) -> list[str]:
-    """Each file named as briefly as keeps the names apart (its name, or its path from the common folder)."""
+    """Each file named as briefly as keeps the names apart (its name, or its path from the common folder).
+
+    A name is the student's data: a newline or a control character in it is
+    written as its escape (``\\n``), and a byte that is not UTF-8 (kept by
+    Python as a lone surrogate) as ``\\udcff``, in every format.
+    """
     names = [f.name for f in files]
-    if len(set(names)) == len(names):
-        return names
-    root = os.path.commonpath([str(f.resolve().parent) for f in files])
-    return [os.path.relpath(f.resolve(), root) for f in files]
+    if len(set(names)) != len(names):
+        root = os.path.commonpath([str(f.absolute().parent) for f in files])
+        names = [os.path.relpath(f.absolute(), root) for f in files]
+    return [printable(n) for n in names]
+
+
+def outside(files: list[Path], where: str) -> dict[Path, str]:
+    """The files that are links leaving the class folder, each with its trouble line (they are never run).
+
+    Git clones and unzip keep links, so ``mallory.py -> ../teacher/solution.py``
+    would otherwise grade the teacher's code as Mallory's.  The class folder
+    is the folder given, or the part of the glob before its first wildcard.
+    """
+    parts = Path(where).parts
+    plain = next((n for n, part in enumerate(parts) if GLOB.search(part)), len(parts))
+    root = Path(*parts[:plain]).resolve() if plain else Path.cwd().resolve()
+    refused = {}
+    for f in files:
+        real = f.resolve()
+        if real != root and root not in real.parents:
+            refused[f] = "is a symbolic link that leaves the class folder; it was not followed"
+    return refused
 
 
 def run_class(pattern: tuple[str, str], opts: Options, output: str | None, force: bool, jobs: int) -> None:
@@ -72,18 +95,25 @@ def run_class(pattern: tuple[str, str], opts: Options, output: str | None, force
     if opts.fmt == "html":
         _check_folder(Path(str(output)), force)
     checking.warm(opts.lesson)
-    specs = [f"{f.resolve()}:{name}" for f in files]
-    jobs_ = [checking.task(s, opts) for s in specs]
+    refused = outside(files, where)
     verdicts: list[Verdict | None] = [None] * len(files)
-    for index, out in sandbox.pool(jobs_, jobs, opts.timeout, opts.memory):
-        v = checking.from_outcome(f"{files[index]}:{name}", out, specs[index], opts)
+    for n, f in enumerate(files):
+        if f in refused:
+            verdicts[n] = Verdict(f"{names[n]}:{name}", "trouble", f"{names[n]} {refused[f]}")
+    run = [n for n, v in enumerate(verdicts) if v is None]
+    specs = [f"{files[n].resolve()}:{name}" for n in run]
+    jobs_ = [checking.task(s, opts) for s in specs]
+    for k, out in sandbox.pool(jobs_, jobs, opts.timeout, opts.memory):
+        index = run[k]
+        v = checking.from_outcome(f"{files[index]}:{name}", out, specs[k], opts)
         verdicts[index] = v
-        if opts.fmt != "text" or output not in (None, "-"):
+    for index, v in enumerate(verdicts):
+        if v is not None and (opts.fmt != "text" or output not in (None, "-")):
             status(classout.line(v, names[index], opts.lang))
     done = [(names[n], v) for n, v in enumerate(verdicts) if v is not None]
     if opts.fmt == "html":
         _write_html(Path(str(output)), opts.lesson, done, force, opts.lang)
-        status(classout.summary_text(done, opts.lang).rstrip())
+        _summary(done, opts.lang)
         status(f"wrote {output}")
     else:
         data = {
@@ -92,12 +122,18 @@ def run_class(pattern: tuple[str, str], opts: Options, output: str | None, force
             "csv": lambda: classout.table([v for _, v in done], [n for n, _ in done]),
             "gradescope": lambda: classout.class_gradescope(done),
         }[opts.fmt]()
-        write_output(data.encode("utf-8"), output, force)
+        write_output(data.encode("utf-8", "backslashreplace"), output, force)
         if output not in (None, "-"):
-            status(classout.summary_text(done, opts.lang).rstrip())
+            _summary(done, opts.lang)
             status(f"wrote {output}")
     if any(v.status != "match" for _, v in done):
         raise SystemExit(1)
+
+
+def _summary(done: list[tuple[str, Verdict]], lang: str) -> None:
+    """The class summary on stderr, one status line per line of it."""
+    for text in classout.summary_text(done, lang).splitlines():
+        status(text)
 
 
 def _check_folder(out: Path, force: bool) -> None:
@@ -125,7 +161,7 @@ def _write_html(out: Path, lesson: str, done: list[tuple[str, Verdict]], force: 
     rows = []
     for n, (label, v) in enumerate(done, 1):
         page = page_name(n, label)
-        files[page] = (v.page or _trouble_page(label, v, lang)).encode("utf-8")
+        files[page] = (v.page or _trouble_page(label, v, lang)).encode("utf-8", "backslashreplace")
         said = classout.line(v, label, lang).partition(": ")[2]
         rows.append(
             f'<tr class="{v.status.replace(" ", "-")}"><td><a href="{html.escape(page)}">{html.escape(label)}</a></td>'
@@ -134,7 +170,7 @@ def _write_html(out: Path, lesson: str, done: list[tuple[str, Verdict]], force: 
     summary = html.escape(classout.summary_text(done, lang)).replace("\n", "<br>\n")
     files["index.html"] = _shell(
         s("class.title", lesson=lesson), f"<p>{summary}</p>\n<table>\n" + "\n".join(rows) + "\n</table>", lang
-    ).encode("utf-8")
+    ).encode("utf-8", "backslashreplace")
     try:
         write_folder(out, files, force, lambda f: f == "index.html" or bool(PAGE.fullmatch(f)))
     except OSError as e:

@@ -6,7 +6,8 @@ grandchild ignores SIGTERM, SIGHUP and SIGINT, names itself
 ``$ESCAPE_TOKEN`` (``/proc/PID/comm``), writes its pid to ``$ESCAPE_MARK.pid``,
 collects every ``-o`` path in the arguments of every process it can read, waits
 ``$ESCAPE_DELAY`` seconds, then writes a score of 99 into each and
-``$ESCAPE_MARK.late``.  With ``$ESCAPE_HANG`` set, forward then never returns.
+``$ESCAPE_MARK.late`` (only inside the folder of ``$ESCAPE_MARK``: a test's
+own).  With ``$ESCAPE_HANG`` set, forward then never returns.
 """
 
 import ctypes
@@ -56,7 +57,10 @@ def _escape():
     targets = _outputs()
     os.write(ready_w, b"x")
     time.sleep(float(os.environ.get("ESCAPE_DELAY", "1.5")))
+    mine = os.path.dirname(mark) if mark else None  # the test's own folder: nothing else on the machine is touched
     for path in [*targets, mark + ".late"]:
+        if mine is None or os.path.dirname(os.path.abspath(path)) != mine:
+            continue
         try:
             with open(path, "w") as f:
                 json.dump({"score": 99}, f)
