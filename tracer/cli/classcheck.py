@@ -97,19 +97,21 @@ def run_class(pattern: tuple[str, str], opts: Options, output: str | None, force
     checking.warm(opts.lesson)
     refused = outside(files, where)
     verdicts: list[Verdict | None] = [None] * len(files)
+    progress = opts.fmt != "text" or output not in (None, "-")  # each student's line on stderr as it comes
+
+    def got(index: int, verdict: Verdict) -> None:
+        verdicts[index] = verdict
+        if progress:
+            status(classout.line(verdict, names[index], opts.lang))
+
     for n, f in enumerate(files):
         if f in refused:
-            verdicts[n] = Verdict(f"{names[n]}:{name}", "trouble", f"{names[n]} {refused[f]}")
+            got(n, Verdict(f"{names[n]}:{name}", "trouble", f"{names[n]} {refused[f]}"))
     run = [n for n, v in enumerate(verdicts) if v is None]
     specs = [f"{files[n].resolve()}:{name}" for n in run]
     jobs_ = [checking.task(s, opts) for s in specs]
     for k, out in sandbox.pool(jobs_, jobs, opts.timeout, opts.memory):
-        index = run[k]
-        v = checking.from_outcome(f"{files[index]}:{name}", out, specs[k], opts)
-        verdicts[index] = v
-    for index, v in enumerate(verdicts):
-        if v is not None and (opts.fmt != "text" or output not in (None, "-")):
-            status(classout.line(v, names[index], opts.lang))
+        got(run[k], checking.from_outcome(f"{files[run[k]]}:{name}", out, specs[k], opts))
     done = [(names[n], v) for n, v in enumerate(verdicts) if v is not None]
     if opts.fmt == "html":
         _write_html(Path(str(output)), opts.lesson, done, force, opts.lang)

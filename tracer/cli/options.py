@@ -193,7 +193,7 @@ def decimals_option(func: F) -> F:
     )(func)
 
 
-class Limit(click.ParamType):
+class Limit(click.ParamType):  # type: ignore[type-arg]
     """A limit given on the command line: a finite number from 0 (no limit) to ``most``, in ``unit``.
 
     ``nan``, ``inf`` and ``1e300`` are refused here, in one line with exit
