@@ -34,6 +34,7 @@ deleted.  A mount point is written into, file by file.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import secrets
@@ -196,7 +197,8 @@ def write_folder(folder: Path, files: Mapping[str, bytes], replace: bool, is_our
         raise NotADirectoryError(20, "Not a directory", str(folder.parent)) from None
     recover(folder)
     keep: list[Path] = []
-    if folder.exists():
+    existed = folder.exists()
+    if existed:
         if not folder.is_dir():
             raise Refused(f"{quoted(folder)} exists and is not a folder")
         present = [p for p in folder.iterdir() if p.name != staging.MARK and not _stray_temp(p.name, is_ours)]
@@ -223,7 +225,9 @@ def write_folder(folder: Path, files: Mapping[str, bytes], replace: bool, is_our
         for name, data in files.items():
             _write_new(stage / name, data)
         fsync_folder(stage)
-        if folder.exists():
+        if not existed and _claim(folder, stage, replace):
+            pass
+        elif folder.exists():
             os.rename(folder, aside)
             try:
                 staging.mark(aside, token)
@@ -240,6 +244,31 @@ def write_folder(folder: Path, files: Mapping[str, bytes], replace: bool, is_our
     (folder / staging.MARK).unlink(missing_ok=True)
     fsync_folder(folder.parent)
     return _delete(aside)
+
+
+def _claim(folder: Path, stage: Path, replace: bool) -> bool:
+    """Rename ``stage`` to ``folder``, which was missing when this run looked; False when it exists now and ``replace``.
+
+    Two runs writing the same new folder at once both saw it missing; the
+    first ``mkdir`` wins (atomic: it fails when the name exists) and the
+    staged folder replaces that empty folder in one rename; without
+    ``replace`` the other run raises ``FileExistsError``, so one report is
+    never silently replaced by another.  With ``replace`` the caller sets the
+    folder made since aside and replaces it as usual.
+    """
+    try:
+        folder.mkdir()
+    except FileExistsError:
+        if replace:
+            return False
+        raise FileExistsError(17, "File exists", str(folder)) from None
+    try:
+        os.rename(stage, folder)  # over the empty folder just made: one step
+    except BaseException:
+        with contextlib.suppress(OSError):
+            folder.rmdir()
+        raise
+    return True
 
 
 def _delete(aside: Path) -> str | None:
