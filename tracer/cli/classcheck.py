@@ -25,6 +25,7 @@ from tracer.checking import Options, Verdict
 from tracer.cli.group import UserError, status, write_output
 from tracer.core.files import quoted
 from tracer.core.fmt import printable
+from tracer.grading import DEFAULT, Points
 
 GLOB = re.compile(r"[*?\[]")
 PAGE = re.compile(r"[0-9]{3,}-[A-Za-z0-9_.-]+\.html")
@@ -83,7 +84,9 @@ def outside(files: list[Path], where: str) -> dict[Path, str]:
     return refused
 
 
-def run_class(pattern: tuple[str, str], opts: Options, output: str | None, force: bool, jobs: int) -> None:
+def run_class(
+    pattern: tuple[str, str], opts: Options, output: str | None, force: bool, jobs: int, points: Points = DEFAULT
+) -> None:
     """Check every submission, write the chosen format, exit 0 when all match and 1 otherwise."""
     from tracer import sandbox
 
@@ -122,7 +125,7 @@ def run_class(pattern: tuple[str, str], opts: Options, output: str | None, force
             "text": lambda: classout.class_text(done, opts.lang),
             "json": lambda: classout.class_json(opts.lesson, done),
             "csv": lambda: classout.table([v for _, v in done], [n for n, _ in done]),
-            "gradescope": lambda: classout.class_gradescope(done),
+            "gradescope": lambda: classout.class_gradescope(done, points),
         }[opts.fmt]()
         write_output(data.encode("utf-8", "backslashreplace"), output, force)
         if output not in (None, "-"):
