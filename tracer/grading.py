@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from tracer.core.files import quoted, read_limited
+from tracer.core.serialize import unique_keys
 from tracer.errors import InputError
 from tracer.textsafe import printable
 
@@ -56,7 +57,7 @@ DEFAULT = Points()
 def load(path: Path) -> Points:
     """Read and check a ``--points`` file; :class:`~tracer.errors.InputError` in one line when it is not one."""
     try:
-        doc = json.loads(read_limited(path, 1 << 20, "points file"), object_pairs_hook=_unique)
+        doc = json.loads(read_limited(path, 1 << 20, "points file"), object_pairs_hook=unique_keys)
     except (ValueError, RecursionError) as e:
         raise InputError(f"{quoted(path)} is not a points file: {e}") from None
     if not isinstance(doc, dict):
@@ -73,15 +74,6 @@ def load(path: Path) -> Points:
         _visibility(path, "visibility", doc.get("visibility", "visible")),
         _visibility(path, "stdout_visibility", doc.get("stdout_visibility", "hidden")),
     )
-
-
-def _unique(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    seen: dict[str, Any] = {}
-    for key, value in pairs:
-        if key in seen:
-            raise ValueError(f"the key {key!r} appears twice")
-        seen[key] = value
-    return seen
 
 
 def _points(path: Path, where: str, value: Any) -> float:
