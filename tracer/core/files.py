@@ -159,7 +159,8 @@ def write_atomic(path: Path, data: bytes) -> None:
     if stream_kind(path) and _write_into(path, data):
         return
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.parent / f".{staging.short(path.name)}.{secrets.token_hex(6)}.tmp"
+    _clean_temps(path)
+    tmp = path.parent / f".{staging.short(path.name)}.{os.getpid()}-{secrets.token_hex(6)}.tmp"
     try:
         _write_new(tmp, data)
         os.replace(tmp, path)
@@ -167,6 +168,34 @@ def write_atomic(path: Path, data: bytes) -> None:
         tmp.unlink(missing_ok=True)
         raise
     fsync_folder(path.parent)
+
+
+def _clean_temps(path: Path) -> None:
+    """Delete the temporary files of earlier writes of ``path`` whose process no longer runs (``kill -9``).
+
+    A temporary file is named ``.<name>.<pid>-<random>.tmp``: one of this
+    user's whose process is gone is a leftover; one whose process still runs
+    is a write in progress and is left alone.
+    """
+    pattern = re.compile(re.escape(f".{staging.short(path.name)}.") + r"([0-9]+)-[0-9a-f]+\.tmp")
+    try:
+        names = os.listdir(path.parent)
+    except OSError:
+        return
+    for name in names:
+        m = pattern.fullmatch(name)
+        if not m or int(m.group(1)) == os.getpid():
+            continue
+        try:
+            os.kill(int(m.group(1)), 0)
+            continue  # its process runs: a write in progress
+        except PermissionError:  # another user's process runs under that number: not ours to judge
+            continue
+        except (ProcessLookupError, OverflowError):  # no such process
+            pass
+        with contextlib.suppress(OSError):
+            if os.lstat(path.parent / name).st_uid == os.getuid():
+                os.unlink(path.parent / name)
 
 
 def recover(folder: Path) -> None:
@@ -284,5 +313,5 @@ def _delete(aside: Path) -> str | None:
 
 def _stray_temp(name: str, is_ours: Callable[[str], bool]) -> bool:
     """A temporary file an older attn-trace left beside a report file (``.index.html.<random>.tmp``)."""
-    m = re.fullmatch(r"\.(.+)\.[0-9a-z_]+\.tmp", name)
+    m = re.fullmatch(r"\.(.+)\.[0-9a-z_-]+\.tmp", name)
     return bool(m and is_ours(m.group(1)))
