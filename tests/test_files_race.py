@@ -40,3 +40,24 @@ def test_with_force_the_last_writer_wins_whole(tmp_path: Path, monkeypatch: pyte
     files.write_folder(out, {"index.html": b"second"}, True, lambda name: name.endswith(".html"))
     assert (out / "index.html").read_bytes() == b"second"
     assert sorted(os.listdir(tmp_path)) == ["report"]  # no set-aside folder left behind
+
+
+def test_two_forced_writers_leave_no_set_aside_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from tracer.core import staging
+
+    out = tmp_path / "report"
+    files.write_folder(out, {"index.html": b"old"}, True, lambda name: name.endswith(".html"))
+    real, done = staging.mark, []
+
+    def mark_then_rival(folder: Path, token: str) -> None:
+        real(folder, token)
+        if not done and "-old-" in folder.name:  # ours was just set aside: the rival renames its own in now
+            done.append(True)
+            monkeypatch.setattr(staging, "mark", real)
+            files.write_folder(out, {"index.html": b"rival"}, True, lambda name: name.endswith(".html"))
+
+    monkeypatch.setattr(staging, "mark", mark_then_rival)
+    with pytest.raises(OSError, match="another run replaced it at the same time"):
+        files.write_folder(out, {"index.html": b"ours"}, True, lambda name: name.endswith(".html"))
+    assert done and (out / "index.html").read_bytes() == b"rival"
+    assert sorted(os.listdir(tmp_path)) == ["report"]  # neither a staging nor a set-aside folder is left

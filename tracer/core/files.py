@@ -35,6 +35,7 @@ deleted.  A mount point is written into, file by file.
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import re
 import secrets
@@ -263,7 +264,7 @@ def write_folder(folder: Path, files: Mapping[str, bytes], replace: bool, is_our
                 os.rename(stage, folder)
             except BaseException:
                 (aside / staging.MARK).unlink(missing_ok=True)
-                os.rename(aside, folder)
+                _put_back(aside, folder)
                 raise
         else:
             os.rename(stage, folder)
@@ -273,6 +274,22 @@ def write_folder(folder: Path, files: Mapping[str, bytes], replace: bool, is_our
     (folder / staging.MARK).unlink(missing_ok=True)
     fsync_folder(folder.parent)
     return _delete(aside)
+
+
+def _put_back(aside: Path, folder: Path) -> None:
+    """Rename the set-aside old folder back, or delete it when another run's new folder took its place.
+
+    Two runs with ``--force`` at once: the other may rename its new folder in
+    between this run's set-aside and its own rename; the old folder is then
+    superseded, and is deleted rather than left beside the new one.
+    """
+    try:
+        os.rename(aside, folder)
+    except OSError as e:
+        if e.errno not in (errno.ENOTEMPTY, errno.EEXIST):
+            raise
+        shutil.rmtree(aside, ignore_errors=True)
+        raise OSError(e.errno, "another run replaced it at the same time", str(folder)) from None
 
 
 def _claim(folder: Path, stage: Path, replace: bool) -> bool:
