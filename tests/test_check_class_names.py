@@ -41,9 +41,8 @@ def test_names_cannot_fake_or_break_a_verdict(folder: Path, fmt: str) -> None:
     code, out, err = run(f"{folder}:CausalAttention", "--format", fmt)
     assert code == 1, err
     assert not any(line.startswith("alice.py") for line in (out + err).splitlines())  # no line of its own
-    assert "\\udcff\\udcfe.py" in out  # written as its escape, in every format
-    if fmt in ("json", "gradescope"):
-        json.loads(out)
+    shown = json.dumps(json.loads(out), ensure_ascii=False) if fmt in ("json", "gradescope") else out
+    assert "\\udcff\\udcfe.py" in shown.replace("\\\\", "\\")  # written as its escape, in every format
     if fmt == "text":
         lines = out.splitlines()
         assert "a\\nalice.py: match\\nz.py: differs mask_zero at a\\nalice.py: match\\nz.py:21" in lines
