@@ -70,3 +70,15 @@ def test_the_summary_is_two_lines_on_stderr(folder: Path, tmp_path: Path) -> Non
         code, _, err = run(f"{folder}:CausalAttention", "-o", str(tmp_path / f"{lang}.txt"), "--lang", lang)
         assert code == 1 and "\\n" not in err.replace("a\\nalice.py: match\\nz.py", "")
         assert any(line.startswith(first) for line in err.splitlines())
+
+
+def test_the_class_index_is_rendered_from_its_template_escaped(folder: Path, tmp_path: Path) -> None:
+    from tracer.present import classpage
+
+    page = classpage.index("t", ["a", "b"], [classpage.Row("001-x.html", '<b>"q"</b>', "trouble", "x & y")], "en")
+    assert '<a href="001-x.html">&lt;b&gt;&#34;q&#34;&lt;/b&gt;</a>' in page and "x &amp; y" in page
+    assert "<p>a<br>\nb</p>" in page and "Content-Security-Policy" in page
+    code, _, err = run(f"{folder}:CausalAttention", "--format", "html", "-o", str(tmp_path / "site"))
+    index = (tmp_path / "site" / "index.html").read_text(encoding="utf-8")
+    assert code == 1 and index.count("<tr ") == 3, err
+    assert ">a\\nalice.py: match\\nz.py</a>" in index and ">\\udcff\\udcfe.py</a>" in index

@@ -15,7 +15,6 @@ index page linking one page per student.
 from __future__ import annotations
 
 import glob
-import html
 import os
 import re
 from pathlib import Path
@@ -158,24 +157,20 @@ def page_name(n: int, label: str) -> str:
 
 def _write_html(out: Path, lesson: str, done: list[tuple[str, Verdict]], force: bool, lang: str = "en") -> None:
     from tracer.core.files import write_folder
+    from tracer.present import classpage
     from tracer.present.strings import Strings
 
     s = Strings(lang)
-
     files: dict[str, bytes] = {}
     rows = []
     for n, (label, v) in enumerate(done, 1):
         page = page_name(n, label)
         files[page] = (v.page or _trouble_page(label, v, lang)).encode("utf-8", "backslashreplace")
         said = classout.line(v, label, lang).partition(": ")[2]
-        rows.append(
-            f'<tr class="{v.status.replace(" ", "-")}"><td><a href="{html.escape(page)}">{html.escape(label)}</a></td>'
-            f"<td>{html.escape(said)}</td></tr>"
-        )
-    summary = html.escape(classout.summary_text(done, lang)).replace("\n", "<br>\n")
-    files["index.html"] = _shell(
-        s("class.title", lesson=lesson), f"<p>{summary}</p>\n<table>\n" + "\n".join(rows) + "\n</table>", lang
-    ).encode("utf-8", "backslashreplace")
+        rows.append(classpage.Row(page, label, v.status.replace(" ", "-"), said))
+    summary = classout.summary_text(done, lang).rstrip("\n").split("\n")
+    page = classpage.index(s("class.title", lesson=lesson), summary, rows, lang)
+    files["index.html"] = page.encode("utf-8", "backslashreplace")
     try:
         write_folder(out, files, force, lambda f: f == "index.html" or bool(PAGE.fullmatch(f)))
     except OSError as e:
@@ -183,25 +178,11 @@ def _write_html(out: Path, lesson: str, done: list[tuple[str, Verdict]], force: 
 
 
 def _trouble_page(label: str, v: Verdict, lang: str = "en") -> str:
+    from tracer.present import classpage
     from tracer.present.strings import Strings
+    from tracer.textsafe import printable as lines  # the student's output keeps its lines
 
     s = Strings(lang)
     word = s(f"class.status_{v.status.replace(' ', '_')}")
-    body = f"<p>{html.escape(s('class.said', status=word, message=v.message))}</p>"
-    if v.output.strip():
-        body += f"<h2>{html.escape(s('class.output'))}</h2><pre>{html.escape(printable(v.output))}</pre>"
-    return _shell(label, body, lang)
-
-
-def _shell(title: str, body: str, lang: str = "en") -> str:
-    from tracer.present.render.html import asset, csp
-    from tracer.present.strings import html_lang
-
-    return (
-        f'<!DOCTYPE html>\n<html lang="{html_lang(lang)}"><head><meta charset="utf-8">\n'
-        f'<meta http-equiv="Content-Security-Policy" content="{html.escape(csp(""))}">\n'
-        '<meta name="viewport" content="width=device-width, initial-scale=1">\n'
-        f"<title>{html.escape(printable(title))}</title>\n<style>{asset('report.css')}</style></head>\n"
-        f'<body><main class="attn-trace-report"><h1>{html.escape(printable(title))}</h1>\n'
-        f"{body}\n</main></body></html>\n"
-    )
+    output = lines(v.output) if v.output.strip() else ""
+    return classpage.trouble(label, s("class.said", status=word, message=v.message), s("class.output"), output, lang)
