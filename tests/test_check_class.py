@@ -66,7 +66,10 @@ def test_json_and_csv(small: Path, tmp_path: Path) -> None:
     assert by["hostile_message.py"]["status"] == "trouble" and "\x1b" not in by["hostile_message.py"]["message"]
     code, _, err = run(f"{small}:CausalAttention", "--format", "csv", "-o", str(tmp_path / "c.csv"))
     rows = list(csv.reader(io.StringIO((tmp_path / "c.csv").read_text())))
-    assert rows[0] == ["file", "status", "diagnosis", "stage", "where", "message"]
+    assert rows[0][:6] == ["file", "status", "diagnosis", "stage", "where", "message"]
+    assert rows[0][6:] == [
+        f"stage:{s}" for s in ("projections", "scores", "mask", "scaling", "weights", "dropout", "context")
+    ]
     cells = [c for row in rows[1:] for c in row]
     assert "'=SUM(A1)<b>x.py" in cells  # a formula is quoted
     assert not any(c and c[0] in "=+-@" for c in cells)
@@ -79,13 +82,13 @@ def test_gradescope(small: Path, tmp_path: Path) -> None:
     students = json.loads(out)["students"]
     good, bad, trouble = students["correct.py"], students["buggy_mask_zero.py"], students["hostile_message.py"]
     assert {"name", "score", "max_score", "output", "visibility"} <= set(good["tests"][0])
-    assert good["score"] == len(good["tests"]) == 11
+    assert good["score"] == len(good["tests"]) == 7  # one test per stage of the lesson
     assert 0 < bad["score"] < len(bad["tests"]) and any("mask" in t["name"] and t["score"] == 0 for t in bad["tests"])
     assert trouble["score"] == 0 and "raised ValueError" in trouble["tests"][0]["output"]
     res = CliRunner().invoke(
         app, ["check", f"{small / 'correct.py'}:CausalAttention", "--lesson", "causal", "--format", "gradescope"]
     )
-    assert res.exit_code == 0 and json.loads(res.stdout)["score"] == 11
+    assert res.exit_code == 0 and json.loads(res.stdout)["score"] == 7
     out = tmp_path / "results.json"
     spec = f"{small / 'hostile_message.py'}:CausalAttention"
     res = CliRunner().invoke(app, ["check", spec, "--lesson", "causal", "--format", "gradescope", "-o", str(out)])

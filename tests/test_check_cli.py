@@ -200,3 +200,21 @@ def test_a_student_file_that_exits_is_one_line_exit_2(tmp_path: Path, body: str)
     code, out, err = run(write(tmp_path, body) + ":A", "--lesson", "causal")
     assert code == 2 and out == "", (code, out, err)
     assert err.count("\n") == 1 and "SystemExit" in err, err
+
+
+@pytest.mark.parametrize("option", ["--timeout", "--memory"])
+@pytest.mark.parametrize("value", ["nan", "inf", "-inf", "1e300", "-1"])
+def test_limits_that_are_no_numbers_are_refused_before_any_submission_runs(
+    option: str, value: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from tracer import sandbox
+
+    def never(*args: object, **kwargs: object) -> object:
+        raise AssertionError("a submission ran")
+
+    monkeypatch.setattr(sandbox, "pool", never)
+    folder = Path(__file__).parent / "check_class"
+    for spec in (f"{folder / 'correct.py'}:CausalAttention", f"{folder}:CausalAttention"):
+        res = CliRunner().invoke(app, ["check", spec, "--lesson", "causal", option, value])
+        errors = [line for line in res.stderr.splitlines() if line.startswith("Error")]
+        assert res.exit_code == 2 and len(errors) == 1 and f"'{value}' is not a number from 0 to" in errors[0]

@@ -8,10 +8,7 @@ the judge forged data directly.
 from __future__ import annotations
 
 import copy
-import ctypes
 import os
-import stat
-import time
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +23,8 @@ from tracer.compare.check.evidence import Malformed, encode, pack
 from tracer.compare.check.gather import gather
 from tracer.compare.check.run import judge, spec_for
 from tracer.compare.check.student import load
+
+from .sandbox_jobs import task
 
 CLASS = Path(__file__).parent / "check_class"
 
@@ -144,27 +143,9 @@ def test_malformed_evidence_is_refused(honest: dict[str, Any], why: str) -> None
         verdict(doc)
 
 
-def _fifos() -> dict[str, object]:
-    fds = [int(fd) for fd in os.listdir("/proc/self/fd")]
-    pipes = []
-    for fd in fds:
-        try:
-            if stat.S_ISFIFO(os.fstat(fd).st_mode):
-                pipes.append(os.readlink(f"/proc/self/fd/{fd}"))
-        except OSError:
-            pass
-    libc = ctypes.CDLL(None)
-    return {"kind": "data", "pipes": sorted(set(pipes)), "dumpable": libc.prctl(sandbox.PR_GET_DUMPABLE, 0, 0, 0, 0)}
-
-
-def _sleeps() -> dict[str, object]:
-    time.sleep(1.0)
-    return {"kind": "data"}
-
-
 @pytest.mark.skipif(not os.path.isdir("/proc/self/fd"), reason="Linux's /proc")
 def test_a_child_holds_only_its_own_pipes_and_cannot_be_traced() -> None:
-    got = dict(sandbox.pool([_sleeps, _fifos], 2, 30, 0))
+    got = dict(sandbox.pool([task("sleeps"), task("fifos")], 2, 30, 0))
     assert got[0].verdict == {"kind": "data"}
     report = got[1].verdict
     assert report is not None

@@ -7,7 +7,6 @@ attention class with one hostile habit (or none).
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
 import pytest
@@ -15,6 +14,8 @@ from click.testing import CliRunner
 
 from tracer import sandbox
 from tracer.cli import app
+
+from .sandbox_jobs import task
 
 CLASS = Path(__file__).parent / "check_class"
 
@@ -87,27 +88,25 @@ def test_failures_inside_the_child_are_exit_2(tmp_path: Path) -> None:
 
 
 def test_pool_receives_only_whole_verdicts() -> None:
-    def ok() -> dict[str, object]:
-        return {"kind": "verdict", "n": 1}
-
-    def leaves() -> dict[str, object]:
-        os._exit(0)
-
-    def prints() -> dict[str, object]:
-        print("hello from the child")
-        return {"kind": "verdict", "n": 2}
-
-    got = dict(sandbox.pool([ok, leaves, prints], 2, 30, 0))
+    got = dict(sandbox.pool([task("ok"), task("leaves"), task("prints")], 2, 30, 0))
     assert got[0].verdict == {"kind": "verdict", "n": 1} and got[0].failure == ""
     assert got[1].verdict is None and "exited with status 0" in got[1].failure
     assert got[2].verdict == {"kind": "verdict", "n": 2} and got[2].output == "hello from the child\n"
 
 
 def test_output_is_capped() -> None:
-    def floods() -> dict[str, object]:
-        os.write(1, b"x" * (sandbox.OUTPUT_CAP + 5000))
-        return {"kind": "verdict"}
-
-    out = sandbox.run(floods, 30, 0)
+    out = sandbox.run(task("floods"), 30, 0)
     assert out.verdict == {"kind": "verdict"}
     assert out.output.count("x") == sandbox.OUTPUT_CAP and "[... 5000 more bytes of output dropped]" in out.output
+
+
+def test_torch_threads_work_in_the_child() -> None:
+    import torch
+
+    a = torch.rand(512, 512)
+    assert float((a @ a).sum()) > 0  # this process's thread pool has run: a fork of it would deadlock the child
+    res = CliRunner().invoke(
+        app, ["check", f"{CLASS.parent / 'check_attack' / 'threads.py'}:CausalAttention", "--lesson", "causal"]
+    )
+    code, out, err = res.exit_code, res.stdout, res.stderr
+    assert code == 0 and "MATCHES" in out, err

@@ -18,7 +18,7 @@ from __future__ import annotations
 import contextlib
 import os
 import traceback
-from dataclasses import dataclass, field, replace
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 from tracer import sandbox
@@ -83,6 +83,23 @@ class Verdict:
     def stage(self) -> str:
         """The stage of the first divergence, or ``""``."""
         return str(((self.doc or {}).get("first_divergence") or {}).get("stage") or "")
+
+
+def task(spec: str, opts: Options) -> sandbox.Task:
+    """The child's task for ``spec`` (FILE absolute): :func:`run_job` with the options as JSON."""
+    return sandbox.Task(
+        "tracer.checking:run_job", {"spec": spec, "opts": asdict(opts)}, prepare="tracer.checking:imports"
+    )
+
+
+def imports() -> None:
+    """Import what a check's child needs (torch among it) before its memory limit is set."""
+    from tracer.compare.check import deadline, evidence, gather, run, student  # noqa: F401
+
+
+def run_job(spec: str, opts: dict[str, Any]) -> dict[str, Any]:
+    """:func:`job` as the child calls it: the options arrive as JSON."""
+    return job(spec, Options(**opts))
 
 
 def job(spec: str, opts: Options) -> dict[str, Any]:
@@ -244,7 +261,7 @@ def _verdict(spec: str, out: sandbox.Outcome) -> Verdict:
 def check_file(spec: str, opts: Options) -> Verdict:
     """Check one ``FILE.py:NAME`` in a child process with the options' limits."""
     given, full = spec, absolute(spec)
-    out = sandbox.run(lambda: job(full, opts), opts.timeout, opts.memory)
+    out = sandbox.run(task(full, opts), opts.timeout, opts.memory)
     return from_outcome(given, out, full, opts)
 
 

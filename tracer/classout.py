@@ -5,9 +5,10 @@ output) is untrusted here: text loses its control characters
 (:func:`tracer.textsafe.printable`), CSV cells that would start a formula
 are quoted (:func:`tracer.textsafe.cell`), HTML is escaped
 (:func:`html.escape`), JSON is :mod:`json`'s.  Gradescope's ``results.json``
-has one test per stage of the lesson (score 1 when the stage matches, is
-computed another way, or is not compared; 0 otherwise), or, when the check
-could not run, one failed test that says why.
+has one test per stage of the lesson, with the points of
+:mod:`tracer.grading` (the stages before the first divergence earn theirs,
+the later ones say why they could not be credited), or, when the check
+could not run, one failed test that says why; the CSV one column per stage.
 """
 
 from __future__ import annotations
@@ -19,15 +20,17 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
+from tracer import grading
 from tracer.checking import Verdict
+from tracer.core.fmt import printable as one_line
+from tracer.grading import DEFAULT, Points
 from tracer.present.strings import Strings
 from tracer.textsafe import cell, printable
 
-PASS = ("match", "skipped", "not compared")
 CLASS_SCHEMA = "attn-trace-check-class"
 
 
-def single(v: Verdict, fmt: str) -> str:
+def single(v: Verdict, fmt: str, points: Points = DEFAULT) -> str:
     """One submission's verdict in ``fmt`` (``text``, ``json``, ``html``, ``csv``, ``gradescope``)."""
     if fmt == "json":
         return dumps(v.doc)
@@ -36,7 +39,7 @@ def single(v: Verdict, fmt: str) -> str:
     if fmt == "csv":
         return table([v])
     if fmt == "gradescope":
-        return dumps(gradescope(v))
+        return dumps(gradescope(v, points))
     return printable(v.text)
 
 
@@ -45,46 +48,41 @@ def dumps(doc: Any) -> str:
     return json.dumps(doc, ensure_ascii=False, indent=2, sort_keys=True) + "\n"
 
 
-def gradescope(v: Verdict) -> dict[str, Any]:
-    """Gradescope's ``results.json`` for one submission: one test per stage."""
+def gradescope(v: Verdict, points: Points = DEFAULT) -> dict[str, Any]:
+    """Gradescope's ``results.json`` for one submission: one test per stage of the lesson (:mod:`tracer.grading`)."""
     if v.doc is None:
         test = {
             "name": "check",
             "score": 0,
-            "max_score": 1,
+            "max_score": points.default,
             "output": printable(v.message),
-            "visibility": "visible",
+            "visibility": points.visibility,
             "status": "failed",
         }
-        return {"score": 0, "output": printable(v.message), "tests": [test], "stdout_visibility": "hidden"}
-    tests = []
-    for n, s in enumerate(v.doc.get("stages") or [], 1):
-        ok = s.get("status") in PASS
-        where = f" ({s.get('student_tensor')} @ {s.get('where')})" if s.get("where") else ""
-        out = f"{s.get('status')}{where}" + (f"; {s.get('note')}" if s.get("note") else "")
-        run = "" if s.get("run") == "eval" else f" [{s.get('run')}]"
-        tests.append(
-            {
-                "name": printable(f"{n}. {s.get('stage')}: {s.get('step')}{run}"),
-                "score": 1 if ok else 0,
-                "max_score": 1,
-                "output": printable(out),
-                "visibility": "visible",
-                "status": "passed" if ok else "failed",
-            }
-        )
+        return {
+            "score": 0,
+            "output": printable(v.message),
+            "tests": [test],
+            "stdout_visibility": points.stdout_visibility,
+        }
+    tests = grading.tests(v.doc, points)
     diag = (v.doc.get("diagnosis") or {}).get("sentence") or ""
     summary = "matches the lesson at every stage" if v.status == "match" else f"differs: {diag}".strip()
     return {
         "score": sum(t["score"] for t in tests),
         "output": printable(summary),
         "tests": tests,
-        "stdout_visibility": "hidden",
+        "stdout_visibility": points.stdout_visibility,
     }
 
 
 def line(v: Verdict, label: str, lang: str = "en") -> str:
-    """One student's line of the class summary: verdict, diagnosis, line (in ``lang``; codes stay codes)."""
+    """One student's line of the class summary: verdict, diagnosis, line (in ``lang``; codes stay codes).
+
+    One line whatever the student chose: a newline or a control character in
+    a file's name or a message is written as its escape (``\\n``), so a file
+    named ``"a\\nalice.py: match"`` cannot print a verdict line of its own.
+    """
     s = Strings(lang)
     word = s(f"class.status_{v.status.replace(' ', '_')}")
     if v.status in ("match", "differs"):
@@ -93,9 +91,9 @@ def line(v: Verdict, label: str, lang: str = "en") -> str:
             parts.append(v.diagnosis or s("class.no_diagnosis", stage=v.stage))
             if v.where:
                 parts.append(s("class.at", where=v.where))
-        return printable(f"{label}: {' '.join(parts)}")
+        return one_line(f"{label}: {' '.join(parts)}")
     said = v.message if v.message.startswith((v.status, word)) else s("class.said", status=word, message=v.message)
-    return printable(f"{label}: {said}")
+    return one_line(f"{label}: {said}")
 
 
 def summary(verdicts: Sequence[tuple[str, Verdict]]) -> dict[str, Any]:
@@ -152,16 +150,23 @@ def class_json(lesson: str, verdicts: Sequence[tuple[str, Verdict]]) -> str:
 
 
 def table(verdicts: Sequence[Verdict], labels: Sequence[str] | None = None) -> str:
-    """The verdicts as CSV: file, status, diagnosis, stage, line, message (formula-safe cells)."""
+    """The verdicts as CSV: file, status, diagnosis, stage, line, message, then one column per stage of the lesson.
+
+    A stage's cell is ``1`` when the stage earns its credit, ``0`` when it
+    does not (:func:`tracer.grading.stage_marks`), empty when the check did not run.
+    """
+    marks = [dict((st, ok) for st, ok, _ in grading.stage_marks(v.doc)) if v.doc else {} for v in verdicts]
+    stages = list(dict.fromkeys(st for m in marks for st in m))
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\n")
-    w.writerow(["file", "status", "diagnosis", "stage", "where", "message"])
+    w.writerow(["file", "status", "diagnosis", "stage", "where", "message", *(f"stage:{st}" for st in stages)])
     for n, v in enumerate(verdicts):
         label = labels[n] if labels is not None else v.spec
-        w.writerow([cell(x) for x in (label, v.status, v.diagnosis, v.stage, v.where, v.message)])
+        credit = ["" if st not in marks[n] else str(int(marks[n][st])) for st in stages]
+        w.writerow([cell(x) for x in (label, v.status, v.diagnosis, v.stage, v.where, v.message, *credit)])
     return buf.getvalue()
 
 
-def class_gradescope(verdicts: Sequence[tuple[str, Verdict]]) -> str:
+def class_gradescope(verdicts: Sequence[tuple[str, Verdict]], points: Points = DEFAULT) -> str:
     """One ``results.json`` per student, under ``students`` by file name."""
-    return dumps({"students": {label: gradescope(v) for label, v in verdicts}})
+    return dumps({"students": {label: gradescope(v, points) for label, v in verdicts}})

@@ -43,6 +43,8 @@ def _figure(w: float, h: float) -> Figure:
         from matplotlib.figure import Figure
     except ImportError:  # pragma: no cover - the package's test extra installs it
         raise InputError("figures need matplotlib: pip install 'attn-trace[plot]'") from None
+    except ValueError as e:  # matplotlib refuses its settings on import (MPLBACKEND=bogus, a bad matplotlibrc)
+        raise InputError(f"matplotlib cannot start: {str(e).partition('; supported values')[0]}") from None
     fig = Figure(figsize=(w, h), layout="constrained")
     fig.patch.set_facecolor("#ffffff")
     return fig

@@ -12,14 +12,21 @@ code for the other commands is ``--torch`` (:func:`tracer.cli.options.build_trac
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 import click
 
 from tracer.cli.group import UserError, app, status, write_output
-from tracer.cli.options import LessonChoice
+from tracer.cli.options import LessonChoice, Limit
 from tracer.present.strings import LANGS
 
 FORMATS = ["text", "json", "html", "csv", "gradescope"]
+
+TIMEOUT_MOST = 7 * 24 * 3600.0
+"""The longest ``--timeout``, in seconds (a week; past it a timer's arithmetic is no longer exact)."""
+
+MEMORY_MOST = float(1 << 30)
+"""The largest ``--memory``, in MB (a petabyte: far past any machine, short of overflowing a byte count)."""
 
 
 @app.command()
@@ -37,13 +44,19 @@ FORMATS = ["text", "json", "html", "csv", "gradescope"]
 )
 @click.option(
     "--timeout",
-    type=click.FloatRange(min=0),
+    type=Limit(TIMEOUT_MOST, "seconds"),
     help="Seconds one submission may take to import, build and run (default 60; 0: no limit); then it is killed.",
 )
 @click.option(
     "--memory",
-    type=click.FloatRange(min=0),
+    type=Limit(MEMORY_MOST, "MB"),
     help="Megabytes of memory one submission may allocate (default 2048; 0: no limit).",
+)
+@click.option(
+    "--points",
+    "points_file",
+    type=click.Path(path_type=Path, dir_okay=False),
+    help="--format gradescope: a JSON file of points per stage and visibility (docs/check.md, Grades).",
 )
 @click.option("-j", "--jobs", type=click.IntRange(min=1), help="Submissions checked at once (default: the cores).")
 @click.option(
@@ -67,6 +80,7 @@ def check(
     memory: float | None,
     jobs: int | None,
     rope_style: str | None,
+    points_file: Path | None = None,
 ) -> None:
     """Check your attention code against a lesson: does it compute the lesson at every stage?
 
@@ -103,19 +117,25 @@ def check(
         checking.MEMORY_MB if memory is None else memory,
         sizes,
     )
+    from tracer import grading
+
+    if points_file is not None and fmt != "gradescope":
+        raise UserError("--points goes with --format gradescope")
+    points = grading.DEFAULT if points_file is None else grading.load(points_file)  # before any submission runs
     pattern = classcheck.pattern_of(spec)
     if pattern is not None:
-        classcheck.run_class(pattern, opts, output, force, jobs or _cores())
+        classcheck.run_class(pattern, opts, output, force, jobs or _cores(), points)
         return
-    _single(spec, opts, output, force)
+    _single(spec, opts, output, force, points)
 
 
-def _single(spec: str, opts: object, output: str | None, force: bool) -> None:
+def _single(spec: str, opts: object, output: str | None, force: bool, points: object) -> None:
     from tracer import checking, classout
     from tracer.compare.check.student import validate
+    from tracer.grading import Points
     from tracer.textsafe import printable
 
-    assert isinstance(opts, checking.Options)
+    assert isinstance(opts, checking.Options) and isinstance(points, Points)
     validate(spec)
     checking.warm(opts.lesson)
     v = checking.check_file(spec, opts)
@@ -125,11 +145,11 @@ def _single(spec: str, opts: object, output: str | None, force: bool) -> None:
         if opts.verbose and v.details:
             status(printable(v.details.rstrip()))
         if opts.fmt == "gradescope":  # an autograder wants its results.json even when the code did not run
-            write_output(classout.single(v, opts.fmt).encode("utf-8"), output, force)
+            write_output(classout.single(v, opts.fmt, points).encode("utf-8", "backslashreplace"), output, force)
         raise UserError(v.message)
     if opts.fmt == "html" and output not in (None, "-") and os.path.isdir(output or ""):
         raise UserError(f"{output} is a folder; give a file name")
-    data = classout.single(v, opts.fmt).encode("utf-8")
+    data = classout.single(v, opts.fmt, points).encode("utf-8", "backslashreplace")
     write_output(data, output, force)
     if output not in (None, "-"):
         status(f"wrote {output}")

@@ -2,7 +2,7 @@
 
 The part before ``:NAME`` is a glob or a folder; each ``.py`` file it names
 is one student's submission.  Torch and the check are imported once, in
-this process; every submission is then checked in a child forked from it
+this process; every submission is then checked in a child of the sandbox's launcher
 (:mod:`tracer.sandbox`), ``jobs`` at a time, each with the time and memory
 limit, so a submission that hangs, allocates without bound, exits, forks or
 crashes the interpreter is reported as such and the others go on.
@@ -15,18 +15,16 @@ index page linking one page per student.
 from __future__ import annotations
 
 import glob
-import html
 import os
 import re
-from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 from tracer import checking, classout
 from tracer.checking import Options, Verdict
 from tracer.cli.group import UserError, status, write_output
 from tracer.core.files import quoted
-from tracer.textsafe import printable
+from tracer.core.fmt import printable
+from tracer.grading import DEFAULT, Points
 
 GLOB = re.compile(r"[*?\[]")
 PAGE = re.compile(r"[0-9]{3,}-[A-Za-z0-9_.-]+\.html")
@@ -54,15 +52,40 @@ def submissions(where: str) -> list[Path]:
 
 
 def labels(files: list[Path]) -> list[str]:
-    """Each file named as briefly as keeps the names apart (its name, or its path from the common folder)."""
+    """Each file named as briefly as keeps the names apart (its name, or its path from the common folder).
+
+    A name is the student's data: a newline or a control character in it is
+    written as its escape (``\\n``), and a byte that is not UTF-8 (kept by
+    Python as a lone surrogate) as ``\\udcff``, in every format.
+    """
     names = [f.name for f in files]
-    if len(set(names)) == len(names):
-        return names
-    root = os.path.commonpath([str(f.resolve().parent) for f in files])
-    return [os.path.relpath(f.resolve(), root) for f in files]
+    if len(set(names)) != len(names):
+        root = os.path.commonpath([str(f.absolute().parent) for f in files])
+        names = [os.path.relpath(f.absolute(), root) for f in files]
+    return [printable(n) for n in names]
 
 
-def run_class(pattern: tuple[str, str], opts: Options, output: str | None, force: bool, jobs: int) -> None:
+def outside(files: list[Path], where: str) -> dict[Path, str]:
+    """The files that are links leaving the class folder, each with its trouble line (they are never run).
+
+    Git clones and unzip keep links, so ``mallory.py -> ../teacher/solution.py``
+    would otherwise grade the teacher's code as Mallory's.  The class folder
+    is the folder given, or the part of the glob before its first wildcard.
+    """
+    parts = Path(where).parts
+    plain = next((n for n, part in enumerate(parts) if GLOB.search(part)), len(parts))
+    root = Path(*parts[:plain]).resolve() if plain else Path.cwd().resolve()
+    refused = {}
+    for f in files:
+        real = f.resolve()
+        if real != root and root not in real.parents:
+            refused[f] = "is a symbolic link that leaves the class folder; it was not followed"
+    return refused
+
+
+def run_class(
+    pattern: tuple[str, str], opts: Options, output: str | None, force: bool, jobs: int, points: Points = DEFAULT
+) -> None:
     """Check every submission, write the chosen format, exit 0 when all match and 1 otherwise."""
     from tracer import sandbox
 
@@ -74,36 +97,47 @@ def run_class(pattern: tuple[str, str], opts: Options, output: str | None, force
     if opts.fmt == "html":
         _check_folder(Path(str(output)), force)
     checking.warm(opts.lesson)
-    specs = [f"{f.resolve()}:{name}" for f in files]
-    jobs_ = [_job(s, opts) for s in specs]
+    refused = outside(files, where)
     verdicts: list[Verdict | None] = [None] * len(files)
-    for index, out in sandbox.pool(jobs_, jobs, opts.timeout, opts.memory):
-        v = checking.from_outcome(f"{files[index]}:{name}", out, specs[index], opts)
-        verdicts[index] = v
-        if opts.fmt != "text" or output not in (None, "-"):
-            status(classout.line(v, names[index], opts.lang))
+    progress = opts.fmt != "text" or output not in (None, "-")  # each student's line on stderr as it comes
+
+    def got(index: int, verdict: Verdict) -> None:
+        verdicts[index] = verdict
+        if progress:
+            status(classout.line(verdict, names[index], opts.lang))
+
+    for n, f in enumerate(files):
+        if f in refused:
+            got(n, Verdict(f"{names[n]}:{name}", "trouble", f"{names[n]} {refused[f]}"))
+    run = [n for n, v in enumerate(verdicts) if v is None]
+    specs = [f"{files[n].resolve()}:{name}" for n in run]
+    jobs_ = [checking.task(s, opts) for s in specs]
+    for k, out in sandbox.pool(jobs_, jobs, opts.timeout, opts.memory):
+        got(run[k], checking.from_outcome(f"{files[run[k]]}:{name}", out, specs[k], opts))
     done = [(names[n], v) for n, v in enumerate(verdicts) if v is not None]
     if opts.fmt == "html":
         _write_html(Path(str(output)), opts.lesson, done, force, opts.lang)
-        status(classout.summary_text(done, opts.lang).rstrip())
+        _summary(done, opts.lang)
         status(f"wrote {output}")
     else:
         data = {
             "text": lambda: classout.class_text(done, opts.lang),
             "json": lambda: classout.class_json(opts.lesson, done),
             "csv": lambda: classout.table([v for _, v in done], [n for n, _ in done]),
-            "gradescope": lambda: classout.class_gradescope(done),
+            "gradescope": lambda: classout.class_gradescope(done, points),
         }[opts.fmt]()
-        write_output(data.encode("utf-8"), output, force)
+        write_output(data.encode("utf-8", "backslashreplace"), output, force)
         if output not in (None, "-"):
-            status(classout.summary_text(done, opts.lang).rstrip())
+            _summary(done, opts.lang)
             status(f"wrote {output}")
     if any(v.status != "match" for _, v in done):
         raise SystemExit(1)
 
 
-def _job(spec: str, opts: Options) -> Callable[[], dict[str, Any]]:
-    return lambda: checking.job(spec, opts)
+def _summary(done: list[tuple[str, Verdict]], lang: str) -> None:
+    """The class summary on stderr, one status line per line of it."""
+    for text in classout.summary_text(done, lang).splitlines():
+        status(text)
 
 
 def _check_folder(out: Path, force: bool) -> None:
@@ -123,24 +157,20 @@ def page_name(n: int, label: str) -> str:
 
 def _write_html(out: Path, lesson: str, done: list[tuple[str, Verdict]], force: bool, lang: str = "en") -> None:
     from tracer.core.files import write_folder
+    from tracer.present import classpage
     from tracer.present.strings import Strings
 
     s = Strings(lang)
-
     files: dict[str, bytes] = {}
     rows = []
     for n, (label, v) in enumerate(done, 1):
         page = page_name(n, label)
-        files[page] = (v.page or _trouble_page(label, v, lang)).encode("utf-8")
+        files[page] = (v.page or _trouble_page(label, v, lang)).encode("utf-8", "backslashreplace")
         said = classout.line(v, label, lang).partition(": ")[2]
-        rows.append(
-            f'<tr class="{v.status.replace(" ", "-")}"><td><a href="{html.escape(page)}">{html.escape(label)}</a></td>'
-            f"<td>{html.escape(said)}</td></tr>"
-        )
-    summary = html.escape(classout.summary_text(done, lang)).replace("\n", "<br>\n")
-    files["index.html"] = _shell(
-        s("class.title", lesson=lesson), f"<p>{summary}</p>\n<table>\n" + "\n".join(rows) + "\n</table>", lang
-    ).encode("utf-8")
+        rows.append(classpage.Row(page, label, v.status.replace(" ", "-"), said))
+    summary = classout.summary_text(done, lang).rstrip("\n").split("\n")
+    page = classpage.index(s("class.title", lesson=lesson), summary, rows, lang)
+    files["index.html"] = page.encode("utf-8", "backslashreplace")
     try:
         write_folder(out, files, force, lambda f: f == "index.html" or bool(PAGE.fullmatch(f)))
     except OSError as e:
@@ -148,25 +178,11 @@ def _write_html(out: Path, lesson: str, done: list[tuple[str, Verdict]], force: 
 
 
 def _trouble_page(label: str, v: Verdict, lang: str = "en") -> str:
+    from tracer.present import classpage
     from tracer.present.strings import Strings
+    from tracer.textsafe import printable as lines  # the student's output keeps its lines
 
     s = Strings(lang)
     word = s(f"class.status_{v.status.replace(' ', '_')}")
-    body = f"<p>{html.escape(s('class.said', status=word, message=v.message))}</p>"
-    if v.output.strip():
-        body += f"<h2>{html.escape(s('class.output'))}</h2><pre>{html.escape(printable(v.output))}</pre>"
-    return _shell(label, body, lang)
-
-
-def _shell(title: str, body: str, lang: str = "en") -> str:
-    from tracer.present.render.html import asset, csp
-    from tracer.present.strings import html_lang
-
-    return (
-        f'<!DOCTYPE html>\n<html lang="{html_lang(lang)}"><head><meta charset="utf-8">\n'
-        f'<meta http-equiv="Content-Security-Policy" content="{html.escape(csp(""))}">\n'
-        '<meta name="viewport" content="width=device-width, initial-scale=1">\n'
-        f"<title>{html.escape(printable(title))}</title>\n<style>{asset('report.css')}</style></head>\n"
-        f'<body><main class="attn-trace-report"><h1>{html.escape(printable(title))}</h1>\n'
-        f"{body}\n</main></body></html>\n"
-    )
+    output = lines(v.output) if v.output.strip() else ""
+    return classpage.trouble(label, s("class.said", status=word, message=v.message), s("class.output"), output, lang)

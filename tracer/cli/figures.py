@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import re
 from pathlib import Path
 from typing import Any
 
@@ -42,6 +43,8 @@ def figures(from_file: Path | None, lang: str, fmt: str, dpi: int, output: Path,
         import matplotlib  # noqa: F401
     except ImportError:
         raise UserError("figures need matplotlib: pip install 'attn-trace[plot]'") from None
+    except ValueError as e:  # MPLBACKEND=bogus, a bad matplotlibrc: refused by matplotlib on import
+        raise UserError(f"matplotlib cannot start: {str(e).partition('; supported values')[0]}") from None
     if output.exists() and not output.is_dir():
         raise UserError(f"{output} exists and is not a folder")
     made = plot.report_figures(trace, lang)
@@ -49,18 +52,29 @@ def figures(from_file: Path | None, lang: str, fmt: str, dpi: int, output: Path,
     clash = [p for p in paths.values() if p.exists() or p.is_symlink()]
     if clash and not force:
         raise UserError(f"{quoted(clash[0])} already exists; use --force to overwrite it")
-    files = {
-        name: _render(draw(), fmt, dpi) for name, draw in made.items()
-    }  # everything drawn before a file is written
-    from tracer.core.files import write_atomic
+    files = {f"{name}.{fmt}": _render(draw(), fmt, dpi) for name, draw in made.items()}  # all drawn, then written
+    from tracer.core.files import Refused, write_folder
 
-    try:
-        output.mkdir(parents=True, exist_ok=True)
-        for name, data in files.items():
-            write_atomic(paths[name], data)
+    try:  # staged as a report is: a run killed while writing leaves the old folder or the new one, whole
+        left = write_folder(output, files, force, is_figure)
+    except FileExistsError as e:
+        raise UserError(f"{quoted(e.filename or output)} already exists; use --force to overwrite it") from None
+    except Refused as e:
+        raise UserError(str(e)) from None
     except OSError as e:
         raise UserError(f"cannot write into {quoted(output)}: {e.strerror or e}") from None
+    if left:
+        status(f"note: {left}")
     status(f"wrote {output}: " + ", ".join(p.name for p in paths.values()))
+
+
+FIGURE = re.compile(r"fig-[A-Za-z0-9_.-]+\.(png|pdf|svg)")
+"""The name of a file ``figures`` writes (``fig-alpha.png``, ``fig-alpha-h1.svg``)."""
+
+
+def is_figure(name: str) -> bool:
+    """Whether a file in the output folder is one ``figures`` writes (any other makes the folder not ours)."""
+    return bool(FIGURE.fullmatch(name))
 
 
 def _render(fig: Any, fmt: str, dpi: int) -> bytes:

@@ -216,3 +216,26 @@ def decimals_option(func: F) -> F:
     return click.option(
         "--decimals", type=click.IntRange(0, 12), default=4, show_default=True, help="Decimals to show."
     )(func)
+
+
+class Limit(click.ParamType):  # type: ignore[type-arg]
+    """A limit given on the command line: a finite number from 0 (no limit) to ``most``, in ``unit``.
+
+    ``nan``, ``inf`` and ``1e300`` are refused here, in one line with exit
+    status 2, before any submission runs (a NaN once reached ``setitimer``
+    inside the student's child and was blamed on the student's file).
+    """
+
+    name = "number"
+
+    def __init__(self, most: float, unit: str) -> None:
+        self.most, self.unit = most, unit
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> float:
+        try:
+            got = float(value)
+        except (TypeError, ValueError):
+            self.fail(f"{value!r} is not a number", param, ctx)
+        if not 0 <= got <= self.most:  # false for nan too
+            self.fail(f"{value!r} is not a number from 0 to {self.most:,.0f} {self.unit}", param, ctx)
+        return got

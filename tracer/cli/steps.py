@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -9,7 +10,7 @@ from typing import Any
 import click
 
 import tracer
-from tracer.cli.group import UserError, app
+from tracer.cli.group import UserError, app, status
 from tracer.cli.options import decimals_option, from_option, input_options, trace_source
 from tracer.present.strings import LANGS
 
@@ -41,19 +42,31 @@ def steps(
         it = (s for s in t.expand(t[pattern]) if stage is None or s.stage == stage)
     else:
         it = t.steps(stage=stage, pattern=pattern)
-    shown = 0
+    shown = nans = 0
     out = click.get_text_stream("stdout")
     for s in it:
         if limit is not None and shown >= limit:
             break
         if s.is_element:
             val = value_text(t, s.id, decimals)
+            nans += _is_nan(s.value)
         else:
             val = "<" + " x ".join(map(str, s.node.value.shape)) + " tensor>"
         out.write(f"{printable(s.id)}\t{val}\n")
         shown += 1
     if shown == 0:
         raise UserError(f"no steps match {pattern or stage!r}")
+    if nans:  # a NaN printed without a word reads as a result; it is an overflow upstream
+        status(
+            f"note: {nans} of the values shown {'is' if nans == 1 else 'are'} NaN: a step before them overflowed "
+            f"the trace's {t.meta.get('dtype', 'float32')} range (inputs as large as 1.8e19, or near float32's "
+            "largest, 3.4e38, do); `explain` one of them to see where"
+        )
+
+
+def _is_nan(value: object) -> bool:
+    """True for a NaN value (an element's value is a number)."""
+    return isinstance(value, float) and math.isnan(value)
 
 
 @app.command()

@@ -34,6 +34,8 @@ deleted.  A mount point is written into, file by file.
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import os
 import re
 import secrets
@@ -158,7 +160,8 @@ def write_atomic(path: Path, data: bytes) -> None:
     if stream_kind(path) and _write_into(path, data):
         return
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.parent / f".{staging.short(path.name)}.{secrets.token_hex(6)}.tmp"
+    _clean_temps(path)
+    tmp = path.parent / f".{staging.short(path.name)}.{os.getpid()}-{secrets.token_hex(6)}.tmp"
     try:
         _write_new(tmp, data)
         os.replace(tmp, path)
@@ -166,6 +169,34 @@ def write_atomic(path: Path, data: bytes) -> None:
         tmp.unlink(missing_ok=True)
         raise
     fsync_folder(path.parent)
+
+
+def _clean_temps(path: Path) -> None:
+    """Delete the temporary files of earlier writes of ``path`` whose process no longer runs (``kill -9``).
+
+    A temporary file is named ``.<name>.<pid>-<random>.tmp``: one of this
+    user's whose process is gone is a leftover; one whose process still runs
+    is a write in progress and is left alone.
+    """
+    pattern = re.compile(re.escape(f".{staging.short(path.name)}.") + r"([0-9]+)-[0-9a-f]+\.tmp")
+    try:
+        names = os.listdir(path.parent)
+    except OSError:
+        return
+    for name in names:
+        m = pattern.fullmatch(name)
+        if not m or int(m.group(1)) == os.getpid():
+            continue
+        try:
+            os.kill(int(m.group(1)), 0)
+            continue  # its process runs: a write in progress
+        except PermissionError:  # another user's process runs under that number: not ours to judge
+            continue
+        except (ProcessLookupError, OverflowError):  # no such process
+            pass
+        with contextlib.suppress(OSError):
+            if os.lstat(path.parent / name).st_uid == os.getuid():
+                os.unlink(path.parent / name)
 
 
 def recover(folder: Path) -> None:
@@ -196,7 +227,8 @@ def write_folder(folder: Path, files: Mapping[str, bytes], replace: bool, is_our
         raise NotADirectoryError(20, "Not a directory", str(folder.parent)) from None
     recover(folder)
     keep: list[Path] = []
-    if folder.exists():
+    existed = folder.exists()
+    if existed:
         if not folder.is_dir():
             raise Refused(f"{quoted(folder)} exists and is not a folder")
         present = [p for p in folder.iterdir() if p.name != staging.MARK and not _stray_temp(p.name, is_ours)]
@@ -223,14 +255,16 @@ def write_folder(folder: Path, files: Mapping[str, bytes], replace: bool, is_our
         for name, data in files.items():
             _write_new(stage / name, data)
         fsync_folder(stage)
-        if folder.exists():
+        if not existed and _claim(folder, stage, replace):
+            pass
+        elif folder.exists():
             os.rename(folder, aside)
             try:
                 staging.mark(aside, token)
                 os.rename(stage, folder)
             except BaseException:
                 (aside / staging.MARK).unlink(missing_ok=True)
-                os.rename(aside, folder)
+                _put_back(aside, folder)
                 raise
         else:
             os.rename(stage, folder)
@@ -240,6 +274,47 @@ def write_folder(folder: Path, files: Mapping[str, bytes], replace: bool, is_our
     (folder / staging.MARK).unlink(missing_ok=True)
     fsync_folder(folder.parent)
     return _delete(aside)
+
+
+def _put_back(aside: Path, folder: Path) -> None:
+    """Rename the set-aside old folder back, or delete it when another run's new folder took its place.
+
+    Two runs with ``--force`` at once: the other may rename its new folder in
+    between this run's set-aside and its own rename; the old folder is then
+    superseded, and is deleted rather than left beside the new one.
+    """
+    try:
+        os.rename(aside, folder)
+    except OSError as e:
+        if e.errno not in (errno.ENOTEMPTY, errno.EEXIST):
+            raise
+        shutil.rmtree(aside, ignore_errors=True)
+        raise OSError(e.errno, "another run replaced it at the same time", str(folder)) from None
+
+
+def _claim(folder: Path, stage: Path, replace: bool) -> bool:
+    """Rename ``stage`` to ``folder``, which was missing when this run looked; False when it exists now and ``replace``.
+
+    Two runs writing the same new folder at once both saw it missing; the
+    first ``mkdir`` wins (atomic: it fails when the name exists) and the
+    staged folder replaces that empty folder in one rename; without
+    ``replace`` the other run raises ``FileExistsError``, so one report is
+    never silently replaced by another.  With ``replace`` the caller sets the
+    folder made since aside and replaces it as usual.
+    """
+    try:
+        folder.mkdir()
+    except FileExistsError:
+        if replace:
+            return False
+        raise FileExistsError(17, "File exists", str(folder)) from None
+    try:
+        os.rename(stage, folder)  # over the empty folder just made: one step
+    except BaseException:
+        with contextlib.suppress(OSError):
+            folder.rmdir()
+        raise
+    return True
 
 
 def _delete(aside: Path) -> str | None:
@@ -255,5 +330,5 @@ def _delete(aside: Path) -> str | None:
 
 def _stray_temp(name: str, is_ours: Callable[[str], bool]) -> bool:
     """A temporary file an older attn-trace left beside a report file (``.index.html.<random>.tmp``)."""
-    m = re.fullmatch(r"\.(.+)\.[0-9a-z_]+\.tmp", name)
+    m = re.fullmatch(r"\.(.+)\.[0-9a-z_-]+\.tmp", name)
     return bool(m and is_ours(m.group(1)))

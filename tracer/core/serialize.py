@@ -229,7 +229,7 @@ def parse(raw: bytes | str, name: str = "trace") -> Any:
         )
     try:
         text = raw.decode("utf-8") if isinstance(raw, bytes) else raw
-        return json.loads(text, parse_constant=_reject_constant, parse_float=_finite)
+        return json.loads(text, parse_constant=_reject_constant, parse_float=_finite, object_pairs_hook=unique_keys)
     except RecursionError:
         raise TraceFormatError(f"{name} is not a readable trace file (nested too deeply)") from None
     except UnicodeDecodeError:
@@ -443,3 +443,19 @@ def _unb64(s: Any) -> bytes:
         return base64.b64decode(s.encode("ascii"), validate=True)
     except (ValueError, UnicodeEncodeError) as e:
         raise ValueError(f"bad base64 data: {e}") from None
+
+
+def unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """A JSON object whose keys are all different (``json.loads``'s ``object_pairs_hook``).
+
+    Python's parser keeps the last of two equal keys, silently; another
+    reader may keep the first, so a file from someone else could say one
+    thing to attn-trace and another to the tool beside it.  A repeated key
+    is refused (``ValueError``, which each loader turns into its one line).
+    """
+    got: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in got:
+            raise ValueError(f"the key {key!r} appears twice in one object")
+        got[key] = value
+    return got

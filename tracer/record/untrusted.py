@@ -34,6 +34,7 @@ import numpy as np
 
 from tracer.core import files, limits
 from tracer.core.files import quoted
+from tracer.core.serialize import unique_keys
 from tracer.errors import InputError
 
 
@@ -83,7 +84,13 @@ def _constant(name: str) -> float:
 def parse_json(raw: bytes, name: str) -> Any:
     """The JSON document in ``raw``, every number a float (``InputError`` for a number too large or bad JSON)."""
     try:
-        return json.loads(raw.decode("utf-8"), parse_int=_integer, parse_float=_number, parse_constant=_constant)
+        return json.loads(
+            raw.decode("utf-8"),
+            parse_int=_integer,
+            parse_float=_number,
+            parse_constant=_constant,
+            object_pairs_hook=unique_keys,
+        )
     except RecursionError:
         raise InputError(f"{name} is not valid JSON: nested too deeply") from None
     except UnicodeDecodeError:

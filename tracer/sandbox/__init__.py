@@ -1,47 +1,60 @@
-"""Run untrusted code in a forked child: its output captured, its limits enforced from outside, its answer received.
+"""Run untrusted code in a child process: its output captured, its limits enforced from outside, its answer received.
 
 ``attn-trace check`` runs a student's code.  Inside the checker's own
 process that code could print into the JSON on stdout, move the working
 directory under ``-o``, swallow the time limit with a bare ``except:``,
 keep the process alive with a thread, or end it with ``os._exit(0)`` before
-anything was checked.  So each job runs in a child made by :func:`os.fork`
-(after torch is imported: a child starts in milliseconds), set apart from
-the parent as :mod:`tracer.sandbox.child` describes (its own output pipe,
-folder, process group and address-space limit; no inherited descriptors).
-Here, the parent's side:
+anything was checked.  So each job (a :class:`Task`) runs in a fresh Python
+process (:mod:`tracer.sandbox.spawn`, :mod:`tracer.sandbox.child`: its own
+output pipe, folder, session and address-space limit; nothing of the
+teacher's paths).  Here, the parent's side:
 
 - :func:`pool` runs ``workers`` children at once, reads their output (up to
   :data:`OUTPUT_CAP` bytes, never to the parent's output) and their answer,
-  and kills a child's process group with ``SIGKILL`` once ``timeout``
-  seconds have passed and in any case once the child is done (a process it
-  forked goes with it);
+  and kills a child once ``timeout`` seconds have passed;
+- no process a child started outlives it: the checker is the subreaper of
+  every process below it, and once a child is done its whole tree is
+  killed and reaped (:mod:`tracer.sandbox.procs`) before its outcome is
+  handed on; under bubblewrap each child also has a PID namespace of its
+  own, which the kernel empties when the child ends;
+- SIGTERM and SIGHUP end the pool as Ctrl-C does: every child's tree is
+  killed and reaped and the working folders removed, then the checker exits
+  with ``128 + signal``;
 - it trusts only a complete length-prefixed JSON frame: a child that exits
   without one (``os._exit``, a crash, a signal, the memory limit) is *no
   verdict*, with the reason;
-- the parent is non-dumpable while children run (:func:`_undumpable`).
+- the parent is non-dumpable while children run (:func:`_undumpable`), and
+  its own command line reads ``attn-trace check`` to other processes.
 
 The answer is *data*: :mod:`tracer.checking` has the child send what the
 student's code computed and judges it here, so a frame the student's code
-forges can claim values but not a verdict (``docs/security.md``).  This is
-not a sandbox with a trust boundary: the child runs as the teacher's user
-(another user, a container are).  POSIX only (``fork``).
+forges can claim values but not a verdict (``docs/security.md``).  The
+child runs as the teacher's user (another user, a container are a trust
+boundary).  POSIX only.
 """
 
 from __future__ import annotations
 
 import contextlib
+import itertools
 import json
 import os
 import selectors
 import shutil
 import signal
+import socket
 import struct
+import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
-from tracer.sandbox.child import fork
+from tracer.sandbox import procs, spawn
+from tracer.sandbox.child import PR_GET_DUMPABLE, PR_SET_DUMPABLE
+from tracer.sandbox.spawn import Launcher, Task, namespaced
+
+__all__ = ["OUTPUT_CAP", "PR_GET_DUMPABLE", "Outcome", "Task", "namespaced", "pool", "run", "usable"]
 
 OUTPUT_CAP = 256 * 1024
 """Bytes of the child's stdout and stderr kept; the rest is read and dropped (the child never blocks on it)."""
@@ -55,9 +68,13 @@ POLL = 0.1
 GRACE = 1.0
 """Seconds past ``timeout`` before the kill: the child's own alarm gets the first chance to end it politely."""
 
+STARTUP = 180.0
+"""Seconds the launcher may take to start (it imports torch once); past them its children are no verdict."""
 
-PR_GET_DUMPABLE, PR_SET_DUMPABLE = 3, 4
-"""``prctl`` options (``linux/prctl.h``)."""
+ANSWER_WAIT = 5.0
+"""Seconds the launcher may take to report a child's end once asked; past them it is stopped, tree and all."""
+
+_IDS = itertools.count(1)
 
 
 @dataclass
@@ -73,87 +90,181 @@ class Outcome:
 
 @dataclass
 class _Child:
-    pid: int
+    ident: int
+    index: int
+    launcher: Launcher
+    prepare: str
     verdict_fd: int
     output_fd: int
-    started: float
-    workdir: str
-    frame: bytearray
-    output: bytearray
+    asked: float  # when the launcher was asked for it
+    started: float | None = None  # when the launcher said it runs
+    workdir: str = ""
+    frame: bytearray = field(default_factory=bytearray)
+    output: bytearray = field(default_factory=bytearray)
     dropped: int = 0
     killed_for_time: bool = False
+    ended_at: float | None = None  # when its end was asked for
     open_fds: int = 2
-    status: int | None = None  # the wait status, once the child has ended
+    status: int | None = None  # the wait status, once the launcher reported its end
+    lost: str = ""  # why its end will never be reported (the launcher failed)
 
-    def done(self) -> bool:
-        """True once the verdict is whole, the child has ended, or both pipes are closed."""
-        if self.status is None:
-            pid, status = os.waitpid(self.pid, os.WNOHANG)
-            self.status = status if pid else None
-        return _frame(bytes(self.frame)) is not None or self.status is not None or self.open_fds == 0
+    def finished(self) -> bool:
+        """True once the verdict is whole or both pipes are closed: nothing more is to come from it."""
+        return _frame(bytes(self.frame)) is not None or self.open_fds == 0
 
 
 def usable() -> bool:
-    """True where children can be forked (POSIX)."""
-    return hasattr(os, "fork")
+    """True where children can be started this way (POSIX)."""
+    return hasattr(os, "posix_spawn") and hasattr(socket, "send_fds")
 
 
-def run(job: Callable[[], dict[str, Any]], timeout: float, memory_mb: float) -> Outcome:
-    """Run ``job()`` in a child with the limits; its returned dict (JSON-able) is the verdict."""
-    return next(iter(pool([job], 1, timeout, memory_mb)))[1]
+def run(job: Task, timeout: float, memory_mb: float) -> Outcome:
+    """Run ``job`` in a child with the limits; its returned dict (JSON-able) is the verdict."""
+    return dict(pool([job], 1, timeout, memory_mb))[0]
 
 
-def pool(
-    jobs: Iterable[Callable[[], dict[str, Any]]], workers: int, timeout: float, memory_mb: float
-) -> Iterator[tuple[int, Outcome]]:
+def pool(jobs: Iterable[Task], workers: int, timeout: float, memory_mb: float) -> Iterator[tuple[int, Outcome]]:
     """Run each job in its own child, ``workers`` at a time; yields ``(index, outcome)`` as children finish.
 
     ``timeout`` is wall-clock seconds per child (0: none); ``memory_mb`` the
-    address space each may add to the checker's (0: no limit).
+    address space each may add to the launcher's (0: no limit).  Every
+    outcome is yielded only once the child's whole tree is gone.
     """
     todo = list(enumerate(jobs))
     todo.reverse()
-    live: dict[int, tuple[int, _Child]] = {}
-    folders: list[str] = []  # removed at the end: right after a kill, removing one can take a tenth of a second
+    live: dict[int, _Child] = {}
     sel = selectors.DefaultSelector()
+    keep = procs.children() - {la.pid for la in spawn.running()}  # ours, not a submission's: sweeps leave them
+    procs.become_subreaper()
+    procs.hide_arguments()
     guard = _undumpable()
+    restore = _stop_on_signals()
     try:
         while todo or live:
             while todo and len(live) < max(1, workers):
                 index, job = todo.pop()
-                new = _start(job, timeout, memory_mb)
-                folders.append(new.workdir)
-                live[new.pid] = (index, new)
-                sel.register(new.verdict_fd, selectors.EVENT_READ, (new, "verdict"))
-                sel.register(new.output_fd, selectors.EVENT_READ, (new, "output"))
-            wait = _next_deadline(live.values(), timeout)
-            for key, _ in sel.select(wait):
-                child, which = key.data
-                _read(sel, child, which)
+                child = _start(index, job, timeout, memory_mb)
+                live[child.ident] = child
+                sel.register(child.verdict_fd, selectors.EVENT_READ, (child, "verdict"))
+                sel.register(child.output_fd, selectors.EVENT_READ, (child, "output"))
+                _listen(sel, child.launcher)
+            for key, _ in sel.select(_next_deadline(live.values(), timeout)):
+                if isinstance(key.data, Launcher):
+                    _hear(sel, key.data, live)
+                else:
+                    _read(sel, *key.data)
             now = time.monotonic()
-            for pid, (index, child) in list(live.items()):
-                late = timeout and now - child.started > timeout + GRACE
-                if late and not child.killed_for_time:
-                    child.killed_for_time = True
-                    _kill(child.pid)
-                if child.killed_for_time or child.done():
+            for child in list(live.values()):
+                _watch(child, now, timeout)
+                if child.status is not None or child.lost:
                     _drain(sel, child)  # what it wrote before it ended may still sit in the pipes
-                    for fd in (child.verdict_fd, child.output_fd):
-                        with contextlib.suppress(KeyError, ValueError):
-                            sel.unregister(fd)
-                        with contextlib.suppress(OSError):
-                            os.close(fd)
-                    del live[pid]
-                    yield index, _finish(child, timeout, memory_mb)
+                    _close(sel, child)
+                    if child.lost and child.workdir:
+                        shutil.rmtree(child.workdir, ignore_errors=True)  # its launcher cannot any more
+                    del live[child.ident]
+                    procs.sweep(keep | {la.pid for la in spawn.running()})  # what escaped the launcher
+                    yield child.index, _finish(child, timeout, memory_mb)
     finally:
-        for _, child in live.values():
-            _kill(child.pid)
-            with contextlib.suppress(ChildProcessError):
-                os.waitpid(child.pid, 0)
-        for folder in folders:
-            shutil.rmtree(folder, ignore_errors=True)
+        for prepare in {c.prepare for c in live.values()}:  # interrupted: those launchers go, trees and all
+            spawn.forget(prepare)
+        for child in live.values():
+            _close(sel, child)
+            if child.workdir:
+                shutil.rmtree(child.workdir, ignore_errors=True)
+        procs.sweep(keep | {la.pid for la in spawn.running()})
         sel.close()
         guard()
+        restore()
+
+
+def _start(index: int, job: Task, timeout: float, memory_mb: float) -> _Child:
+    launcher = spawn.launcher(job.prepare)
+    answer_r, answer_w = os.pipe()
+    output_r, output_w = os.pipe()
+    os.set_blocking(answer_r, False)
+    os.set_blocking(output_r, False)
+    child = _Child(next(_IDS), index, launcher, job.prepare, answer_r, output_r, time.monotonic())
+    try:
+        launcher.start(child.ident, job, answer_w, output_w, timeout, memory_mb)
+    except OSError:  # the launcher is gone: the child is no verdict, the next job gets a new launcher
+        child.lost = "could not be started (the checker's launcher had ended)"
+        spawn.forget(job.prepare)
+    return child
+
+
+def _listen(sel: selectors.BaseSelector, launcher: Launcher) -> None:
+    with contextlib.suppress(KeyError, ValueError):
+        sel.register(launcher.sock, selectors.EVENT_READ, launcher)
+
+
+def _hear(sel: selectors.BaseSelector, launcher: Launcher, live: dict[int, _Child]) -> None:
+    """One message from a launcher: a child started or ended; or the launcher is gone (its children are lost)."""
+    msg = launcher.receive()
+    if msg is None:
+        with contextlib.suppress(KeyError, ValueError):
+            sel.unregister(launcher.sock)
+        for child in live.values():
+            if child.launcher is launcher and child.status is None:
+                child.lost = "ended with the checker's launcher (was it killed from outside?)"
+        spawn.forget_launcher(launcher)
+        return
+    which = live.get(msg.get("started") or msg.get("ended") or 0)
+    if which is None:
+        return
+    if "started" in msg:
+        which.started = time.monotonic()
+        which.workdir = str(msg.get("workdir") or "")
+    elif isinstance(msg.get("status"), int):
+        which.status = int(msg["status"])
+
+
+def _watch(child: _Child, now: float, timeout: float) -> None:
+    """Ask for the child's end when it is late or done; stop its launcher when that goes unanswered."""
+    if child.status is not None or child.lost:
+        return
+    if child.started is None:
+        if now - child.asked > STARTUP:
+            child.lost = f"did not start within {STARTUP:g} s (the machine is too busy?)"
+            spawn.forget(child.prepare)
+        return
+    late = bool(timeout) and now - child.started > timeout + GRACE
+    if late and not child.killed_for_time:
+        child.killed_for_time = True
+    if (late or child.finished()) and child.ended_at is None:
+        child.ended_at = now
+        child.launcher.end(child.ident)
+    elif child.ended_at is not None and now - child.ended_at > ANSWER_WAIT:
+        child.lost = "was ended with its launcher, which did not answer (was it stopped from outside?)"
+        spawn.forget(child.prepare)
+
+
+def _close(sel: selectors.BaseSelector, child: _Child) -> None:
+    for fd in (child.verdict_fd, child.output_fd):
+        with contextlib.suppress(KeyError, ValueError):
+            sel.unregister(fd)
+        with contextlib.suppress(OSError):
+            os.close(fd)
+
+
+class Stopped(SystemExit):
+    """The checker received SIGTERM or SIGHUP: the pool ends its children, then the process exits ``128 + n``."""
+
+
+def _stop_on_signals() -> Callable[[], None]:
+    """While children run, SIGTERM and SIGHUP raise :class:`Stopped` (the pool's cleanup runs); returns the undo."""
+    if threading.current_thread() is not threading.main_thread():
+        return lambda: None
+
+    def stop(signum: int, frame: object) -> None:
+        raise Stopped(128 + signum)
+
+    before = {sig: signal.signal(sig, stop) for sig in (signal.SIGTERM, signal.SIGHUP)}
+
+    def undo() -> None:
+        for sig, handler in before.items():
+            signal.signal(sig, handler)
+
+    return undo
 
 
 def _undumpable() -> Callable[[], None]:
@@ -176,11 +287,12 @@ def _undumpable() -> Callable[[], None]:
     return lambda: libc.prctl(PR_SET_DUMPABLE, before, 0, 0, 0) and None
 
 
-def _next_deadline(live: Iterable[tuple[int, _Child]], timeout: float) -> float | None:
-    if not timeout:
-        return POLL
-    now = time.monotonic()
-    return min(POLL, max(0.0, min(c.started + timeout + GRACE - now for _, c in live)) + 0.01)
+def _next_deadline(live: Iterable[_Child], timeout: float) -> float:
+    now, soonest = time.monotonic(), POLL
+    for c in live:
+        if timeout and c.started is not None and c.ended_at is None:
+            soonest = min(soonest, max(0.0, c.started + timeout + GRACE - now) + 0.01)
+    return soonest
 
 
 def _drain(sel: selectors.BaseSelector, child: _Child) -> None:
@@ -212,42 +324,25 @@ def _read(sel: selectors.BaseSelector, child: _Child, which: str) -> bool:
     return True
 
 
-def _start(job: Callable[[], dict[str, Any]], timeout: float, memory_mb: float) -> _Child:
-    pid, verdict_r, output_r, workdir = fork(job, timeout, memory_mb)
-    return _Child(pid, verdict_r, output_r, time.monotonic(), workdir, bytearray(), bytearray())
-
-
-def _kill(pid: int) -> None:
-    """SIGKILL the child's process group (itself and whatever it forked), or the child alone before it led one."""
-    try:
-        os.killpg(pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.kill(pid, signal.SIGKILL)
-
-
 def _finish(child: _Child, timeout: float, memory_mb: float) -> Outcome:
-    if child.status is None:
-        _kill(child.pid)
-    else:  # ended and reaped: its pid may be reused, only its group (whatever it forked) is left to kill
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(child.pid, signal.SIGKILL)
-    status = child.status if child.status is not None else os.waitpid(child.pid, 0)[1]
-    seconds = time.monotonic() - child.started
+    seconds = time.monotonic() - (child.started or child.asked)
     output = child.output.decode("utf-8", "replace")
     if child.dropped:
         output += f"\n[... {child.dropped} more bytes of output dropped]\n"
     verdict = _frame(bytes(child.frame))
     if verdict is not None:
         return Outcome(verdict, output, "", seconds, memory_mb)
-    if child.killed_for_time:
+    if child.lost:
+        why = child.lost
+    elif child.killed_for_time:
         why = f"did not finish within {timeout:g} s and was killed (an endless loop?)"
-    elif os.WIFSIGNALED(status):
-        name = signal.Signals(os.WTERMSIG(status)).name
+    elif os.WIFSIGNALED(child.status or 0):
+        name = signal.Signals(os.WTERMSIG(child.status or 0)).name
         why = f"was killed by {name}" + (
             f" (out of memory? the limit is {memory_mb:g} MB)" if name == "SIGKILL" else ""
         )
     else:
+        status = child.status or 0
         why = f"exited with status {os.WEXITSTATUS(status)} before sending its verdict (os._exit or sys.exit?)"
     return Outcome(None, output, why, seconds, memory_mb)
 

@@ -1,87 +1,59 @@
-"""The child's side of the sandbox: fork, take the child apart from the parent, run the job, send its answer.
+"""The child's side of the sandbox: forked by the launcher, set apart, it runs one task and sends its answer.
 
-:func:`fork` makes the child and returns the parent's ends of its two pipes.
-In the child, before the job runs: it leads a process group of its own,
-stdin is ``/dev/null``, stdout and stderr (file descriptors 1 and 2, and
-``sys.stdout``/``sys.stderr``) go to the output pipe, every other inherited
-descriptor is closed (another child's pipes, the parent's selector, a test
-runner's files) except its own answer pipe, it works in a fresh temporary
-folder, torch runs on one thread (OpenMP's pool does not survive a fork),
-and ``RLIMIT_AS`` caps its address space.  The job's answer (a JSON-able
-dict) goes back as one length-prefixed frame; even a failure of ours becomes
-an answer.  The child never returns: it ends with ``os._exit``.
+:func:`run_task` runs in a child the launcher (:mod:`tracer.sandbox.zygote`)
+forked.  Before the task's code runs it leads a session of its own, stdin
+is ``/dev/null``, stdout and stderr (descriptors 1 and 2, and
+``sys.stdout``/``sys.stderr``) go to the output pipe, descriptor 3 is its
+answer pipe and every other descriptor is closed, it works in a fresh
+folder (``PWD`` says so), and ``RLIMIT_AS`` caps its address space (its
+size now plus the task's megabytes).  The answer (a JSON-able dict) goes
+back as one length-prefixed frame; even a failure of ours becomes an
+answer.  The child never returns: it ends with ``os._exit``.
 """
 
 from __future__ import annotations
 
 import contextlib
-import faulthandler
+import importlib
 import io
 import json
 import os
 import resource
-import signal
 import struct
 import sys
-import tempfile
 import traceback
-from collections.abc import Callable
 from typing import Any
 
+ANSWER_FD = 3
 
-def fork(job: Callable[[], dict[str, Any]], timeout: float, memory_mb: float) -> tuple[int, int, int, str]:
-    """Start ``job`` in a child; ``(pid, answer pipe, output pipe, working folder)``, pipes non-blocking."""
-    workdir = tempfile.mkdtemp(prefix="attn-trace-check-")
-    verdict_r, verdict_w = os.pipe()
-    output_r, output_w = os.pipe()
-    limit = address_limit(memory_mb)
-    sys.stdout.flush()
-    sys.stderr.flush()
-    pid = os.fork()
-    if pid == 0:  # the child: never returns
-        os.close(verdict_r)
-        os.close(output_r)
-        _child(job, verdict_w, output_w, workdir, limit, timeout)
-    os.close(verdict_w)
-    os.close(output_w)
-    os.set_blocking(verdict_r, False)
-    os.set_blocking(output_r, False)
-    with contextlib.suppress(OSError):  # the child does it too; whichever runs first closes the race
-        os.setpgid(pid, pid)
-    return pid, verdict_r, output_r, workdir
+PR_GET_DUMPABLE, PR_SET_DUMPABLE = 3, 4
+"""``prctl`` options (``linux/prctl.h``)."""
 
 
-def _child(
-    job: Callable[[], dict[str, Any]], verdict_w: int, output_w: int, workdir: str, limit: int, timeout: float
-) -> None:
+def run_task(task: dict[str, Any], answer: int, output: int, workdir: str) -> None:
+    """Run ``task`` (``{"target", "kwargs", "path", "timeout", "memory"}``); never returns."""
     code = 0
     try:
-        os.setpgid(0, 0)
-        faulthandler.disable()  # it writes to a copy of the parent's stderr (pytest's, PYTHONFAULTHANDLER's)
-        signal.signal(signal.SIGINT, signal.SIG_DFL)
+        os.setsid()
         devnull = os.open(os.devnull, os.O_RDONLY)
         os.dup2(devnull, 0)
-        os.dup2(output_w, 1)
-        os.dup2(output_w, 2)
-        os.close(output_w)
-        # every other descriptor inherited from the parent (other children's pipes, its selector, a test
-        # runner's files) is closed: the child keeps its three streams and its own verdict pipe
-        os.closerange(3, verdict_w)
-        os.closerange(verdict_w + 1, _fd_limit())
-        # the child's own streams, kept for its lifetime (a test runner may have replaced sys.stdout)
+        os.dup2(output, 1)
+        os.dup2(output, 2)
+        os.dup2(answer, ANSWER_FD)
+        os.closerange(ANSWER_FD + 1, _fd_limit())
         sys.stdin = open(0, closefd=False)  # noqa: SIM115
         sys.stdout = io.TextIOWrapper(open(1, "wb", closefd=False), "utf-8", "backslashreplace", line_buffering=True)  # noqa: SIM115
         sys.stderr = io.TextIOWrapper(open(2, "wb", closefd=False), "utf-8", "backslashreplace", line_buffering=True)  # noqa: SIM115
         os.chdir(workdir)
-        torch = sys.modules.get("torch")
-        if torch is not None:  # the parent's OpenMP pool did not survive the fork: one thread (as DataLoader workers)
-            torch.set_num_threads(1)
+        os.environ["PWD"] = workdir
+        os.environ["ATTN_TRACE_CHILD"] = repr(float(task.get("timeout") or 0))
+        sys.path[:0] = [str(p) for p in task.get("path") or []]
+        run = named(str(task["target"]))
+        limit = address_limit(float(task.get("memory") or 0))
         if limit:
             resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
-        os.environ["ATTN_TRACE_CHILD"] = str(timeout)
-        verdict = job()
-        data = json.dumps(verdict, ensure_ascii=True).encode("ascii")
-    except BaseException as e:  # even our own failure becomes a verdict the parent can read
+        data = json.dumps(run(**task.get("kwargs", {})), ensure_ascii=True).encode("ascii")
+    except BaseException as e:  # even our own failure becomes an answer the parent can read
         data = json.dumps(
             {
                 "kind": "trouble",
@@ -94,13 +66,37 @@ def _child(
         frame = struct.pack(">Q", len(data)) + data
         view = memoryview(frame)
         while view:
-            view = view[os.write(verdict_w, view) :]
-        os.close(verdict_w)
+            view = view[os.write(ANSWER_FD, view) :]
+        os.close(ANSWER_FD)
         with contextlib.suppress(Exception):
             sys.stdout.flush()
             sys.stderr.flush()
     finally:
         os._exit(code)
+
+
+def undumpable() -> int:
+    """Make this process non-dumpable (Linux ``prctl``): no process without ``CAP_SYS_PTRACE`` can trace it.
+
+    Returns the flag it had (-1 where ``prctl`` is missing).  Best effort:
+    elsewhere nothing changes.
+    """
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        before = int(libc.prctl(PR_GET_DUMPABLE, 0, 0, 0, 0))
+        if before >= 0:
+            libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)
+        return before
+    except (OSError, AttributeError):
+        return -1
+
+
+def named(target: str) -> Any:
+    """The function ``module:function`` names."""
+    module, _, name = target.partition(":")
+    return getattr(importlib.import_module(module), name)
 
 
 def _fd_limit() -> int:
