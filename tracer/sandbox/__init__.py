@@ -41,6 +41,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from tracer.message import Message
 from tracer.sandbox.child import fork
 
 OUTPUT_CAP = 256 * 1024
@@ -66,7 +67,7 @@ class Outcome:
 
     verdict: dict[str, Any] | None
     output: str
-    failure: str  # "" when a verdict came; otherwise why not, in words
+    failure: Message | None  # None when a verdict came; otherwise why not, as a message (keys no_verdict.*)
     seconds: float
     memory: float = 0.0  # the memory limit it ran with, in MB (0: none)
 
@@ -239,16 +240,19 @@ def _finish(child: _Child, timeout: float, memory_mb: float) -> Outcome:
         output += f"\n[... {child.dropped} more bytes of output dropped]\n"
     verdict = _frame(bytes(child.frame))
     if verdict is not None:
-        return Outcome(verdict, output, "", seconds, memory_mb)
+        return Outcome(verdict, output, None, seconds, memory_mb)
     if child.killed_for_time:
-        why = f"did not finish within {timeout:g} s and was killed (an endless loop?)"
+        why = Message("no_verdict.overtime", seconds=timeout)
     elif os.WIFSIGNALED(status):
         name = signal.Signals(os.WTERMSIG(status)).name
-        why = f"was killed by {name}" + (
-            f" (out of memory? the limit is {memory_mb:g} MB)" if name == "SIGKILL" else ""
+        memory = name == "SIGKILL"
+        why = (
+            Message("no_verdict.killed_memory", signal=name, limit=memory_mb)
+            if memory
+            else Message("no_verdict.killed", signal=name)
         )
     else:
-        why = f"exited with status {os.WEXITSTATUS(status)} before sending its verdict (os._exit or sys.exit?)"
+        why = Message("no_verdict.exited", status=os.WEXITSTATUS(status))
     return Outcome(None, output, why, seconds, memory_mb)
 
 

@@ -28,6 +28,8 @@ import traceback
 from collections.abc import Callable
 from typing import Any
 
+from tracer.message import Message
+
 
 def fork(job: Callable[[], dict[str, Any]], timeout: float, memory_mb: float) -> tuple[int, int, int, str]:
     """Start ``job`` in a child; ``(pid, answer pipe, output pipe, working folder)``, pipes non-blocking."""
@@ -82,13 +84,10 @@ def _child(
         verdict = job()
         data = json.dumps(verdict, ensure_ascii=True).encode("ascii")
     except BaseException as e:  # even our own failure becomes a verdict the parent can read
-        data = json.dumps(
-            {
-                "kind": "trouble",
-                "message": f"internal error in the checker's child: {type(e).__name__}: {e}",
-                "details": traceback.format_exc(),
-            }
-        ).encode("ascii")
+        said = Message("trouble.child_failed", error=f"{type(e).__name__}: {e}")
+        data = json.dumps({"kind": "trouble", "message": said.to_json(), "details": traceback.format_exc()}).encode(
+            "ascii"
+        )
         code = 3
     try:
         frame = struct.pack(">Q", len(data)) + data
