@@ -45,9 +45,13 @@ def expect(path: Path) -> dict[str, str]:
     return dict(kv.split("=", 1) for kv in head.split(":", 1)[1].split())
 
 
+LIBRARIES = ("flash-attn", "Hugging Face")
+"""Libraries a diagnosis may name (a window's convention is flash-attn's, or Hugging Face's)."""
+
+
 def names(r: Any) -> set[str]:
     """Every identifier the result may show: the student's and the lesson's names."""
-    said = [r.name, r.built, *SPECS, *(x.param for x in r.roles), *(x.role for x in r.roles), *r.given]
+    said = [r.name, r.built, *SPECS, *(x.param for x in r.roles), *(x.role for x in r.roles), *r.given, *LIBRARIES]
     said += [n.name for n in r.trace.nodes] + ([n.name for n in r.student.nodes] if r.student else [])
     said += [s.quantity.key for s in r.stages] + [s.evidence.id for s in r.stages if s.evidence]
     said += [w for v in r.hit.detail.values() for w in own(v)] if r.hit else []  # the student's own text, quoted
