@@ -346,3 +346,10 @@ def test_the_sizes_of_a_second_build_are_said_in_either_language() -> None:
     sizes = M("resize.sizes_calls", names="d_in=4, d_out=3, context_length=9", tokens=8, calls=5)
     assert render(sizes, "en") == "d_in=4, d_out=3, context_length=9, 8 tokens in 5 calls"
     assert render(sizes, "zh") == "d_in=4, d_out=3, context_length=9，8 个词元，分 5 次调用"
+
+
+def test_a_missing_file_is_said_in_the_language_asked_for(tmp_path: Path) -> None:
+    """Found before any child runs, still a message rendered at the edge in the reader's language."""
+    for lang, said in (("zh", "没有这个文件："), ("en", "no such file: ")):
+        res = CliRunner().invoke(app, ["check", f"{tmp_path / 'none.py'}:A", "--lesson", "causal", "--lang", lang])
+        assert res.exit_code == 2 and said in res.output and "Traceback" not in res.output, res.output
