@@ -51,7 +51,7 @@ def test_text_match_and_divergence() -> None:
 def test_chinese() -> None:
     code, out, _ = run(BAD, "--lesson", "causal", "--lang", "zh")
     assert code == 1
-    assert "与课程不一致" in out and "被掩码的分数填成了 0 而不是 −∞" in out
+    assert "与课程不一致" in out and "被掩码的注意力分数填成了 0 而不是 −∞" in out
 
 
 def test_json_schema() -> None:

@@ -13,6 +13,7 @@ from tracer.compare.check import cachemistakes, check, generation
 from tracer.compare.check.catalogue import BY_CODE, KVCACHE
 from tracer.compare.check.student import load
 from tracer.errors import InputError
+from tracer.present.messages import render
 
 CORPUS = Path(__file__).parent / "check_corpus"
 
@@ -24,13 +25,14 @@ def _load(name: str) -> object:
 
 def test_every_kvcache_mistake_has_a_corpus_case_and_a_documented_row() -> None:
     codes = {e.code for e in KVCACHE}
-    assert codes == {code for code, _, _ in cachemistakes.MISTAKES} and len(codes) == 7
+    assert codes == set(cachemistakes.MISTAKES) and len(codes) == 7
     assert codes <= {expectation(p).get("diagnosis") for p in FILES if expectation(p)["lesson"] == "kvcache"}
     doc = (Path(__file__).parent.parent / "docs" / "check.md").read_text(encoding="utf-8")
     for entry in KVCACHE:
         assert f"| `{entry.code}` |" in doc and BY_CODE[entry.code] is entry
         for lang in ("en", "zh"):
-            assert entry.sentence(lang, {k: "1" for k in ("pos", "seen", "cached", "prompt", "n", "error", "count")})
+            said = entry.said({k: "1" for k in ("pos", "seen", "cached", "prompt", "n", "error", "count")})
+            assert "1" in render(said, lang)
 
 
 def test_the_calls_bring_every_token_once_and_one_call_brings_two_after_a_prompt() -> None:

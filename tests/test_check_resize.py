@@ -19,8 +19,11 @@ import tracer
 from tracer.compare.check import lessons, resize, resizeref
 from tracer.compare.check.model import Role
 from tracer.compare.check.student import load
+from tracer.message import Message
+from tracer.present.messages import render
 
 CORPUS = Path(__file__).parent / "check_corpus"
+NONE = Message("how.none")
 
 
 def _from(tmp_path: Path, name: str, changes: dict[str, str], obj: str, saved: str = "") -> object:
@@ -37,7 +40,7 @@ def _from(tmp_path: Path, name: str, changes: dict[str, str], obj: str, saved: s
 
 def _weights(d_in: int, widths: dict[str, int], seed: int = 3) -> dict[str, Role]:
     g = np.random.default_rng(seed)
-    return {r: Role(r, r, "", g.standard_normal((d_in, w))) for r, w in widths.items()}
+    return {r: Role(r, r, NONE, g.standard_normal((d_in, w))) for r, w in widths.items()}
 
 
 @pytest.mark.parametrize("name", ["window", "gqa", "kvcache"])
@@ -82,7 +85,7 @@ def test_the_grouped_reference_is_torchs_attention_on_groups_repeated_per_head(h
     dh, d_in = 3, 4
     x = np.random.default_rng(2).random((2, 7, d_in))
     found = _weights(d_in, {"W_query": heads * dh, "W_key": groups * dh, "W_value": groups * dh})
-    found["W_out"] = Role("W_out", "out_proj", "", np.random.default_rng(4).standard_normal((heads * dh, heads * dh)))
+    found["W_out"] = Role("W_out", "out_proj", NONE, np.random.default_rng(4).standard_normal((heads * dh, heads * dh)))
     t = {r: torch.from_numpy(x @ found[r].value) for r in ("W_query", "W_key", "W_value")}
     q = t["W_query"].view(2, 7, heads, dh).transpose(1, 2)
     k, v = (
@@ -100,7 +103,7 @@ def test_a_group_size_typed_in_shows_only_in_the_multi_query_build(tmp_path: Pat
     fixed = _from(tmp_path, "gqa_book.py", typed, "GroupedQueryAttention")
     r = tracer.check(fixed, lesson="gqa")
     assert r.structure == "sizes_ignored" and r.hit is not None
-    assert "num_heads=3, num_kv_groups=1" in r.hit.detail["sizes"], r.hit.detail
+    assert "num_heads=3, num_kv_groups=1" in str(r.hit.detail["sizes"]), r.hit.detail
     assert tracer.check(_load("gqa_book.py", "GroupedQueryAttention"), lesson="gqa").ok
 
 
@@ -115,9 +118,9 @@ def test_a_mask_for_six_tokens_shows_in_the_longer_generation(tmp_path: Path) ->
     fixed = _from(tmp_path, "kvcache_book.py", typed, "MultiHeadAttentionCached")
     r = tracer.check(fixed, lesson="kvcache")
     assert r.structure == "sizes_ignored" and r.hit is not None
-    assert r.hit.detail["sizes"] == "d_in=4, d_out=3, context_length=9, 8 tokens in 5 calls"
-    assert r.hit.detail["detail"].startswith("the call on tokens 7-8 raised"), r.hit.detail
-    assert r.hit.detail["sizes_zh"].endswith("，8 个词元，分 5 次调用")
+    assert str(r.hit.detail["sizes"]) == "d_in=4, d_out=3, context_length=9, 8 tokens in 5 calls"
+    assert str(r.hit.detail["detail"]).startswith("the call on tokens 7-8 raised"), r.hit.detail
+    assert render(r.hit.detail["sizes"], "zh").endswith("，8 个词元，分 5 次调用")
 
 
 def test_a_count_of_blocks_for_six_tokens_shows_on_eight(tmp_path: Path) -> None:
@@ -129,7 +132,7 @@ def test_a_count_of_blocks_for_six_tokens_shows_on_eight(tmp_path: Path) -> None
     assert tracer.check(right, lesson="flash").ok
     r = tracer.check(fixed, lesson="flash")
     assert r.structure == "sizes_ignored" and r.hit is not None and r.first_divergence is None
-    assert r.hit.detail["detail"].startswith("its result differs from the lesson's by up to"), r.hit.detail
+    assert str(r.hit.detail["detail"]).startswith("its result differs from the lesson's by up to"), r.hit.detail
 
 
 @pytest.mark.parametrize("name", ["trainable", "causal", "multihead", "rope", "window", "gqa", "kvcache"])

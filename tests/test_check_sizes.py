@@ -111,7 +111,7 @@ def test_rope_at_other_sizes_is_modelled_in_both_pairings(tmp_path: Path, style:
     assert right.ok, right.explain()
     fixed = tracer.check(_fixed_width(tmp_path, style, "4"), lesson="rope", rope_style=style)
     assert not fixed.ok and fixed.hit is not None and fixed.hit.code == "sizes_ignored"
-    assert "d_out=6" in fixed.hit.detail["sizes"]
+    assert "d_out=6" in str(fixed.hit.detail["sizes"])
     other = "interleaved" if style == "half" else "half"  # the other pairing is a verdict at the lesson's size
     wrong = tracer.check(_fixed_width(tmp_path, style, "d_out"), lesson="rope", rope_style=other)
     assert not wrong.ok and wrong.hit is not None and wrong.hit.code == "rope_style_other"

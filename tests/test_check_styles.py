@@ -96,10 +96,10 @@ def test_the_second_build() -> None:
     spec = lessons.SPECS["causal"]
     got = {"d_in": 4, "d_out": 3, "context_length": 9, "dropout": 0.0, "num_heads": 1, "tokens": 7}
     assert resize.sizes(spec) == got and resize.builds(spec) == (got,)
-    assert resize.describe(spec, resize.sizes(spec)) == "d_in=4, d_out=3, context_length=9, dropout=0.0, 7 tokens"
+    assert str(resize.describe(spec, resize.sizes(spec))) == "d_in=4, d_out=3, context_length=9, dropout=0.0, 7 tokens"
     r = check("causal_fixed_mask.py", "CausalAttention", "causal")
     assert not r.ok and r.structure == "sizes_ignored" and r.first_divergence is None
-    assert r.hit is not None and "RuntimeError" in r.hit.detail["detail"]
+    assert r.hit is not None and "RuntimeError" in str(r.hit.detail["detail"])
     doc = r.to_json()
     assert doc["structure"] == "sizes_ignored" and doc["diagnosis"]["code"] == "sizes_ignored"
     assert "另一组尺寸" in r.sentence("zh")

@@ -16,6 +16,7 @@ from click.testing import CliRunner
 
 from tracer.cli import app
 from tracer.compare.check.windows import WIDER
+from tracer.present.messages import render
 
 CORPUS = Path(__file__).parent / "check_corpus"
 
@@ -33,7 +34,7 @@ def _said(case: str, lang: str) -> str:
 @pytest.mark.parametrize(("lang", "words"), [("en", "flash-attn"), ("zh", "flash-attn 的")])
 def test_one_key_too_many_names_the_other_convention(lang: str, words: str) -> None:
     said = _said("window_width_plus", lang)
-    assert words in said and said.endswith(WIDER[lang == "zh"])
+    assert words in said and said.endswith(render(WIDER, lang))
 
 
 @pytest.mark.parametrize("lang", ["en", "zh"])

@@ -21,6 +21,7 @@ import pytest
 import tracer
 from tracer.compare.check.lessons import SPECS
 from tracer.compare.check.student import clean_modules, load
+from tracer.message import Message
 from tracer.present.checkpage import render_check
 
 CORPUS = Path(__file__).parent / "check_corpus"
@@ -44,13 +45,24 @@ def expect(path: Path) -> dict[str, str]:
     return dict(kv.split("=", 1) for kv in head.split(":", 1)[1].split())
 
 
+LIBRARIES = ("flash-attn", "Hugging Face")
+"""Libraries a diagnosis may name (a window's convention is flash-attn's, or Hugging Face's)."""
+
+
 def names(r: Any) -> set[str]:
     """Every identifier the result may show: the student's and the lesson's names."""
-    said = [r.name, r.built, *SPECS, *(x.param for x in r.roles), *(x.role for x in r.roles), *r.given]
+    said = [r.name, r.built, *SPECS, *(x.param for x in r.roles), *(x.role for x in r.roles), *r.given, *LIBRARIES]
     said += [n.name for n in r.trace.nodes] + ([n.name for n in r.student.nodes] if r.student else [])
     said += [s.quantity.key for s in r.stages] + [s.evidence.id for s in r.stages if s.evidence]
-    said += list(r.hit.detail.values()) if r.hit else []  # the student's own exception text, quoted in a sentence
+    said += [w for v in r.hit.detail.values() for w in own(v)] if r.hit else []  # the student's own text, quoted
     return {w for text in said for w in re.split(r"[^A-Za-z0-9_]+", str(text)) if w}
+
+
+def own(value: Any) -> list[str]:
+    """The text arguments of a sentence's detail, inside its nested messages too (the student's words, code)."""
+    if isinstance(value, Message):
+        return [w for v in value.args.values() for w in own(v)]
+    return [str(value)]
 
 
 def english(text: str, known: set[str]) -> list[str]:

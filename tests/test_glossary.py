@@ -52,9 +52,11 @@ def test_the_glossary_check_catches_known_wrong_variants() -> None:
     assert offences("en", "Only batch entry 1 of 2 is shown") != []
 
 
+@pytest.mark.parametrize("table", ["", "messages."])
 @pytest.mark.parametrize("lang", LANGS)
-def test_string_tables_use_the_glossary(lang: str) -> None:
-    text = (templates_dir() / "locale" / f"{lang}.toml").read_text(encoding="utf-8")
+def test_string_tables_use_the_glossary(lang: str, table: str) -> None:
+    """The pages' string table and the check's message table (its verdicts, diagnoses and trouble lines)."""
+    text = (templates_dir() / "locale" / f"{table}{lang}.toml").read_text(encoding="utf-8")
     assert offences(lang, text) == []
     if lang == "zh":
         assert not re.search(r"[\u4e00-\u9fff][:;,?!]", text), "a half-width colon or comma after Chinese text"

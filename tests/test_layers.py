@@ -2,7 +2,7 @@
 
 Layers, bottom to top (``docs/architecture.md``)::
 
-    base     tracer.errors, tracer.version
+    base     tracer.errors, tracer.message, tracer.version
     core     tracer.core       the trace, ids, numbers, files
     record   tracer.record     torch: inputs, recorder, pipelines
     compare  tracer.compare    diffs of two traces
@@ -31,7 +31,7 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = ROOT / "tracer"
 LAYERS = (
-    ("base", ("tracer.errors", "tracer.version")),
+    ("base", ("tracer.errors", "tracer.message", "tracer.version")),
     ("core", ("tracer.core",)),
     ("record", ("tracer.record",)),
     ("compare", ("tracer.compare",)),

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from tracer import message as _message
 from tracer.core import hooks as _hooks
 from tracer.version import __version__
 
@@ -91,6 +92,12 @@ def _check_text(result: Any, lang: str = "en", verbose: bool = False) -> str:
     return text(result, lang, verbose)
 
 
+def _render(said: Any, lang: str) -> str:
+    from tracer.present.messages import render
+
+    return render(said, lang)
+
+
 # Lower layers cannot import the layers that draw or write what they hold: those register here
 # (see tracer.core.hooks): a trace's display, repr, file and verification, a check result's text.
 _hooks.register("display", _display)
@@ -98,6 +105,7 @@ _hooks.register("repr", _repr)
 _hooks.register("save", _save)
 _hooks.register("verify", _verify)
 _hooks.register("check_text", _check_text)
+_message.install(_render)  # a message's words (tracer.message, in the lowest layer), from the string tables
 
 
 def __getattr__(name: str) -> Any:

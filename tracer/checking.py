@@ -22,6 +22,7 @@ from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 from tracer import sandbox
+from tracer.message import Message, render
 from tracer.textsafe import printable
 
 MEMORY_MB = 2048.0
@@ -51,13 +52,14 @@ class Verdict:
 
     spec: str  # FILE.py:NAME as given
     status: str  # "match", "differs", "trouble", "no verdict"
-    message: str = ""  # trouble / no verdict: the one line
+    message: str = ""  # trouble / no verdict: the one line, in the language checked with (``said`` rendered)
     details: str = ""  # trouble: the traceback
     doc: dict[str, Any] | None = None
     text: str = ""
     page: str = ""
     output: str = ""  # the student's stdout and stderr
     seconds: float = 0.0
+    said: Message | None = None  # trouble / no verdict: what the one line says, as a message
 
     @property
     def exit_code(self) -> int:
@@ -106,8 +108,9 @@ def job(spec: str, opts: Options) -> dict[str, Any]:
     """The child's work: load the file and run the student's code; hand back its data, never a verdict.
 
     The answer is ``{"kind": "evidence", "evidence": …}`` (:mod:`tracer.compare.check.evidence`)
-    or ``{"kind": "trouble", …}`` when the code could not be loaded, built or
-    run; any failure is a message, never an exception.
+    or ``{"kind": "trouble", "message": …}`` when the code could not be loaded,
+    built or run, its message as data (:meth:`~tracer.message.Message.to_json`),
+    never a sentence; any failure is a message, never an exception.
     """
     from tracer.compare.check import deadline
     from tracer.compare.check.evidence import encode
@@ -118,7 +121,7 @@ def job(spec: str, opts: Options) -> dict[str, Any]:
     try:
         lesson = spec_for(opts.lesson, **opts.sizes)
         obj, _ = load(spec, opts.timeout)
-        with deadline.limit(opts.timeout, f"the check of {spec.rpartition(':')[2]}"):
+        with deadline.limit(opts.timeout, Message("trouble.check_of", name=spec.rpartition(":")[2])):
             ev = gather(obj, lesson)
         return {"kind": "evidence", "evidence": encode(ev)}
     except Exception as e:  # the student's crash, a refusal of ours, or a failure of ours: one line, exit 2
@@ -162,9 +165,12 @@ def _trouble(e: Exception) -> dict[str, Any]:
     from tracer.errors import TracerError
 
     if isinstance(e, StudentError):
-        return {"kind": "trouble", "message": str(e), "details": e.details}
-    message = str(e) if isinstance(e, TracerError) else f"the check failed: {type(e).__name__}: {e}"
-    return {"kind": "trouble", "message": message, "details": traceback.format_exc()}
+        return {"kind": "trouble", "message": e.message.to_json(), "details": e.details}
+    if isinstance(e, TracerError):
+        said = e.said or Message("trouble.plain", text=str(e))
+    else:
+        said = Message("trouble.check_failed_with", error=f"{type(e).__name__}: {e}")
+    return {"kind": "trouble", "message": said.to_json(), "details": traceback.format_exc()}
 
 
 def absolute(spec: str) -> str:
@@ -193,7 +199,7 @@ def _book_roles(spec: Any) -> dict[str, Any]:
     from tracer.compare.check.model import Role
 
     w = np.zeros((spec.d_in, spec.d_out))
-    return {r: Role(r, r, "", w) for r in ("W_query", "W_key", "W_value")}
+    return {r: Role(r, r, Message("how.none"), w) for r in ("W_query", "W_key", "W_value")}
 
 
 def from_outcome(spec: str, out: sandbox.Outcome, full: str, opts: Options) -> Verdict:
@@ -205,47 +211,38 @@ def from_outcome(spec: str, out: sandbox.Outcome, full: str, opts: Options) -> V
     if out.verdict is not None and out.verdict.get("kind") == "evidence":
         out = replace(out, verdict=judge(out.verdict, full, opts))
     elif out.verdict is not None and out.verdict.get("kind") != "trouble":  # a child may send data or trouble
-        out = replace(out, verdict={"kind": "malformed", "message": "it sent a verdict of its own"})
+        out = replace(out, verdict={"kind": "malformed", "message": Message("no_verdict.own_verdict").to_json()})
     v = _verdict(spec, out)
     path, given = full.rpartition(":")[0], spec.rpartition(":")[0]
-    if path and path != given:
-        v.message = v.message.replace(path, given)
+    if path and path != given and v.said is not None:
+        v.said = v.said.replace(path, given)
         v.details = v.details.replace(path, given)
-    if opts.lang == "zh" and v.exit_code == 2:  # the student's own exception text stays as Python wrote it
-        from tracer.present.trouble import chinese
-
-        v.message = chinese(v.message)
+    if v.said is not None:  # in the reader's language; the student's own exception text stays as Python wrote it
+        v.message = printable(_line(render(v.said, opts.lang)))
     return v
 
 
 def _verdict(spec: str, out: sandbox.Outcome) -> Verdict:
     output = printable(out.output)
     msg = out.verdict
+    name = spec.rpartition(":")[0] or spec
     if msg is None:
-        name = spec.rpartition(":")[0] or spec
-        return Verdict(
-            spec,
-            "no verdict",
-            printable(f"no verdict: the check of {name} {out.failure}"),
-            output=output,
-            seconds=out.seconds,
-        )
+        said = Message("no_verdict.failed", name=name, why=out.failure or Message("trouble.check_failed"))
+        return Verdict(spec, "no verdict", output=output, seconds=out.seconds, said=said)
     kind = msg.get("kind")
     if kind == "malformed":
-        why = _line(msg.get("message"))
-        name = spec.rpartition(":")[0] or spec
-        said = printable(f"no verdict: the check of {name} sent malformed data: {why}")
-        return Verdict(spec, "no verdict", said, output=output, seconds=out.seconds)
+        said = Message("no_verdict.malformed_data", name=name, why=_said(msg.get("message")))
+        return Verdict(spec, "no verdict", output=output, seconds=out.seconds, said=said)
     if kind == "trouble":
-        message = printable(_line(msg.get("message")))
-        if any(m in message for m in OUT_OF_MEMORY):
-            message = f"ran out of memory (the limit is {out.memory:g} MB): {message}"
-        return Verdict(spec, "trouble", message, str(msg.get("details") or ""), output=output, seconds=out.seconds)
+        said = _said(msg.get("message"))
+        if any(m in str(said) for m in OUT_OF_MEMORY):
+            said = Message("trouble.out_of_memory", limit=out.memory, problem=said)
+        details = str(msg.get("details") or "")
+        return Verdict(spec, "trouble", details=details, output=output, seconds=out.seconds, said=said)
     doc = msg.get("doc")
     if kind != "verdict" or not isinstance(doc, dict) or not isinstance(msg.get("ok"), bool):
-        return Verdict(
-            spec, "no verdict", "no verdict: the child sent a malformed message", output=output, seconds=out.seconds
-        )
+        said = Message("no_verdict.malformed_message")
+        return Verdict(spec, "no verdict", output=output, seconds=out.seconds, said=said)
     status = "match" if msg["ok"] else "differs"
     return Verdict(
         spec,
@@ -265,6 +262,19 @@ def check_file(spec: str, opts: Options) -> Verdict:
     return from_outcome(given, out, full, opts)
 
 
-def _line(message: Any) -> str:
-    text = str(message or "the check failed").strip()
-    return text.splitlines()[0] if text else "the check failed"
+def _said(data: Any) -> Message:
+    """A message the child (or :func:`judge`) sent as data; text (an older child's, or ours) stays as it is."""
+    if isinstance(data, str) and data.strip():
+        return Message("trouble.plain", text=data)
+    try:
+        said = Message.from_json(data)
+        str(said)  # a key of the tables with every field its sentence needs
+    except (ValueError, KeyError, IndexError):
+        return Message("trouble.check_failed")
+    return said
+
+
+def _line(text: str) -> str:
+    """The first line of a message (an exception's text may hold more)."""
+    lines = text.strip().splitlines()
+    return lines[0] if lines else text

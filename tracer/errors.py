@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from tracer.message import Message
+
 
 def unknown(what: str, name: object, choices: Iterable[str]) -> str:
     """The one wording of a name that is none of its choices, whichever command or function met it.
@@ -20,7 +22,21 @@ def unknown(what: str, name: object, choices: Iterable[str]) -> str:
 
 
 class TracerError(Exception):
-    """Base class: a problem with what the user gave us, not a bug."""
+    """Base class: a problem with what the user gave us, not a bug.
+
+    It may carry a :class:`~tracer.message.Message` instead of words
+    (``said``): ``str(error)`` is then the English sentence, and an edge
+    that speaks the user's language renders ``said`` in it.
+    """
+
+    def __init__(self, *args: object) -> None:
+        super().__init__(*args)
+        first = args[0] if args else None
+        self.said: Message | None = first if isinstance(first, Message) else None
+
+    def __str__(self) -> str:
+        """The message in English."""
+        return str(self.said) if self.said is not None and len(self.args) == 1 else super().__str__()
 
 
 class InputError(TracerError, ValueError):
@@ -33,10 +49,11 @@ class InputError(TracerError, ValueError):
     other's vocabulary.
     """
 
-    def __init__(self, message: str, *, arg: str | None = None) -> None:
-        super().__init__(f"{arg} {message}" if arg else message)
+    def __init__(self, message: str | Message, *, arg: str | None = None) -> None:
+        super().__init__(message if not arg else f"{arg} {message}")
+        self.said = message if isinstance(message, Message) and not arg else None
         self.arg = arg
-        self.problem = message
+        self.problem = str(message)
 
 
 class TraceFormatError(TracerError, ValueError):

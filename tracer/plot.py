@@ -183,14 +183,15 @@ def vectors(trace: Trace, lang: str = "en") -> Figure:
         ax.set_zlim(0, top)
         ax.view_init(elev=30, azim=-60)
         ax.set_box_aspect(None, zoom=0.88)  # room for the axis titles: at full size "component 3" fell off the right
-        ax.set_zlabel("component 3" if lang == "en" else "分量 3", fontsize=8)
+        ax.set_zlabel(Strings(lang)("figures.axis", k=3), fontsize=8)
     else:
         _style(ax)
         top = float(np.abs(x[:, :2]).max()) or 1.0
         ax.set_xlim(min(0.0, float(x[:, 0].min())) - 0.05, max(top, float(x[:, 0].max())) + 0.15)
         ax.set_ylim(min(0.0, float(x[:, 1].min())) - 0.05, max(top, float(x[:, 1].max())) + 0.15)
-    ax.set_xlabel("component 1" if lang == "en" else "分量 1", fontsize=8)
-    ax.set_ylabel("component 2" if lang == "en" else "分量 2", fontsize=8)
+    s = Strings(lang)
+    ax.set_xlabel(s("figures.axis", k=1), fontsize=8)
+    ax.set_ylabel(s("figures.axis", k=2), fontsize=8)
     _tip_labels(fig, ax, x[:, :3] if three else x[:, :2], trace.tokens, inks)
     return fig
 

@@ -9,14 +9,16 @@ import torch.nn as nn
 
 from tracer.compare.check.evidence import Evidence, Other, encode
 from tracer.compare.check.model import Role, Seen
+from tracer.message import Message
 
 
 def forge() -> bytes:
     w = np.eye(3)[:, :2]
-    roles = {r: Role(r, f"{r}.weight", "made up", w) for r in ("W_query", "W_key", "W_value")}
+    roles = {r: Role(r, f"{r}.weight", Message("how.param"), w) for r in ("W_query", "W_key", "W_value")}
     out = np.zeros((2, 6, 2))
     short = [Seen("output", "return", out[:, :4])]
-    other = Other("", roles, {"eval": "returned nothing", "train": "returned nothing"})
+    nothing = Message("resize.returned_nothing")
+    other = Other(None, roles, {"eval": nothing, "train": nothing})
     ev = Evidence("CausalAttention", roles=roles, seen=[Seen("z", "matmul", out)], output=out, train=[], short=short)
     ev.other = [other]
     body = json.dumps({"kind": "evidence", "evidence": encode(ev)})

@@ -132,11 +132,16 @@ def check(
 def _single(spec: str, opts: object, output: str | None, force: bool, points: object) -> None:
     from tracer import checking, classout
     from tracer.compare.check.student import validate
+    from tracer.errors import InputError
     from tracer.grading import Points
+    from tracer.present.messages import render
     from tracer.textsafe import printable
 
     assert isinstance(opts, checking.Options) and isinstance(points, Points)
-    validate(spec)
+    try:
+        validate(spec)
+    except InputError as e:  # FILE.py:NAME that names no file: said in the language asked for
+        raise UserError(render(e.said, opts.lang) if e.said is not None else str(e)) from None
     checking.warm(opts.lesson)
     v = checking.check_file(spec, opts)
     if opts.verbose and v.output.strip():

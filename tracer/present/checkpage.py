@@ -15,8 +15,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from tracer.compare.check.model import how_in
 from tracer.core.fmt import num
+from tracer.present import messages
 from tracer.present.checktext import formula, run_label, stage_name, status_name, tensor_name
 from tracer.present.explain import equation
 from tracer.present.render.env import render
@@ -145,7 +145,7 @@ def context(r: CheckResult, lang: str) -> dict[str, Any]:
         verdict["steps"] = ", ".join(r.hit.steps) if r.hit else ""
         verdict["consequences"] = ", ".join(stage_name(s, c) for c in r.consequences) or s("check.none")
     roles = [
-        s("check.role_line", role=x.role, param=x.param, how=how_in(x.how, lang))
+        s("check.role_line", role=x.role, param=x.param, how=messages.render(x.how, lang))
         for x in r.roles
         if "_other" not in x.role
     ]

@@ -11,9 +11,9 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING, Any
 
-from tracer.compare.check.model import how_in
 from tracer.core.fmt import num
 from tracer.present.explain import equation
+from tracer.present.messages import render
 from tracer.present.strings import Strings
 from tracer.present.termtext import fit, pad
 
@@ -77,7 +77,7 @@ def role_lines(s: Strings, r: CheckResult) -> list[str]:
     if not r.roles:
         return [s("check.no_roles_flash" if r.lesson == "flash" else "check.no_roles")]
     shown = [x for x in r.roles if not x.role.endswith("_other")]
-    lines = [s("check.role_line", role=x.role, param=x.param, how=how_in(x.how, s.lang)) for x in shown]
+    lines = [s("check.role_line", role=x.role, param=x.param, how=render(x.how, s.lang)) for x in shown]
     return [s("check.roles")] + [f"  {line}" for line in lines]
 
 

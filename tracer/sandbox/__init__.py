@@ -50,6 +50,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from tracer.message import Message
 from tracer.sandbox import procs, spawn
 from tracer.sandbox.child import PR_GET_DUMPABLE, PR_SET_DUMPABLE
 from tracer.sandbox.spawn import Launcher, Task, namespaced
@@ -83,7 +84,7 @@ class Outcome:
 
     verdict: dict[str, Any] | None
     output: str
-    failure: str  # "" when a verdict came; otherwise why not, in words
+    failure: Message | None  # None when a verdict came; otherwise why not, as a message (keys no_verdict.*)
     seconds: float
     memory: float = 0.0  # the memory limit it ran with, in MB (0: none)
 
@@ -106,7 +107,7 @@ class _Child:
     ended_at: float | None = None  # when its end was asked for
     open_fds: int = 2
     status: int | None = None  # the wait status, once the launcher reported its end
-    lost: str = ""  # why its end will never be reported (the launcher failed)
+    lost: Message | None = None  # why its end will never be reported (the launcher failed; keys no_verdict.*)
 
     def finished(self) -> bool:
         """True once the verdict is whole or both pipes are closed: nothing more is to come from it."""
@@ -156,10 +157,10 @@ def pool(jobs: Iterable[Task], workers: int, timeout: float, memory_mb: float) -
             now = time.monotonic()
             for child in list(live.values()):
                 _watch(child, now, timeout)
-                if child.status is not None or child.lost:
+                if child.status is not None or child.lost is not None:
                     _drain(sel, child)  # what it wrote before it ended may still sit in the pipes
                     _close(sel, child)
-                    if child.lost and child.workdir:
+                    if child.lost is not None and child.workdir:
                         shutil.rmtree(child.workdir, ignore_errors=True)  # its launcher cannot any more
                     del live[child.ident]
                     procs.sweep(keep | {la.pid for la in spawn.running()})  # what escaped the launcher
@@ -187,7 +188,7 @@ def _start(index: int, job: Task, timeout: float, memory_mb: float) -> _Child:
     try:
         launcher.start(child.ident, job, answer_w, output_w, timeout, memory_mb)
     except OSError:  # the launcher is gone: the child is no verdict, the next job gets a new launcher
-        child.lost = "could not be started (the checker's launcher had ended)"
+        child.lost = Message("no_verdict.not_started")
         spawn.forget(job.prepare)
     return child
 
@@ -205,7 +206,7 @@ def _hear(sel: selectors.BaseSelector, launcher: Launcher, live: dict[int, _Chil
             sel.unregister(launcher.sock)
         for child in live.values():
             if child.launcher is launcher and child.status is None:
-                child.lost = "ended with the checker's launcher (was it killed from outside?)"
+                child.lost = Message("no_verdict.launcher_ended")
         spawn.forget_launcher(launcher)
         return
     which = live.get(msg.get("started") or msg.get("ended") or 0)
@@ -220,11 +221,11 @@ def _hear(sel: selectors.BaseSelector, launcher: Launcher, live: dict[int, _Chil
 
 def _watch(child: _Child, now: float, timeout: float) -> None:
     """Ask for the child's end when it is late or done; stop its launcher when that goes unanswered."""
-    if child.status is not None or child.lost:
+    if child.status is not None or child.lost is not None:
         return
     if child.started is None:
         if now - child.asked > STARTUP:
-            child.lost = f"did not start within {STARTUP:g} s (the machine is too busy?)"
+            child.lost = Message("no_verdict.start_late", seconds=STARTUP)
             spawn.forget(child.prepare)
         return
     late = bool(timeout) and now - child.started > timeout + GRACE
@@ -234,7 +235,7 @@ def _watch(child: _Child, now: float, timeout: float) -> None:
         child.ended_at = now
         child.launcher.end(child.ident)
     elif child.ended_at is not None and now - child.ended_at > ANSWER_WAIT:
-        child.lost = "was ended with its launcher, which did not answer (was it stopped from outside?)"
+        child.lost = Message("no_verdict.launcher_silent")
         spawn.forget(child.prepare)
 
 
@@ -331,19 +332,22 @@ def _finish(child: _Child, timeout: float, memory_mb: float) -> Outcome:
         output += f"\n[... {child.dropped} more bytes of output dropped]\n"
     verdict = _frame(bytes(child.frame))
     if verdict is not None:
-        return Outcome(verdict, output, "", seconds, memory_mb)
-    if child.lost:
+        return Outcome(verdict, output, None, seconds, memory_mb)
+    status = child.status or 0
+    if child.lost is not None:
         why = child.lost
     elif child.killed_for_time:
-        why = f"did not finish within {timeout:g} s and was killed (an endless loop?)"
-    elif os.WIFSIGNALED(child.status or 0):
-        name = signal.Signals(os.WTERMSIG(child.status or 0)).name
-        why = f"was killed by {name}" + (
-            f" (out of memory? the limit is {memory_mb:g} MB)" if name == "SIGKILL" else ""
+        why = Message("no_verdict.overtime", seconds=timeout)
+    elif os.WIFSIGNALED(status):
+        name = signal.Signals(os.WTERMSIG(status)).name
+        memory = name == "SIGKILL"
+        why = (
+            Message("no_verdict.killed_memory", signal=name, limit=memory_mb)
+            if memory
+            else Message("no_verdict.killed", signal=name)
         )
     else:
-        status = child.status or 0
-        why = f"exited with status {os.WEXITSTATUS(status)} before sending its verdict (os._exit or sys.exit?)"
+        why = Message("no_verdict.exited", status=os.WEXITSTATUS(status))
     return Outcome(None, output, why, seconds, memory_mb)
 
 

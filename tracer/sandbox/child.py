@@ -24,6 +24,8 @@ import sys
 import traceback
 from typing import Any
 
+from tracer.message import Message
+
 ANSWER_FD = 3
 
 PR_GET_DUMPABLE, PR_SET_DUMPABLE = 3, 4
@@ -54,13 +56,10 @@ def run_task(task: dict[str, Any], answer: int, output: int, workdir: str) -> No
             resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
         data = json.dumps(run(**task.get("kwargs", {})), ensure_ascii=True).encode("ascii")
     except BaseException as e:  # even our own failure becomes an answer the parent can read
-        data = json.dumps(
-            {
-                "kind": "trouble",
-                "message": f"internal error in the checker's child: {type(e).__name__}: {e}",
-                "details": traceback.format_exc(),
-            }
-        ).encode("ascii")
+        said = Message("trouble.child_failed", error=f"{type(e).__name__}: {e}")
+        data = json.dumps({"kind": "trouble", "message": said.to_json(), "details": traceback.format_exc()}).encode(
+            "ascii"
+        )
         code = 3
     try:
         frame = struct.pack(">Q", len(data)) + data

@@ -30,6 +30,7 @@ from tracer.compare.check.lessons import Spec
 from tracer.compare.check.sizing import sized, wrapped
 from tracer.compare.check.student import StudentError, _failure, _shape, name_of
 from tracer.errors import InputError
+from tracer.message import Message
 
 ALIASES: dict[str, tuple[str, ...]] = {
     "d_in": ("d_in", "in_dim", "input_dim", "dim_in", "in_features", "d_input"),
@@ -152,7 +153,7 @@ def called(obj: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> str:
 def build(obj: Any, values: dict[str, Any], order: Sequence[str], seed: int) -> tuple[torch.nn.Module, str]:
     """``obj`` called with the lesson's sizes under ``torch.manual_seed(seed)``, and how it was called."""
     if not callable(obj):
-        raise InputError(f"{name_of(obj)} is not a module class or a function that returns a module")
+        raise InputError(Message("trouble.not_factory", name=name_of(obj)))
     args, kwargs = plan(obj, values, order)
     if args and (why := misplaced(obj, order)):
         raise InputError(why)
@@ -160,7 +161,8 @@ def build(obj: Any, values: dict[str, Any], order: Sequence[str], seed: int) -> 
         try:
             inspect.signature(obj).bind(*args)
         except TypeError as e:
-            raise InputError(f"{name_of(obj)} does not take the lesson's arguments {_shape(order)}: {e}") from None
+            said = Message("trouble.bad_arguments", name=name_of(obj), params=_shape(order), error=str(e))
+            raise InputError(said) from None
         except ValueError:
             pass
     how = called(obj, args, kwargs)
@@ -173,9 +175,10 @@ def build(obj: Any, values: dict[str, Any], order: Sequence[str], seed: int) -> 
         except BaseException as e:  # SystemExit too: the student's code, not ours
             import traceback
 
-            raise StudentError(f"{how} raised {_failure(e)}", traceback.format_exc(), _failure(e)) from None
+            crash = _failure(e)
+            raise StudentError(Message("trouble.raised", who=how, error=crash), traceback.format_exc(), crash) from None
     if not isinstance(module, torch.nn.Module):
-        raise InputError(f"{how} returned {type(module).__name__}, not a torch.nn.Module")
+        raise InputError(Message("trouble.built_not_module", call=how, type=type(module).__name__))
     return module, how
 
 

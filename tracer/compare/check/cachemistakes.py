@@ -85,69 +85,16 @@ def _values_not_stored(v: np.ndarray, prompt: int) -> np.ndarray:
 STORED: tuple[tuple[str, Stored], ...] = (("kv_values_not_stored", _values_not_stored),)
 """The mistakes in what the cache holds rather than in which keys a query sees (tried after :data:`HYPOTHESES`)."""
 
-MISTAKES: tuple[tuple[str, str, str], ...] = (
-    (
-        "kv_mask_not_offset",
-        "The new tokens are masked as if they stood at the start of the text: the mask's rows are taken from row 0 "
-        "(mask[:n, :n_cached + n]), or the position is never advanced, so the token at position {pos} sees only "
-        "keys 1 to {seen} of {cached}; slice mask[pos:pos + n, :pos + n] with pos the number of tokens already cached.",
-        "新词元被当成位于文本开头来加掩码：掩码的行是从第 0 行取的（mask[:n, :n_cached + n]），或者位置从未前移，"
-        "所以位于第 {pos} 个位置的词元只看到 {cached} 个键中的第 1 到 {seen} 个；应当切 mask[pos:pos + n, :pos + n]，"
-        "其中 pos 是已经缓存的词元个数。",
-    ),
-    (
-        "kv_mask_square",
-        "The mask is sliced mask[:n, :n] for the n new tokens, as if they were the whole text: over one new token it "
-        "changes nothing, but with a cache the scores of a call are n × (cached + n), and a call of {n} tokens after "
-        "{cached} cached ones fails ({error}); slice mask[pos:pos + n, :pos + n].",
-        "掩码按 n 个新词元切成了 mask[:n, :n]，好像它们就是整段文本：只有一个新词元时它什么也不改变，"
-        "但有缓存时一次调用的注意力分数是 n × (已缓存数 + n)，"
-        "在已缓存 {cached} 个词元之后一次送入 {n} 个词元就会出错（{error}）；"
-        "应当切 mask[pos:pos + n, :pos + n]。",
-    ),
-    (
-        "kv_offset_per_call",
-        "The position advances by one per call instead of by the number of tokens the call brings: after a prompt of "
-        "{prompt} tokens the next token is masked as if it stood at position {pos}, so it sees keys 1 to {seen} of "
-        "{cached}; advance the position by x.shape[1].",
-        "位置每调用一次只前移 1，而不是前移这次调用送入的词元个数：在 {prompt} 个词元的提示词之后，"
-        "下一个词元被当成位于第 {pos} 个位置来加掩码，所以只看到 {cached} 个键中的第 1 到 {seen} 个；"
-        "位置应当前移 x.shape[1]。",
-    ),
-    (
-        "kv_attend_before_append",
-        "The new token attends before its key and value are appended: its query sees the previous calls' keys only, "
-        "not its own, so token {pos} weighs keys 1 to {seen}; append to the cache first, then attend.",
-        "新词元在它的键和值向量追加进缓存之前就计算了注意力：它的查询只看到之前几次调用的键，看不到它自己的，"
-        "所以第 {pos} 个词元只对第 1 到 {seen} 个键加权；应当先追加到缓存，再计算注意力。",
-    ),
-    (
-        "kv_cache_not_kept",
-        "The cache is not kept between calls: each call attends only to the tokens it brings, so token {pos} alone in "
-        "its call sees only itself; keep the keys and values of every call and concatenate the new ones to them.",
-        "缓存没有在调用之间保留下来：每次调用只对它自己送入的词元计算注意力，"
-        "所以单独送入的第 {pos} 个词元只看到它自己；应当保留每次调用的键和值向量，并把新的拼接到后面。",
-    ),
-    (
-        "kv_values_not_stored",
-        "The new tokens' keys are written to the cache but their values are not: after the prompt of {prompt} "
-        "tokens the value slots stay as they were allocated (zeros), so token {pos} weighs zero vectors for every "
-        "generated token; write the values at the same positions as the keys.",
-        "新词元的键写进了缓存，值向量却没有写进去：在 {prompt} 个词元的提示词之后，"
-        "值向量的槽位保持分配时的样子（全是零），所以第 {pos} 个词元对每个生成的词元加权的都是零向量；"
-        "应当把值向量写到与键相同的位置。",
-    ),
-    (
-        "kv_appended_twice",
-        "The new keys and values are appended to the cache twice (once to attend, once more when the cache is stored "
-        "or returned): from the second call on every earlier token is weighed twice, so token {pos} spreads its "
-        "weights over {count} keys instead of {pos}; concatenate each call's keys and values once.",
-        "新的键和值向量被追加进缓存两次（一次用于计算注意力，保存或返回缓存时又追加了一次）："
-        "从第二次调用起，之前的每个词元都被加权两次，所以第 {pos} 个词元把权重分给了 {count} 个键，而不是 {pos} 个；"
-        "每次调用的键和值向量只应拼接一次。",
-    ),
+MISTAKES: tuple[str, ...] = (
+    "kv_mask_not_offset",
+    "kv_mask_square",
+    "kv_offset_per_call",
+    "kv_attend_before_append",
+    "kv_cache_not_kept",
+    "kv_values_not_stored",
+    "kv_appended_twice",
 )
-"""Every mistake's code and sentences (``{…}`` filled from the hit's details): the catalogue's ``KVCACHE`` entries."""
+"""Every mistake's code (its sentence is the message ``diagnosis.<code>``): the catalogue's ``KVCACHE`` entries."""
 
 
 def predict(

@@ -8,7 +8,7 @@ involved, and the details its sentence needs).
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -18,6 +18,7 @@ from tracer.compare.check.lessons import Spec
 from tracer.compare.check.model import Role, Seen
 from tracer.compare.check.student import StudentError
 from tracer.core.trace import Trace
+from tracer.message import Arg
 
 
 @dataclass(frozen=True)
@@ -26,7 +27,7 @@ class Hit:
 
     seen: Seen | None
     steps: tuple[str, ...]
-    detail: dict[str, str] = field(default_factory=dict)
+    detail: Mapping[str, Arg] = field(default_factory=dict)  # the arguments of its sentence
     code: str = ""
     where: str = ""
 
@@ -85,7 +86,7 @@ class Context:
         tries: Sequence[np.ndarray],
         axes: Sequence[str],
         steps: tuple[str, ...],
-        detail: dict[str, str] | None = None,
+        detail: Mapping[str, Arg] | None = None,
         only: Sequence[Seen] | None = None,
     ) -> Hit | None:
         """A hit for the first prediction in ``tries`` that a student tensor holds."""

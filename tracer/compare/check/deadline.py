@@ -19,6 +19,7 @@ from contextlib import contextmanager
 from types import FrameType
 
 from tracer.errors import InputError
+from tracer.message import Arg, Message
 
 SECONDS = 60.0
 """The default limit for loading, building and running the student's code (a lesson-sized check takes ~1 s)."""
@@ -29,7 +30,7 @@ class Overtime(BaseException):
 
 
 @contextmanager
-def limit(seconds: float | None, what: str) -> Iterator[None]:
+def limit(seconds: float | None, what: Arg) -> Iterator[None]:
     """Run the body with at most ``seconds`` of wall time (None or 0: no limit); ``what`` names it in the error."""
     usable = hasattr(signal, "setitimer") and threading.current_thread() is threading.main_thread()
     if not seconds or not usable:
@@ -45,7 +46,7 @@ def limit(seconds: float | None, what: str) -> Iterator[None]:
     try:
         yield
     except Overtime:
-        raise InputError(f"{what} did not finish within {seconds:g} s (an endless loop?)") from None
+        raise InputError(Message("trouble.overtime", what=what, seconds=seconds)) from None
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, old)

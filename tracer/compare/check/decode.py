@@ -11,6 +11,7 @@ naming it.
 from __future__ import annotations
 
 import base64
+import json
 import math
 from typing import Any
 
@@ -35,6 +36,10 @@ from tracer.compare.check.evidence import (
 from tracer.compare.check.model import Role, Seen
 from tracer.core.trace import Trace
 from tracer.errors import TracerError
+from tracer.message import Message
+
+SENT = ("trouble.", "resize.", "how.", "word.")
+"""The families of messages a child may send: what went wrong, a second build, how a weight was read."""
 
 
 def decode(doc: Any) -> Evidence:
@@ -83,6 +88,19 @@ def _text(v: Any, what: str, most: int = MAX_TEXT) -> str:
     if len(v) > most:
         raise Malformed(f"{what} is {len(v)} characters long (at most {most})")
     return v
+
+
+def _message(v: Any, what: str) -> Message:
+    """A message the child sent (:meth:`Message.from_json`), of a family it may send and no longer than a text."""
+    try:
+        said = Message.from_json(v)
+    except ValueError as e:
+        raise Malformed(f"{what} is not a message: {str(e)[:100]}") from None
+    if not said.key.startswith(SENT):
+        raise Malformed(f"{what} is a message the check does not send ({said.key[:40]!r})")
+    if len(json.dumps(v)) > MAX_TEXT:
+        raise Malformed(f"{what} is longer than {MAX_TEXT} characters")
+    return said
 
 
 def _bool(v: Any, what: str) -> bool:
@@ -140,26 +158,28 @@ def _roles(v: Any, budget: list[int]) -> dict[str, Role]:
         if role not in ROLES or role in out:
             raise Malformed(f"roles[{n}] is {role[:40]!r}: not a role of the check, or a second one")
         value = _arr(d.get("value"), budget, role, finite=True)
-        out[role] = Role(role, _text(d.get("param"), "param"), _text(d.get("how"), "how"), value)
+        out[role] = Role(role, _text(d.get("param"), "param"), _message(d.get("how"), "how"), value)
     return out
 
 
 def _failure(v: Any) -> Failure:
     d = _dict(v, "short_error")
     details = _text(d.get("details"), "details", MAX_DETAILS)
-    return Failure(_text(d.get("message"), "message"), details, _text(d.get("cause"), "cause"))
+    return Failure(_message(d.get("message"), "message"), details, _text(d.get("cause"), "cause"))
 
 
 def _other_of(v: Any, budget: list[int]) -> Other:
     d = _dict(v, "other")
-    results: dict[str, np.ndarray | str] = {}
+    results: dict[str, np.ndarray | Message] = {}
     for mode, r in _dict(d.get("results"), "other's results").items():
         if mode not in MODES:
             raise Malformed(f"other's results name a mode {str(mode)[:20]!r}")
-        results[mode] = _text(r, mode) if isinstance(r, str) else _arr(r, budget, f"other's {mode} result")
+        said = isinstance(r, dict) and "key" in r
+        results[mode] = _message(r, mode) if said else _arr(r, budget, f"other's {mode} result")
+    problem = None if d.get("problem") is None else _message(d.get("problem"), "problem")
     tried = _int(d.get("tried", 0), "other's sizes")
-    first = _text(d.get("first", ""), "other's first failure")
-    return Other(_text(d.get("problem"), "problem"), _roles(d.get("roles"), budget), results, tried, first)
+    first = None if d.get("first") is None else _message(d.get("first"), "other's first failure")
+    return Other(problem, _roles(d.get("roles"), budget), results, tried, first)
 
 
 def _structural(v: Any) -> tuple[str, dict[str, str]]:

@@ -1,23 +1,31 @@
-"""One entry of the diagnosis catalogue: a mistake's code, the stages where it shows, its sentences and its test."""
+"""One entry of the diagnosis catalogue: a mistake's code, the stages where it shows, and its test.
+
+Its sentence is the message ``diagnosis.<code>`` of the message tables
+(``templates/locale/messages.<lang>.toml``), filled from the hit's details.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from tracer.compare.check.context import Context, Hit
+from tracer.message import Arg, Message
 
 
 @dataclass(frozen=True)
 class Entry:
-    """One mistake: its code, the stages where it shows first, its sentences, and its test."""
+    """One mistake: its code, the stages where it shows first, and its test."""
 
     code: str
     stages: tuple[str, ...]
-    en: str
-    zh: str
     test: Callable[[Context], Hit | None]
 
-    def sentence(self, lang: str, detail: dict[str, str]) -> str:
-        """The explanation in ``lang``, with the hit's details filled in."""
-        return (self.zh if lang == "zh" else self.en).format(**detail)
+    @property
+    def key(self) -> str:
+        """The key of its sentence in the message tables."""
+        return f"diagnosis.{self.code}"
+
+    def said(self, detail: Mapping[str, Arg]) -> Message:
+        """The explanation as a message, with the hit's details as its arguments."""
+        return Message(self.key, **detail)

@@ -32,6 +32,7 @@ import numpy as np
 from tracer.compare.check.model import Role, Seen
 from tracer.core.trace import Trace
 from tracer.errors import TracerError
+from tracer.message import Message
 
 MAX_DIMS = 6
 MAX_SIDE = 4096
@@ -63,7 +64,7 @@ class Malformed(TracerError):
 class Failure:
     """A crash of the student's code in one run: the one line, the traceback, the exception alone."""
 
-    message: str
+    message: Message
     details: str = ""
     cause: str = ""
 
@@ -72,15 +73,15 @@ class Failure:
 class Other:
     """The second build, at other sizes: what went wrong building it, or its weights and results per mode.
 
-    ``results[mode]`` is an array, or a string saying what the call did
+    ``results[mode]`` is an array, or a message saying what the call did
     instead (``raised ValueError: …``, ``returned tuple``).
     """
 
-    problem: str = ""
+    problem: Message | None = None
     roles: dict[str, Role] = field(default_factory=dict)
-    results: dict[str, np.ndarray | str] = field(default_factory=dict)
+    results: dict[str, np.ndarray | Message] = field(default_factory=dict)
     tried: int = 0  # which of the build's sizes these are (:func:`.resize.alternatives`)
-    first: str = ""  # at the fallback sizes: what went wrong at the first ones
+    first: Message | None = None  # at the fallback sizes: what went wrong at the first ones
 
 
 @dataclass
@@ -133,7 +134,7 @@ def encode(ev: Evidence) -> dict[str, Any]:
         "captured": _trace_text(ev.captured) if ev.captured is not None else None,
         "train": None if ev.train is None else [_seen(s) for s in ev.train],
         "short": None if ev.short is None else [_seen(s) for s in ev.short],
-        "short_error": None if ev.short_error is None else vars(ev.short_error),
+        "short_error": None if ev.short_error is None else _failure(ev.short_error),
         "other": None if ev.other is None else [_other(o) for o in ev.other],
         "structural": None if ev.structural is None else [ev.structural[0], ev.structural[1]],
         "given": dict(ev.given),
@@ -177,15 +178,19 @@ def _seen(s: Seen) -> dict[str, Any]:
 
 
 def _role(r: Role) -> dict[str, Any]:
-    return {"role": r.role, "param": r.param, "how": r.how, "value": pack(r.value)}
+    return {"role": r.role, "param": r.param, "how": r.how.to_json(), "value": pack(r.value)}
+
+
+def _failure(f: Failure) -> dict[str, Any]:
+    return {"message": f.message.to_json(), "details": f.details, "cause": f.cause}
 
 
 def _other(o: Other) -> dict[str, Any]:
-    results = {m: v if isinstance(v, str) else pack(v) for m, v in o.results.items()}
+    results = {m: v.to_json() if isinstance(v, Message) else pack(v) for m, v in o.results.items()}
     return {
-        "problem": o.problem,
+        "problem": None if o.problem is None else o.problem.to_json(),
         "roles": [_role(r) for r in o.roles.values()],
         "results": results,
         "tried": o.tried,
-        "first": o.first,
+        "first": None if o.first is None else o.first.to_json(),
     }

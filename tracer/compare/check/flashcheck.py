@@ -41,6 +41,7 @@ from tracer.compare.check.result import CheckResult
 from tracer.compare.check.student import StudentError, _failure, _one_line, name_of, returned
 from tracer.core.trace import Step, Trace
 from tracer.errors import InputError
+from tracer.message import Message
 from tracer.record.inputs import tutorial
 
 BLOCK = 2
@@ -65,7 +66,7 @@ SIZES = {"eval": (6, BLOCK), "block": (6, lessons.SPECS["flash"].block), "short"
 def collect(obj: Any) -> Evidence:
     """The student's half: call ``obj`` at the three sizes and keep its results (run in the child)."""
     if not callable(obj) or isinstance(obj, type):
-        raise InputError(f"lesson flash checks a function flash_attention(q, k, v, block_size), not {obj!r}")
+        raise InputError(Message("trouble.flash_wants_function", obj=repr(obj)))
     trace = reference()
     q, k, v = (torch.from_numpy(np.array(trace.tensor(n))) for n in ("q", "k", "v"))
     seen = []
@@ -134,11 +135,11 @@ def called(fn: Any, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, b: int) -
         except (KeyboardInterrupt, InputError):
             raise
         except BaseException as e:  # SystemExit too: the student's code, not ours
-            args = f"T = {q.shape[0]}, block_size = {b}"
-            raise StudentError(f"{name} raised {_failure(e)} ({args})", traceback.format_exc(), _one_line(e)) from None
+            said = Message("trouble.raised_sizes", who=name, error=_failure(e), tokens=q.shape[0], block=b)
+            raise StudentError(said, traceback.format_exc(), _one_line(e)) from None
     out = returned(out)  # (O, L): the output and its logsumexp
     if not isinstance(out, torch.Tensor) or not out.is_floating_point():
-        raise InputError(f"{name} returned {type(out).__name__}, not a tensor of floating-point values")
+        raise InputError(Message("trouble.not_float_tensor", who=name, type=type(out).__name__))
     a = out.detach().to(torch.float64).cpu().numpy()
     while a.ndim > 2 and a.shape[0] == 1:  # an unsqueezed batch of one
         a = a[0]

@@ -59,6 +59,7 @@ import torch
 from tracer.compare.check.lessons import Spec
 from tracer.compare.check.rotations import BASE
 from tracer.errors import InputError
+from tracer.message import Message
 
 ROTARY_LESSONS = ("rope",)
 """The lessons whose forward may be handed its rotary tables."""
@@ -148,10 +149,10 @@ def kinds(module: Any, spec: Spec, optional: tuple[str, ...] = ()) -> dict[str, 
             known = ", ".join(
                 ns[0] for k, ns in TABLE.items() if ns and (k not in ROTARY or spec.name in ROTARY_LESSONS)
             )
-            raise InputError(
-                f"{_name(module)}.forward requires {p.name}, which the check cannot pass: lesson {spec.name} calls "
-                f"forward(x) and passes only the parameters named {known}…"
+            said = Message(
+                "trouble.forward_requires", module=_name(module), param=p.name, lesson=spec.name, known=known
             )
+            raise InputError(said)
         out[p.name] = kind
     return out
 

@@ -26,6 +26,7 @@ from tracer.compare.check import build, forwardargs, lessons, maskforms, referen
 from tracer.compare.check.evidence import Evidence, Failure
 from tracer.compare.check.model import Seen
 from tracer.compare.check.student import name_of
+from tracer.message import Message
 
 
 def gather(obj: Any, spec: lessons.Spec) -> Evidence:
@@ -63,7 +64,7 @@ def gather(obj: Any, spec: lessons.Spec) -> Evidence:
         from tracer.errors import InputError
 
         if not callable(obj) or isinstance(obj, type):
-            raise InputError(f"lesson simple checks a function f(inputs) -> context vectors, not {obj!r}")
+            raise InputError(Message("trouble.simple_wants_function", obj=repr(obj)))
         module, fn, given, form = None, obj, None, forwardargs.LESSON
     x = reference.inputs(spec)
     main = student.run(fn, x, spec.seed, given)
@@ -81,7 +82,7 @@ def gather(obj: Any, spec: lessons.Spec) -> Evidence:
     if spec.short:
         short = student.call(module, x[..., : spec.short, :], spec.seed, given)
         crash = short.error
-        ev.short_error = Failure(str(crash), crash.details, crash.cause) if crash is not None else None
+        ev.short_error = Failure(crash.message, crash.details, crash.cause) if crash is not None else None
         ev.short = [_output(short.output)] if crash is None else []
     if spec.name in resize.MODELLED:
         ev.other = resize.gather(_builder(obj, spec), spec, form)

@@ -41,8 +41,9 @@ from tracer.compare.check import align, build, cachemistakes, deadline, lessons,
 from tracer.compare.check.evidence import Evidence, Failure, Malformed
 from tracer.compare.check.model import Divergence, Match, Quantity, Seen, StageResult
 from tracer.compare.check.result import CheckResult
-from tracer.compare.check.student import StudentError, _failure, _one_line, name_of, returned
+from tracer.compare.check.student import StudentError, name_of, raised, returned
 from tracer.core.trace import Step
+from tracer.message import Message
 
 CALLS = lessons.CALLS
 CACHE_NAMES = ("cache", "kv_cache", "kvcache", "past", "past_kv", "past_key_value", "past_key_values", "layer_past")
@@ -130,14 +131,14 @@ def generate(
                 out = _guard(module, x_new, {**given, **_where(at, a, b, x_new.shape[0])})
                 if kind == "passed":
                     if not isinstance(out, tuple) or len(out) != 2:
-                        raise StudentError(f"forward(x, {param}) returned {type(out).__name__}, not (context, cache)")
+                        raise StudentError(Message("trouble.cache_not_pair", param=param, type=type(out).__name__))
                     out, cache = out
             except StudentError as e:
                 calls.append(Call(None, e))
                 break
             out = returned(out)  # (context, weights) or (context, cache) kept as well
             if not isinstance(out, torch.Tensor) or not out.is_floating_point():
-                raise StudentError(f"the call on tokens {a}-{b} returned {type(out).__name__}, not a float tensor")
+                raise StudentError(Message("trouble.call_not_float", a=a, b=b, type=type(out).__name__))
             calls.append(Call(out.detach().to(torch.float64).cpu().numpy().copy()))
     return calls
 
@@ -149,10 +150,8 @@ def _guard(fn: Any, x: torch.Tensor | None = None, kwargs: dict[str, Any] | None
     except (KeyboardInterrupt, deadline.Overtime):
         raise
     except BaseException as e:  # SystemExit too: the student's code, not ours
-        import traceback
-
-        what = "the reset" if x is None else f"the call on {x.shape[1]} new tokens"
-        raise StudentError(f"{what} raised {_failure(e)}", traceback.format_exc(), _one_line(e)) from None
+        what = Message("trouble.the_reset") if x is None else Message("trouble.call_new_tokens", n=x.shape[1])
+        raise raised(what, e) from None
 
 
 def rows(out: np.ndarray, n: int, d: int) -> np.ndarray | None:
@@ -180,7 +179,7 @@ def collect(obj: Any, spec: lessons.Spec) -> Evidence:
     for n, call in enumerate(calls, start=1):
         if call.error is not None:
             ev.seen.append(Seen(f"call{n}", "raised", np.zeros(0), ""))
-            ev.short_error = Failure(str(call.error), call.error.details, call.error.cause)
+            ev.short_error = Failure(call.error.message, call.error.details, call.error.cause)
         else:
             assert call.out is not None
             ev.seen.append(Seen(f"call{n}", "return", call.out, ""))
@@ -207,7 +206,7 @@ def judge(ev: Evidence, spec: lessons.Spec, label: str) -> CheckResult:
         if seen is None:
             break
         if seen.op == "raised":
-            crash = ev.short_error or Failure("the call raised")
+            crash = ev.short_error or Failure(Message("trouble.check_failed"))
             calls.append(Call(None, StudentError(crash.message, crash.details, crash.cause)))
             break
         calls.append(Call(np.asarray(seen.value, dtype=np.float64)))

@@ -14,6 +14,10 @@ import numpy as np
 
 from tracer.compare.check import variants as V
 from tracer.compare.check.context import Context, Hit
+from tracer.message import Message
+
+WORD = {"values": Message("word.values"), "keys": Message("word.keys")}
+"""What is tiled the wrong way, as the sentence names it."""
 
 
 def tiled(groups: np.ndarray, heads: int) -> np.ndarray:
@@ -59,6 +63,5 @@ def orders_mixed(c: Context) -> Hit | None:
         z = _attend(c, keys, values)[-1]
         hit = c.first([z], c.ref("z")[1], (c.step("kh"), c.step("vh"), c.step("z")))
         if hit is not None:
-            zh = {"values": "值向量", "keys": "键"}[wrong]
-            return Hit(hit.seen, hit.steps, {"wrong_en": wrong, "wrong_zh": zh})
+            return Hit(hit.seen, hit.steps, {"wrong": WORD[wrong]})
     return None

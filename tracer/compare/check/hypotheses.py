@@ -17,6 +17,7 @@ import numpy as np
 from tracer.compare.check import align, wrapper
 from tracer.compare.check import variants as V
 from tracer.compare.check.context import Context, Hit
+from tracer.message import Message
 
 
 def bias(c: Context) -> Hit | None:
@@ -153,7 +154,7 @@ def mask_missing(c: Context) -> Hit | None:
     """No mask at all, or (several heads) no mask in some of the heads: their weights are the plain softmax."""
     whole = _masked_from(c, None)
     if whole is not None or c.spec.heads < 2 or not c.causal:
-        return None if whole is None else Hit(whole.seen, whole.steps, {"where_en": "", "where_zh": ""})
+        return None if whole is None else Hit(whole.seen, whole.steps, {"where": Message("word.nowhere")})
     omega, axes = c.ref("omega")
     h = axes.index("h")
     masked = V.softmax(V.fill(omega, axes, -np.inf) / c.sqrt_dk, -1)
@@ -164,7 +165,7 @@ def mask_missing(c: Context) -> Hit | None:
             hit = c.first([np.where(pick, plain, masked)], axes, (c.step("masked"), c.step("alpha")))
             if hit is not None:
                 heads = ", ".join(str(n + 1) for n in some)
-                return Hit(hit.seen, hit.steps, {"where_en": f" in head {heads}", "where_zh": f"（第 {heads} 个头）"})
+                return Hit(hit.seen, hit.steps, {"where": Message("word.in_heads", heads=heads)})
     return None
 
 

@@ -12,6 +12,8 @@ from typing import Any
 
 import numpy as np
 
+from tracer.message import Message
+
 STAGES = ("projections", "heads", "scores", "scaling", "mask", "weights", "dropout", "context", "merge", "output")
 """Check stages in the order a lesson computes them (a lesson uses some of them)."""
 
@@ -83,30 +85,8 @@ class Role:
 
     role: str  # W_query, W_key, W_value, W_out, b_out, b_query, b_key, b_value
     param: str  # the student's parameter name, e.g. "W_query.weight" or "qkv.weight[0:2]"
-    how: str  # "nn.Linear weight, read as weight.T", "nn.Parameter, read as is", ...
+    how: Message  # how it is read: Message("how.linear") says "nn.Linear weight, read as weight.T"
     value: np.ndarray = field(repr=False, compare=False, default_factory=lambda: np.zeros(0))
-
-
-HOW_ZH = {
-    "nn.Linear weight, read as weight.T": "nn.Linear 的权重，按 weight.T 读取",
-    "nn.Parameter, read as x @ W": "nn.Parameter，按 x @ W 读取",
-    "nn.Parameter, read as x @ W.T": "nn.Parameter，按 x @ W.T 读取",
-    "nn.Linear bias": "nn.Linear 的偏置",
-    "fused projection cut in three (query, key, value)": "融合投影，切成三份（查询、键、值）",
-}
-"""How each kind of parameter is read (:attr:`Role.how`), in Chinese."""
-
-
-def how_in(how: str, lang: str) -> str:
-    """:attr:`Role.how` in ``lang`` (``one per head, stacked; …`` and ``shape (…)`` included)."""
-    if lang != "zh":
-        return how
-    stacked = "one per head, stacked; "
-    if how.startswith(stacked):
-        return "每个头一个，按头堆叠；" + how_in(how[len(stacked) :], lang)
-    if how.startswith("shape "):
-        return "形状 " + how[len("shape ") :]
-    return HOW_ZH.get(how, how)
 
 
 @dataclass

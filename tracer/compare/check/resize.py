@@ -11,12 +11,12 @@ lesson computed in float64 from that module's own weights
 (:mod:`.resizeref`).  Lesson ``kvcache``'s module is driven through a longer
 generation, call by call, as :mod:`.generation` drives it; lesson
 ``flash``'s function is called with another block size, head width and
-sequence length.  The answer is a sentence saying what went wrong, or None.
+sequence length.  The answer is a message saying what went wrong (keys
+``resize.*`` of the message tables), or None.
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 from typing import Any
 
@@ -39,6 +39,7 @@ from tracer.compare.check.forwardargs import LESSON, Mask
 from tracer.compare.check.lessons import Spec
 from tracer.compare.check.model import Role
 from tracer.errors import InputError
+from tracer.message import Message
 
 CONTEXT = 9
 TOKENS = 7
@@ -66,7 +67,9 @@ Lesson ``kvcache`` generates :data:`CALLS` with ``d_out + 1``; lesson
 ``dropout = 0`` both must give the lesson's result), the others in eval mode.
 """
 
-NO_TENSOR = "it returned no tensor of floating-point values"
+NO_TENSOR = Message("resize.no_tensor")
+MODE = {"eval": Message("resize.eval"), "train": Message("resize.train")}
+"""A mode's name in ``in eval mode it …``."""
 
 TRAINED = ("trainable", "causal", "multihead", "rope")
 """The lessons whose second build is also called in training mode."""
@@ -129,60 +132,28 @@ def _widths(spec: Spec, d_out: int) -> dict[str, int]:
     return {"d_in": d_out if spec.d_in == spec.d_out else spec.d_in + 1, "d_out": d_out}
 
 
-def describe(spec: Spec, got: dict[str, Any]) -> str:
+def describe(spec: Spec, got: dict[str, Any]) -> Message:
     """``d_in=4, d_out=3, context_length=9, dropout=0.0, 7 tokens`` (only the lesson's own arguments)."""
     if spec.name == "flash":
-        return f"d={got['d']}, block_size={got['block_size']}, {got['tokens']} tokens"
+        return Message("resize.sizes", names=f"d={got['d']}, block_size={got['block_size']}", tokens=got["tokens"])
     names = ("d_in", "d_out", "context_length", "dropout", "num_heads", "num_kv_groups", "window_size")
-    said = ", ".join(f"{n}={got[n]}" for n in names if n in spec.signature) + f", {got['tokens']} tokens"
-    return said + (f" in {len(CALLS)} calls" if spec.name == "kvcache" else "")
+    said = ", ".join(f"{n}={got[n]}" for n in names if n in spec.signature)
+    if spec.name == "kvcache":
+        return Message("resize.sizes_calls", names=said, tokens=got["tokens"], calls=len(CALLS))
+    return Message("resize.sizes", names=said, tokens=got["tokens"])
 
 
-ZH = (
-    (r"^building it raised (.*)$", r"构建时抛出了 \1"),
-    (r"^it cannot be built \((.*)\)$", r"无法构建（\1）"),
-    (r"^its weights do not follow the sizes \((.*)\)$", r"它的权重没有随尺寸改变（\1）"),
-    (r"^in eval mode it (raised|returned) (.*)$", r"在评估模式下\1 \2"),
-    (r"^in train mode it (raised|returned) (.*)$", r"在训练模式下\1 \2"),
-    (r"^its result has shape (.*) instead of (.*)$", r"结果的形状是 \1，而不是 \2"),
-    (
-        r"^with dropout=0.0 in training mode its result still differs \(by up to (.*)\), as if its dropout rate "
-        r"were fixed$",
-        r"训练模式下 dropout=0.0 时结果仍然不同（最多相差 \1），就像它的 dropout 比率是写死的",
-    ),
-    (r"^its result differs from the lesson's by up to (.*)$", r"结果与课程的结果最多相差 \1"),
-    (r"^it returned no tensor of floating-point values$", r"它返回的不是浮点数张量"),
-    (r"^it raised (.*)$", r"它抛出了 \1"),
-    (r"^the call on tokens (\d+)-(\d+) raised (.*)$", r"对第 \1–\2 个词元的调用抛出了 \3"),
-    (r"^the reset raised (.*)$", r"清空缓存时抛出了 \1"),
-    (r"^its calls returned results that do not join along the tokens$", r"各次调用返回的结果无法沿词元轴拼接"),
-)
-"""What :func:`judge` says, in Chinese (the student's own exception text stays as it is)."""
-
-
-def chinese(sizes_said: str, detail: str) -> tuple[str, str]:
-    """:func:`judge`'s ``(sizes, what went wrong)`` in Chinese."""
-    for pattern, said in ZH:
-        if re.match(pattern, detail):
-            detail = re.sub(pattern, said, detail).replace("raised", "抛出了").replace("returned", "返回了")
-            break
-    sizes_said = re.sub(r", (\d+) tokens in (\d+) calls$", r"，\1 个词元，分 \2 次调用", sizes_said)
-    return re.sub(r", (\d+) tokens$", r"，\1 个词元", sizes_said), detail
-
-
-def differs(build: Callable[[dict[str, Any]], Any], spec: Spec) -> tuple[str, str] | None:
+def differs(build: Callable[[dict[str, Any]], Any], spec: Spec) -> tuple[Message, Message] | None:
     """``(sizes, what went wrong)`` when a module rebuilt at :func:`builds`' sizes does not compute the lesson."""
     return judge(spec, gather(build, spec))
 
 
 def hit(spec: Spec, others: list[Other]) -> Hit | None:
-    """``sizes_ignored`` with its sentence's details in English and Chinese when :func:`judge` finds a difference."""
+    """``sizes_ignored``, its details the sizes and what went wrong, when :func:`judge` finds a difference."""
     other = judge(spec, others)
     if other is None:
         return None
-    sizes_zh, detail_zh = chinese(*other)
-    said = {"sizes": other[0], "detail": other[1], "sizes_zh": sizes_zh, "detail_zh": detail_zh}
-    return Hit(None, (), said, "sizes_ignored")
+    return Hit(None, (), {"sizes": other[0], "detail": other[1]}, "sizes_ignored")
 
 
 def gather(build: Callable[[dict[str, Any]], Any], spec: Spec, mask: Mask = LESSON) -> list[Other]:
@@ -211,87 +182,95 @@ def _first_taken(
         other.tried = n
         if first is not None:
             other.first = _failure(spec, first)
-        if not _failure(spec, other):
+        if _failure(spec, other) is None:
             return other
         first = first or other
     assert first is not None
     return first
 
 
-def _failure(spec: Spec, other: Other) -> str:
-    """What went wrong building or calling the module at a second build's sizes ("": it was built and called)."""
-    if other.problem:
+def _failure(spec: Spec, other: Other) -> Message | None:
+    """What went wrong building or calling the module at a second build's sizes (None: it was built and called)."""
+    if other.problem is not None:
         return other.problem
     for mode in _modes(spec):
-        value = other.results.get(mode, "returned nothing")
-        if isinstance(value, str):
-            return value if spec.name in ("flash", "kvcache") else f"in {mode} mode it {value}"
-    return ""
+        value = other.results.get(mode, Message("resize.returned_nothing"))
+        if isinstance(value, Message):
+            if spec.name in ("flash", "kvcache"):
+                return value
+            return Message("resize.in_mode", mode=MODE[mode], what=value)
+    return None
 
 
 def _one(build: Callable[[dict[str, Any]], Any], spec: Spec, got: dict[str, Any], mask: Mask) -> Other:
     try:
         module = build(got)
     except student.StudentError as e:
-        return Other(f"building it raised {e.cause}")
+        return Other(Message("resize.building_raised", error=e.crash))
     except InputError as e:
-        return Other(f"it cannot be built ({e})")
+        return Other(Message("resize.cannot_build", problem=_said(e)))
     x = _inputs(spec, got)
     try:
         found = _roles(module, spec, got)
     except InputError as e:
-        return Other(f"its weights do not follow the sizes ({e})")
+        return Other(Message("resize.weights_unfit", problem=_said(e)))
     module.eval()
     if spec.name == "kvcache":
-        return Other("", found, {"eval": _generated(module, x)})
-    results: dict[str, np.ndarray | str] = {}
+        return Other(None, found, {"eval": _generated(module, x)})
+    results: dict[str, np.ndarray | Message] = {}
     try:
         given = forwardargs.bind(module, spec, got["d_out"], mask)[0]  # its further arguments, made at the new sizes
     except InputError as e:  # a factory that builds another forward at these sizes
-        return Other(f"it cannot be built ({e})")
+        return Other(Message("resize.cannot_build", problem=_said(e)))
     for mode in _modes(spec):
         module.train(mode == "train")
         run = student.call(module, x, SEED, given)
         out = student.returned(run.output)
         if run.error is not None:
-            results[mode] = f"raised {run.error.cause}"
+            results[mode] = Message("resize.raised", error=run.error.cause)
         elif not isinstance(out, torch.Tensor) or not out.is_floating_point():
-            results[mode] = f"returned {type(out).__name__}"
+            results[mode] = Message("resize.returned", type=type(out).__name__)
         else:
             results[mode] = out.detach().to(torch.float64).numpy().copy()
     module.eval()
-    return Other("", found, results)
+    return Other(None, found, results)
+
+
+def _said(e: InputError) -> Message | str:
+    """What an error of ours says, as a message when it carries one."""
+    return e.said or str(e)
 
 
 def gather_function(fn: Any) -> list[Other]:
     """Lesson flash's student half: ``fn`` called once more at :data:`FLASH` (one result, or what went wrong)."""
     q, k, v = _qkv()
-    value: np.ndarray | str
+    value: np.ndarray | Message
     try:
         value = flashcheck.called(fn, q, k, v, FLASH["block_size"])
     except student.StudentError as e:
-        value = f"it raised {e.cause}"
+        value = Message("resize.it_raised", error=e.cause)
     except InputError:
         value = NO_TENSOR
-    return [Other("", {}, {"eval": value})]
+    return [Other(None, {}, {"eval": value})]
 
 
-def _generated(module: torch.nn.Module, x: torch.Tensor) -> np.ndarray | str:
+def _generated(module: torch.nn.Module, x: torch.Tensor) -> np.ndarray | Message:
     """The context rows of every call of :data:`CALLS` joined along the tokens, or what went wrong."""
     try:
         calls = generation.generate(module, x, generation.convention(module), SEED, CALLS)
     except student.StudentError as e:  # the reset crashed, or a call returned no float tensor
-        return f"the reset raised {e.cause}" if str(e).startswith("the reset") else NO_TENSOR
+        reset = e.message.args.get("who") == Message("trouble.the_reset")
+        return Message("resize.reset_raised", error=e.cause) if reset else NO_TENSOR
     for (a, b), call in zip(CALLS, calls, strict=False):
         if call.error is not None:
-            return f"the call on tokens {a}-{b} raised {call.error.cause}"
+            return Message("resize.call_raised", a=a, b=b, error=call.error.cause)
     try:
         return np.concatenate([c.out for c in calls if c.out is not None], axis=-2)
     except ValueError:  # results of other widths or ranks than each other's
-        return "its calls returned results that do not join along the tokens"
+        return Message("resize.not_joined")
 
 
-def judge(spec: Spec, others: list[Other]) -> tuple[str, str] | None:
+def judge(spec: Spec, others: list[Other]) -> tuple[Message, Message] | None:
     """The judge's half: each second build's results against the lesson computed here from its weights."""
     sized = alternatives(spec)
     if len(others) != len(sized):
@@ -307,27 +286,24 @@ def judge(spec: Spec, others: list[Other]) -> tuple[str, str] | None:
     return None
 
 
-def _judged(spec: Spec, got: dict[str, Any], other: Other) -> str | None:
+def _judged(spec: Spec, got: dict[str, Any], other: Other) -> Message | None:
     failed = _failure(spec, other)
-    if failed:
+    if failed is not None:
         return failed
     try:
         want = _want(spec, got, other.roles)
     except (KeyError, ValueError, IndexError) as e:  # weights that do not fit the sizes asked for
-        return f"its weights do not follow the sizes ({type(e).__name__})"
+        return Message("resize.weights_unfit", problem=type(e).__name__)
     for mode in _modes(spec):
         value = other.results[mode]
-        assert not isinstance(value, str)  # a failure, said above
+        assert not isinstance(value, Message)  # a failure, said above
         if value.shape != want.shape:
-            return f"its result has shape {tuple(value.shape)} instead of {tuple(want.shape)}"
+            return Message("resize.shape", shape=str(tuple(value.shape)), want=str(tuple(want.shape)))
         if not align.close(value, want):
             err = align.error(value, want)
             if mode == "train":
-                return (
-                    f"with dropout=0.0 in training mode its result still differs (by up to {err:.3g}), "
-                    "as if its dropout rate were fixed"
-                )
-            return f"its result differs from the lesson's by up to {err:.3g}"
+                return Message("resize.fixed_dropout", err=float(err))
+            return Message("resize.differs", err=float(err))
     return None
 
 
@@ -362,5 +338,5 @@ def _roles(module: torch.nn.Module, spec: Spec, got: dict[str, Any]) -> dict[str
     if heads is not None:
         found = wrapper.assign(heads[0], heads[1], got["d_in"], got["d_out"])
         found.update(wrapper.out_proj(module, heads[0], found["W_query"].value.shape[-1] * heads_n))
-        return {"form": Role("form", "wrap", ""), **found}
+        return {"form": Role("form", "wrap", Message("how.none")), **found}
     return roles.assign(module, got["d_in"], got["d_out"], out_proj=spec.multi, grouped=spec.name == "gqa")

@@ -11,9 +11,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tracer.compare.check.context import Hit
-from tracer.compare.check.model import Divergence, Role, StageResult, how_in
+from tracer.compare.check.model import Divergence, Role, StageResult
 from tracer.core import hooks
 from tracer.core.trace import Trace
+from tracer.message import Message, render
 
 SCHEMA = "attn-trace-check"
 SCHEMA_VERSION = 1
@@ -81,13 +82,16 @@ class CheckResult:
         """The torch calls of the student's code that the capture recorded whole (opaque steps)."""
         return [str(op) for op in (self.student.meta.get("opaque") or [])] if self.student is not None else []
 
-    def sentence(self, lang: str = "en") -> str:
-        """The diagnosis as one sentence in ``lang`` (empty when there is none)."""
+    @property
+    def said(self) -> Message | None:
+        """The diagnosis as a message (its sentence's key and arguments), or None."""
         from tracer.compare.check.catalogue import BY_CODE
 
-        if self.hit is None:
-            return ""
-        return BY_CODE[self.hit.code].sentence(lang, self.hit.detail)
+        return None if self.hit is None else BY_CODE[self.hit.code].said(self.hit.detail)
+
+    def sentence(self, lang: str = "en") -> str:
+        """The diagnosis as one sentence in ``lang`` (empty when there is none)."""
+        return "" if self.said is None else render(self.said, lang)
 
     def explain(self, lang: str = "en", verbose: bool = False) -> str:
         """The verdict as text: 'matches at every stage', or the first divergence, its diagnosis and consequences."""
@@ -103,7 +107,7 @@ class CheckResult:
             "lesson": self.lesson,
             "name": self.name,
             "ok": self.ok,
-            "roles": [{"role": r.role, "param": r.param, "how": how_in(r.how, lang)} for r in self.roles],
+            "roles": [{"role": r.role, "param": r.param, "how": render(r.how, lang)} for r in self.roles],
             "stages": [
                 {
                     "quantity": s.quantity.key,

@@ -30,6 +30,16 @@ import torch
 
 from tracer.compare.check.model import Role
 from tracer.errors import InputError
+from tracer.message import Message
+
+LINEAR = Message("how.linear")
+"""An ``nn.Linear`` weight, read as ``weight.T`` (``x @ W.T``)."""
+PARAM = Message("how.param")
+"""An ``nn.Parameter`` read as it is, ``x @ W``."""
+BIAS_READ = Message("how.bias")
+"""An ``nn.Linear``'s bias."""
+WORD = {"W_query": Message("word.query"), "W_key": Message("word.key"), "W_value": Message("word.value")}
+"""A weight's role as a sentence names it (``the key weight``)."""
 
 QKV = ("W_query", "W_key", "W_value")
 BIAS = {"W_query": "b_query", "W_key": "b_key", "W_value": "b_value"}
@@ -85,9 +95,9 @@ def by_name(mats: list[Param], d_in: int, d_out: int, grouped: bool = False) -> 
             raise Structural("grouped_query", {"detail": detail})
     for r, p in found.items():
         if width[r] != d_out:
+            shape = str(tuple(p.value.shape))
             raise InputError(
-                f"{p.name} has shape {tuple(p.value.shape)}, but the {r.split('_')[1]} weight maps "
-                f"d_in={d_in} to d_out={d_out}"
+                Message("trouble.weight_shape", param=p.name, shape=shape, role=WORD[r], d_in=d_in, d_out=d_out)
             )
     return found
 
@@ -156,24 +166,21 @@ def assign(module: torch.nn.Module, d_in: int, d_out: int, out_proj: bool, group
                 roles[r] = _weight(r, p, d_in, d_out)
             if len(wide) > 3:
                 extra = ", ".join(p.name for p in wide[3:])
-                raise InputError(
-                    f"cannot tell which weights are query, key and value: {len(wide)} matrices map d_in={d_in} "
-                    f"to d_out={d_out} ({', '.join(p.name for p in wide)}); name them W_query, W_key, W_value "
-                    f"(extra: {extra})"
+                names = ", ".join(p.name for p in wide)
+                said = Message(
+                    "trouble.qkv_ambiguous", count=len(wide), d_in=d_in, d_out=d_out, names=names, extra=extra
                 )
+                raise InputError(said)
         else:
             latent(mats, d_in, d_out)
-            found = ", ".join(f"{p.name} {tuple(p.value.shape)}" for p in ps) or "no parameters"
-            raise InputError(
-                f"cannot find query, key and value weights ({d_in} -> {d_out} each, or one fused "
-                f"{d_in} -> {3 * d_out}) among the module's parameters: {found}"
-            )
+            found = ", ".join(f"{p.name} {tuple(p.value.shape)}" for p in ps) or Message("trouble.no_parameters")
+            raise InputError(Message("trouble.qkv_missing", d_in=d_in, d_out=d_out, fused=3 * d_out, found=found))
     for r in QKV:
         src = _source(ps, roles[r])
         if src is not None and src.linear:
             bias = byname.get(src.name.rsplit(".", 1)[0] + ".bias")
             if bias is not None and "[" not in roles[r].param:
-                roles[BIAS[r]] = Role(BIAS[r], bias.name, "nn.Linear bias", bias.value)
+                roles[BIAS[r]] = Role(BIAS[r], bias.name, BIAS_READ, bias.value)
     if out_proj:
         out = _out_proj(ps, roles, d_out)
         roles.update(out)
@@ -209,12 +216,13 @@ def _fits(p: Param, d_in: int, d_out: int) -> bool:
 def _weight(role: str, p: Param, d_in: int, d_out: int) -> Role:
     v = p.value
     if p.linear:
-        return Role(role, p.name, "nn.Linear weight, read as weight.T", v.T.copy())
+        return Role(role, p.name, LINEAR, v.T.copy())
     if v.shape == (d_in, d_out):
-        return Role(role, p.name, "nn.Parameter, read as x @ W", v.copy())
+        return Role(role, p.name, PARAM, v.copy())
     if v.shape == (d_out, d_in):
-        return Role(role, p.name, "nn.Parameter, read as x @ W.T", v.T.copy())
-    raise InputError(f"{p.name} has shape {tuple(v.shape)}; the {role} weight maps d_in={d_in} to d_out={d_out}")
+        return Role(role, p.name, Message("how.param_t"), v.T.copy())
+    shape = str(tuple(v.shape))
+    raise InputError(Message("trouble.weight_shape_as", param=p.name, shape=shape, role=role, d_in=d_in, d_out=d_out))
 
 
 def _fused(p: Param, ps: list[Param], d_in: int, d_out: int, kv: int = 0) -> dict[str, Role]:
@@ -222,7 +230,7 @@ def _fused(p: Param, ps: list[Param], d_in: int, d_out: int, kv: int = 0) -> dic
     kv = kv or d_out
     widths = (d_out, kv, kv)
     v = p.value.T if p.linear or p.value.shape == (sum(widths), d_in) else p.value
-    how = "fused projection cut in three (query, key, value)"
+    how = Message("how.fused")
     out = {}
     bias = next((b for b in ps if b.name == _bias_name(p) and b.value.shape == (sum(widths),)), None)
     start = 0
@@ -278,18 +286,20 @@ def _out_proj(ps: list[Param], roles: dict[str, Role], d_out: int) -> dict[str, 
     if not cands:
         return {}
     if len(cands) > 1:
-        raise InputError(
-            f"cannot tell which matrix is the output projection: {', '.join(c.name for c in cands)}; name it out_proj"
-        )
+        raise InputError(Message("trouble.out_proj_ambiguous", names=", ".join(c.name for c in cands)))
     p = cands[0]
     bias = byname.get(p.name.rsplit(".", 1)[0] + ".bias") if p.linear else None
     if p.value.shape != (d_out, d_out):
-        other = {"W_out_other": Role("W_out_other", p.name, f"shape {tuple(p.value.shape)}", p.value.copy())}
+        other = {
+            "W_out_other": Role(
+                "W_out_other", p.name, Message("how.shape", shape=str(tuple(p.value.shape))), p.value.copy()
+            )
+        }
         if bias is not None:
-            other["b_out_other"] = Role("b_out_other", bias.name, "nn.Linear bias", bias.value.copy())
+            other["b_out_other"] = Role("b_out_other", bias.name, BIAS_READ, bias.value.copy())
         return other
-    how = "nn.Linear weight, read as weight.T" if p.linear else "nn.Parameter, read as x @ W"
+    how = LINEAR if p.linear else PARAM
     out = {"W_out": Role("W_out", p.name, how, p.value.T.copy() if p.linear else p.value.copy())}
     if bias is not None:
-        out["b_out"] = Role("b_out", bias.name, "nn.Linear bias", bias.value.copy())
+        out["b_out"] = Role("b_out", bias.name, BIAS_READ, bias.value.copy())
     return out

@@ -17,6 +17,7 @@ from __future__ import annotations
 import numpy as np
 
 from tracer.compare.check.context import Context, Hit
+from tracer.message import Message
 
 BASE = 10000.0
 
@@ -130,8 +131,5 @@ def values_rotated(c: Context) -> Hit | None:
         return None
     q_rot, q_axes = c.ref("q_rot")
     too = c.holds(q_rot, q_axes) is not None
-    detail = {
-        "how_en": "as well as" if too else "instead of",
-        "how_zh": "值向量和查询、键一样也被旋转了" if too else "被旋转的是值向量，而不是查询和键",
-    }
-    return Hit(hit.seen, hit.steps, detail)
+    how = Message("word.rope_values_too") if too else Message("word.rope_values_instead")
+    return Hit(hit.seen, hit.steps, {"how": how})

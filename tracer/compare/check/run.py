@@ -32,6 +32,7 @@ from tracer.compare.check.result import CheckResult
 from tracer.compare.check.student import name_of
 from tracer.core.trace import Step
 from tracer.errors import InputError, unknown
+from tracer.message import Message
 
 
 def check(
@@ -63,7 +64,9 @@ def check(
     """
     spec = spec_for(lesson, d_out, d_in, heads, rope_style)
     source = source or student.source_of(obj)
-    with deadline.limit(deadline.SECONDS if timeout is None else timeout, f"the check of {name_of(obj)}"):
+    with deadline.limit(
+        deadline.SECONDS if timeout is None else timeout, Message("trouble.check_of", name=name_of(obj))
+    ):
         ev = gather(obj, spec)
     return judge(ev, spec, source)
 

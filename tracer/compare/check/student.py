@@ -23,15 +23,23 @@ from tracer.compare.check import deadline
 from tracer.compare.check.model import Seen
 from tracer.core.trace import Trace
 from tracer.errors import InputError, TracerError
+from tracer.message import Arg, Message
 
 
 class StudentError(InputError):
-    """The student's code could not be loaded, built or run; ``details`` holds the traceback."""
+    """The student's code could not be loaded, built or run; ``details`` holds the traceback.
 
-    def __init__(self, message: str, details: str = "", cause: str = "") -> None:
+    ``crash`` is the exception alone (``"RuntimeError: ..."``, or a message
+    that adds the student's line), as another message quotes it; ``cause``
+    is its English text.
+    """
+
+    def __init__(self, message: Message, details: str = "", cause: Arg = "") -> None:
         super().__init__(message)
+        self.message = message
         self.details = details
-        self.cause = cause or message  # the exception alone, "RuntimeError: ..."
+        self.crash: Arg = cause or message
+        self.cause = str(self.crash)
 
 
 @dataclass
@@ -48,10 +56,10 @@ def validate(spec: str) -> tuple[Path, str]:
     """The file and the name of ``FILE.py:NAME``, or an :class:`InputError` naming what is wrong."""
     where, sep, name = spec.rpartition(":")
     if not sep or not where.endswith(".py") or not name:
-        raise InputError(f"check wants FILE.py:NAME, not {spec!r}")
+        raise InputError(Message("trouble.spec_form", spec=spec))
     path = Path(where)
     if not path.is_file():
-        raise InputError(f"no such file: {where}")
+        raise InputError(Message("trouble.no_file", file=where))
     return path, name
 
 
@@ -61,17 +69,18 @@ def load(spec: str, timeout: float | None = None) -> tuple[Any, str]:
     where = str(path)
     loader = importlib.util.spec_from_file_location(f"attn_trace_student_{path.stem}", path)
     if loader is None or loader.loader is None:
-        raise InputError(f"cannot load {where} as Python")
+        raise InputError(Message("trouble.not_python", file=where))
     module = importlib.util.module_from_spec(loader)
     try:
-        with deadline.limit(deadline.SECONDS if timeout is None else timeout, f"importing {where}"):
+        with deadline.limit(deadline.SECONDS if timeout is None else timeout, Message("trouble.importing", file=where)):
             loader.loader.exec_module(module)
     except (KeyboardInterrupt, InputError):
         raise
     except BaseException as e:  # the student's file: any failure, SystemExit included, is one line
-        raise StudentError(f"{where} failed to import: {_one_line(e)}", traceback.format_exc()) from None
+        said = Message("trouble.import_failed", file=where, error=_one_line(e))
+        raise StudentError(said, traceback.format_exc()) from None
     if not hasattr(module, name):
-        raise InputError(f"{where} defines no {name!r}")
+        raise InputError(Message("trouble.defines_no", file=where, name=name))
     return getattr(module, name), str(path)
 
 
@@ -86,11 +95,12 @@ def source_of(obj: Any) -> str | None:
 def construct(cls: Any, args: Sequence[Any], names: Sequence[str], seed: int) -> torch.nn.Module:
     """``cls(*args)`` under ``torch.manual_seed(seed)``, as the book builds its modules."""
     if not isinstance(cls, type) or not issubclass(cls, torch.nn.Module):
-        raise InputError(f"{name_of(cls)} must be a torch.nn.Module class: {_shape(names)}")
+        raise InputError(Message("trouble.not_module_class", name=name_of(cls), params=_shape(names)))
     try:
         inspect.signature(cls).bind(*args)
     except TypeError as e:
-        raise InputError(f"{name_of(cls)} does not take the lesson's arguments {_shape(names)}: {e}") from None
+        said = Message("trouble.bad_arguments", name=name_of(cls), params=_shape(names), error=str(e))
+        raise InputError(said) from None
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
         try:
@@ -98,7 +108,8 @@ def construct(cls: Any, args: Sequence[Any], names: Sequence[str], seed: int) ->
         except (KeyboardInterrupt, deadline.Overtime):
             raise
         except BaseException as e:  # SystemExit too: the student's code, not ours
-            raise StudentError(f"{name_of(cls)}{_shape(names)} raised {_failure(e)}", traceback.format_exc()) from None
+            said = Message("trouble.raised", who=f"{name_of(cls)}{_shape(names)}", error=_failure(e))
+            raise StudentError(said, traceback.format_exc()) from None
     return module
 
 
@@ -123,8 +134,7 @@ def run(fn: Callable[..., Any], x: torch.Tensor, seed: int | None, arguments: Ar
         except (TracerError, KeyboardInterrupt, deadline.Overtime):  # ours, the keyboard's, the clock's
             raise
         except BaseException as e:  # SystemExit too: the student's code, not ours
-            err = StudentError(f"{name_of(fn)} raised {_failure(e)}", traceback.format_exc(), _one_line(e))
-            return Run([], None, err)
+            return Run([], None, raised(name_of(fn), e))
     return Run(seen(trace, sites), out, None, trace)
 
 
@@ -139,8 +149,7 @@ def call(fn: Callable[..., Any], x: torch.Tensor, seed: int | None, arguments: A
         except (KeyboardInterrupt, deadline.Overtime):
             raise
         except BaseException as e:  # SystemExit too: the student's code, not ours
-            err = StudentError(f"{name_of(fn)} raised {_failure(e)}", traceback.format_exc(), _one_line(e))
-            return Run([], None, err)
+            return Run([], None, raised(name_of(fn), e))
     return Run([], out)
 
 
@@ -162,9 +171,9 @@ def output_array(out: Any, what: str) -> Any:
     """The returned tensor (:func:`returned`) as a float64 array (a non-tensor result is an error)."""
     out = returned(out)
     if not isinstance(out, torch.Tensor):
-        raise InputError(f"{what} returned {type(out).__name__}, not a tensor")
+        raise InputError(Message("trouble.not_tensor", who=what, type=type(out).__name__))
     if not out.is_floating_point():
-        raise InputError(f"{what} returned a {out.dtype} tensor, not floating-point values")
+        raise InputError(Message("trouble.not_float_dtype", who=what, dtype=str(out.dtype)))
     return out.detach().to(torch.float64).cpu().numpy().copy()
 
 
@@ -182,10 +191,15 @@ def _one_line(e: BaseException) -> str:
     return f"{type(e).__name__}: {text[0]}" if text else type(e).__name__
 
 
-def _failure(e: BaseException) -> str:
+def _failure(e: BaseException) -> Arg:
     """The exception in one line, with the student's line that raised it (``… at attn.py:14``)."""
     where = crash_site(e)
-    return f"{_one_line(e)} at {where}" if where else _one_line(e)
+    return Message("trouble.crash_at", error=_one_line(e), where=where) if where else _one_line(e)
+
+
+def raised(who: Arg, e: BaseException) -> StudentError:
+    """The error for the student's ``e`` raised in ``who`` (a name, or a message saying which call)."""
+    return StudentError(Message("trouble.raised", who=who, error=_failure(e)), traceback.format_exc(), _one_line(e))
 
 
 def crash_site(e: BaseException) -> str:

@@ -16,6 +16,7 @@ import numpy as np
 
 from tracer.compare.check import variants as V
 from tracer.compare.check.context import Context, Hit
+from tracer.message import Message
 
 
 def outside(axes: Sequence[str], shape: Sequence[int], back: float, ahead: int) -> np.ndarray:
@@ -38,12 +39,7 @@ def _width(c: Context) -> int:
     return int(c.trace.meta.get("window", c.spec.args[3]))
 
 
-WIDER = (
-    " This is how flash-attn counts its window_size=(w, 0): a query sees the w keys before it and itself; this "
-    "lesson, like Hugging Face's sliding_window, counts the query itself among its w keys.",
-    "这是 flash-attn 的 window_size=(w, 0) 的数法：查询看到它之前的 w 个键和它自己；"
-    "本课和 Hugging Face 的 sliding_window 一样，把查询自己算在 w 个键之内。",
-)
+WIDER = Message("word.window_library")
 """What :func:`width_off` adds when the window holds one key too many: a library's convention, not a slip."""
 
 
@@ -57,8 +53,8 @@ def width_off(c: Context) -> Hit | None:
             continue
         hit = _band(c, seen, 0)
         if hit is not None:
-            en, zh = WIDER if seen > w else ("", "")
-            return Hit(hit.seen, hit.steps, {"seen": str(seen), "width": str(w), "convention": en, "convention_zh": zh})
+            said = WIDER if seen > w else Message("word.nowhere")
+            return Hit(hit.seen, hit.steps, {"seen": str(seen), "width": str(w), "convention": said})
     return None
 
 

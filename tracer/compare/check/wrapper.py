@@ -26,6 +26,7 @@ import torch
 from tracer.compare.check import roles
 from tracer.compare.check.model import Role, Seen
 from tracer.errors import InputError
+from tracer.message import Message
 from tracer.record.capture.naming import pathname
 
 
@@ -60,15 +61,13 @@ def out_proj(module: torch.nn.Module, path: str, width: int) -> dict[str, Role]:
         return {}
     p = mats[0]
     if p.value.shape != (width, width):
-        raise InputError(
-            f"{p.name} has shape {tuple(p.value.shape)}: an output projection over the {path} heads maps "
-            f"their {width} joined outputs to {width}"
-        )
-    how = "nn.Linear weight, read as weight.T" if p.linear else "nn.Parameter, read as x @ W"
+        shape = str(tuple(p.value.shape))
+        raise InputError(Message("trouble.out_proj_shape", param=p.name, shape=shape, path=path, width=width))
+    how = roles.LINEAR if p.linear else roles.PARAM
     found = {"W_out": Role("W_out", p.name, how, p.value.T.copy() if p.linear else p.value.copy())}
     bias = next((b for b in outside if p.linear and b.name == p.name.rsplit(".", 1)[0] + ".bias"), None)
     if bias is not None:
-        found["b_out"] = Role("b_out", bias.name, "nn.Linear bias", bias.value.copy())
+        found["b_out"] = Role("b_out", bias.name, roles.BIAS_READ, bias.value.copy())
     return found
 
 
@@ -88,15 +87,16 @@ def assign(path: str, heads: list[torch.nn.Module], d_in: int, d_out: int) -> di
             try:
                 got = roles.assign(head, d_in, d_out // len(heads), out_proj=False)
             except InputError as e:
-                raise InputError(f"head {n + 1} ({path}.{n}): {e}") from None
+                said = Message("trouble.in_head", n=n + 1, path=f"{path}.{n}", problem=e.said or str(e))
+                raise InputError(said) from None
         per.append(got)
     out = {}
     for role in per[0]:
         vals = [p[role].value for p in per if role in p]
         if len(vals) != len(per) or len({v.shape for v in vals}) != 1:
-            raise InputError(f"the heads in {path} do not all have a {role} of one shape; the lesson's heads are alike")
+            raise InputError(Message("trouble.heads_unlike", path=path, role=role))
         names = ", ".join(f"{path}.{n}.{p[role].param}" for n, p in enumerate(per))
-        out[role] = Role(role, names, f"one per head, stacked; {per[0][role].how}", np.stack(vals))
+        out[role] = Role(role, names, Message("how.stacked", how=per[0][role].how), np.stack(vals))
     return out
 
 

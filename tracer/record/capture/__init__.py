@@ -30,6 +30,7 @@ import torch
 
 from tracer.core.trace import Node, Trace
 from tracer.errors import InputError
+from tracer.message import Message
 from tracer.record.capture import axes as ax
 from tracer.record.capture import site
 from tracer.record.capture.mode import Mode
@@ -120,7 +121,7 @@ class Capture:
             s.known(p.tensor)
         raw = s.rec.trace({}).nodes
         if not raw:
-            raise InputError("the captured code computed nothing in torch")
+            raise InputError(Message("trouble.nothing_captured"))
         renames = selector_axes(list(raw), s.taken)
         raw = tuple(relabel([rename_axes(n, renames[n.name]) if n.name in renames else n for n in raw]))
         raw = tuple(_read_leaves(raw, s.known(self.output) if isinstance(self.output, torch.Tensor) else None))
