@@ -14,12 +14,13 @@ from tracer.cli.options import build_trace, input_options
 
 @app.command()
 def lessons() -> None:
-    """List the lessons that can be traced."""
-    from tracer.record.pipelines import LESSONS
+    """List the lessons that can be traced: the built-in ones and those installed packages add."""
+    from tracer.record import registry
 
-    width = max(map(len, LESSONS))
-    for name, (_, summary) in LESSONS.items():
-        click.echo(f"{name:<{width}}  {summary}")
+    lessons = registry.all_lessons()
+    width = max(len(lesson.name) for lesson in lessons)
+    for lesson in lessons:
+        click.echo(f"{lesson.name:<{width}}  {lesson.summary}")
 
 
 @app.command()

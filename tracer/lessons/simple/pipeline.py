@@ -23,8 +23,8 @@ from typing import Any
 import torch
 
 from tracer.core.trace import Trace
+from tracer.lessons.simple import overflow
 from tracer.record import agree
-from tracer.record.pipelines import overflow
 from tracer.record.pipelines.blocks import row_sum, stable_softmax, weights_sum
 from tracer.record.recorder import Recorder
 
