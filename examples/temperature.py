@@ -17,7 +17,7 @@ from typing import Any
 import torch
 
 from tracer.core.trace import Trace
-from tracer.record.pipelines.blocks import context, scores, stable_softmax
+from tracer.record.blocks.attention import context, scores, stable_softmax
 from tracer.record.recorder import Recorder
 
 STAGES = ("inputs", "scores", "normalize", "context")

@@ -22,8 +22,8 @@ import tracer
 from tracer.core import exact
 from tracer.core.trace import Trace
 from tracer.record import layout, recorder
-from tracer.record.pipelines import kvbatch, kvcache
-from tracer.record.pipelines.kvbatch import Ahead
+from tracer.record.blocks import kvbatch, kvcache
+from tracer.record.blocks.kvbatch import Ahead
 
 FIELDS = ("name", "op", "stage", "axes", "split", "args", "latex", "text", "symbol", "granularity", "attrs")
 

@@ -171,7 +171,7 @@ class Recorder:
 
     def extend(self, nodes: Sequence[Node]) -> None:
         """Append nodes made elsewhere: lesson kvcache's steps filled in from one recorded step
-        (:class:`~tracer.record.pipelines.kvbatch.Replay`), each with its stage already set."""
+        (:class:`~tracer.record.blocks.kvbatch.Replay`), each with its stage already set."""
         self._nodes.extend(nodes)
 
     def value(self, name: str, last: str | None = None) -> torch.Tensor:

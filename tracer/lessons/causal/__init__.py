@@ -18,8 +18,8 @@ class Options:
 LESSON = PackagedLesson(
     name="causal",
     summary="Causal masks both ways (renormalized and -inf), dropout, and the compact module on a batch.",
-    pipeline="tracer.record.pipelines.causal",
+    pipeline="tracer.lessons.causal.pipeline",
     package=__name__,
-    notebook="tracer.present.notebook.causal",
+    notebook="tracer.lessons.causal.notebook",
     options=Options,
 )

@@ -23,7 +23,7 @@ LESSON = PackagedLesson(
     summary=(
         "FlashAttention's online softmax: blocks of B keys, running max and sum, rescaled output; B = T is one block."
     ),
-    pipeline="tracer.record.pipelines.flash",
+    pipeline="tracer.record.blocks.flash",
     package=__name__,
     notebook="tracer.present.notebook.flash",
     options=Options,

@@ -24,7 +24,7 @@ class Options:
 LESSON = PackagedLesson(
     name="gqa",
     summary="Grouped-query attention: H query heads share G key/value groups; G = H is multi-head, G = 1 multi-query.",
-    pipeline="tracer.record.pipelines.gqa",
+    pipeline="tracer.record.blocks.gqa",
     package=__name__,
     notebook="tracer.present.notebook.gqa",
     options=Options,

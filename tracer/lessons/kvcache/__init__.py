@@ -21,7 +21,7 @@ class Options:
 LESSON = PackagedLesson(
     name="kvcache",
     summary="KV cache: generation token by token, each step's context row equal to full causal attention bit for bit.",
-    pipeline="tracer.record.pipelines.kvcache",
+    pipeline="tracer.record.blocks.kvcache",
     package=__name__,
     notebook="tracer.present.notebook.kvcache",
     options=Options,

@@ -18,7 +18,7 @@ class Options:
 LESSON = PackagedLesson(
     name="multihead",
     summary="Multi-head attention two ways: a wrapper of causal heads, and projections split into heads.",
-    pipeline="tracer.record.pipelines.multihead",
+    pipeline="tracer.record.blocks.multihead",
     package=__name__,
     notebook="tracer.present.notebook.multihead",
     options=Options,

@@ -30,7 +30,7 @@ class Options:
 LESSON = PackagedLesson(
     name="rope",
     summary="Rotary position embeddings: queries and keys turned pair by pair by m·θ; scores depend only on m − n.",
-    pipeline="tracer.record.pipelines.rope",
+    pipeline="tracer.record.blocks.rope",
     package=__name__,
     notebook="tracer.present.notebook.rope",
     options=Options,

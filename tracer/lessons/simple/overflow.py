@@ -17,7 +17,7 @@ import numpy as np
 import torch
 
 from tracer.core import overflow
-from tracer.record.pipelines.blocks import row_sum, stable_softmax, weights_sum
+from tracer.record.blocks.attention import row_sum, stable_softmax, weights_sum
 from tracer.record.recorder import Recorder, Var
 
 OMEGA = r"\tilde{\omega}_{<i,j>}"

@@ -25,7 +25,7 @@ import torch
 from tracer.core.trace import Trace
 from tracer.lessons.simple import overflow
 from tracer.record import agree
-from tracer.record.pipelines.blocks import row_sum, stable_softmax, weights_sum
+from tracer.record.blocks.attention import row_sum, stable_softmax, weights_sum
 from tracer.record.recorder import Recorder
 
 STAGES = ("inputs", "scores", "normalize", "context", "matrix", "overflow")

@@ -22,8 +22,8 @@ class Options:
 LESSON = PackagedLesson(
     name="trainable",
     summary="Self-attention with trainable weights: query, key and value projections, scores scaled by sqrt(d_k).",
-    pipeline="tracer.record.pipelines.trainable",
+    pipeline="tracer.lessons.trainable.pipeline",
     package=__name__,
-    notebook="tracer.present.notebook.trainable",
+    notebook="tracer.lessons.trainable.notebook",
     options=Options,
 )

@@ -21,7 +21,7 @@ class Options:
 LESSON = PackagedLesson(
     name="window",
     summary="Sliding-window causal attention: each query sees its last w keys; with w >= T it is the causal lesson.",
-    pipeline="tracer.record.pipelines.window",
+    pipeline="tracer.record.blocks.window",
     package=__name__,
     notebook="tracer.present.notebook.window",
     options=Options,

@@ -21,7 +21,7 @@ from tracer.present.notebook.code import (
     projections_cell,
     weights_cell,
 )
-from tracer.present.notebook.trainable import weights_of
+from tracer.present.notebook.projections import weights_of
 
 ROTATE_HALF = '''def rotate_half(x):
     """(x1, x2) -> (-x2, x1): the second half of the components, negated, then the first."""

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from tracer.core.trace import Trace
 from tracer.present.notebook.code import Cell, check, inputs_cell, lines, projections_cell, weights_cell
-from tracer.present.notebook.trainable import weights_of
+from tracer.present.notebook.projections import weights_of
 
 
 def cells(trace: Trace) -> dict[str, list[Cell]]:

@@ -24,9 +24,9 @@ import torch
 from tracer.core.trace import TENSOR, Ref, Trace
 from tracer.errors import InputError
 from tracer.record import weights as wts
-from tracer.record.pipelines.blocks import context, projection, scores
-from tracer.record.pipelines.causal import causal_masks, masked_softmax
-from tracer.record.pipelines.trainable import sqrt_dk
+from tracer.record.blocks.attention import context, projection, scores
+from tracer.record.blocks.masks import causal_masks, masked_softmax
+from tracer.record.blocks.projections import sqrt_dk
 from tracer.record.recorder import Recorder, Var
 
 STAGES = ("inputs", "wrapper", "split")

@@ -5,8 +5,8 @@ and records, under ``step<s>.``, their rows of the inputs, their ``q``,
 ``k``, ``v``, the cache with their keys and values appended, their rows of
 the causal mask, their scores against every cached key, the masked softmax
 and their context rows; :func:`at_position` then writes the tokens'
-positions into the formulas.  :mod:`~tracer.record.pipelines.kvcache` runs
-the steps; :mod:`~tracer.record.pipelines.kvbatch` fills in the one-token
+positions into the formulas.  :mod:`~tracer.record.blocks.kvcache` runs
+the steps; :mod:`~tracer.record.blocks.kvbatch` fills in the one-token
 steps from one of them.
 """
 
@@ -18,8 +18,8 @@ from dataclasses import dataclass
 import torch
 
 from tracer.core.trace import Node, Ref
-from tracer.record.pipelines.blocks import context, projection, scores
-from tracer.record.pipelines.causal import masked_softmax
+from tracer.record.blocks.attention import context, projection, scores
+from tracer.record.blocks.masks import masked_softmax
 from tracer.record.recorder import Recorder, Var
 
 SYMS = {"W_query": "W^{Q}", "W_key": "W^{K}", "W_value": "W^{V}"}

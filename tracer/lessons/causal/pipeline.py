@@ -27,14 +27,13 @@ from tracer.core.trace import Trace
 from tracer.errors import InputError
 from tracer.record import agree
 from tracer.record import weights as wts
-from tracer.record.pipelines.blocks import context, row_sum, scores, stable_softmax
-from tracer.record.pipelines.trainable import attention_core, inputs_and_weights, projections, sqrt_dk
+from tracer.record.blocks.attention import context, row_sum, scores
+from tracer.record.blocks.masks import CAUSAL, causal_masks, masked_softmax
+from tracer.record.blocks.projections import attention_core, inputs_and_weights, projections, sqrt_dk
 from tracer.record.recorder import Recorder, Var
 
 STAGES = ("inputs", "projections", "scores", "normalize", "mask", "dropout", "batch")
 DROPOUT = 0.5
-CAUSAL = r"\alpha^{\mathrm{causal}}"
-"""The letter of the masked softmax's weights: this lesson's ``alpha`` are the weights before masking."""
 
 
 def prepare(values: torch.Tensor, d_out: int = 2, **unknown: Any) -> dict[str, Any]:
@@ -51,60 +50,6 @@ def prepare(values: torch.Tensor, d_out: int = 2, **unknown: Any) -> dict[str, A
     layers = wts.linear_layers(d_in, d_out, seed=wts.MODULE_SEED)
     module = {name: layer.weight.T.contiguous() for name, layer in zip(wts.NAMES, layers, strict=True)}
     return {"weights": linear, "weights_meta": info, "keep": keep, "module": module}
-
-
-def causal_masks(rec: Recorder, t: int, lead: tuple[str, ...] = ()) -> tuple[Var, Var]:
-    """The lower-triangular keep mask and the upper-triangular fill mask, as recorded inputs."""
-    tril = torch.tril(torch.ones(t, t))
-    tri = rec.input("mask.tril", tril, "ij", symbol=r"M_{<i,j>}", text="1 if <j> ≤ <i> else 0")
-    up = rec.input("mask.triu", 1 - tril, "ij", symbol=r"U_{<i,j>}", text="1 if <j> > <i> else 0")
-    return tri, up
-
-
-CAUSAL_RULE = (r"<j> \le <i>", r"<j> > <i>", "<j> > <i>")
-"""When a key is seen, when it is hidden (LaTeX), and the hidden case as text: the causal mask's rule."""
-
-
-def masked_softmax(
-    rec: Recorder,
-    omega: Var,
-    up: Var,
-    root: Var,
-    pre: str = "",
-    weights: str = r"\alpha",
-    *,
-    soft: str | None = None,
-    rule: tuple[str, str, str] = CAUSAL_RULE,
-) -> Var:
-    """Fill the scores where ``up`` is 1 with -inf, scale, softmax: the masked weights, named ``weights``.
-
-    ``up`` is the causal lesson's upper triangle unless ``rule`` says which
-    keys it hides (lesson window's band); the softmax's nodes are
-    ``<soft>.max`` … ``<soft>.alpha`` (default ``<pre>causal``).
-    """
-    axes = omega.axes
-    seen, hidden, hidden_text = rule
-    soft = f"{pre}causal" if soft is None else soft
-    plain, tilde = r"\omega_{<i,j>}", r"\tilde\omega^{-\infty}_{<i,j>}"  # a score, and the masked, scaled one
-    neg = rec.elementwise(
-        "masked_fill",
-        f"{pre}neg.omega",
-        [omega(*axes), up("i", "j")],
-        axes,
-        symbol=r"\omega^{-\infty}_{<i,j>}",
-        latex=rf"\omega^{{-\infty}}_{{<i,j>}} = \begin{{cases}}{plain} & {seen}\\ -\infty & {hidden}\end{{cases}}",
-        text=f"{pre}omega[{','.join(f'<{a}>' for a in axes)}] unless {hidden_text}, then -inf",
-    )
-    scaled = rec.elementwise(
-        "div",
-        f"{pre}neg.scaled",
-        [neg(*axes), root()],
-        axes,
-        symbol=tilde,
-        latex=rf"{tilde} = \omega^{{-\infty}}_{{<i,j>}} / \sqrt{{d_k}}",
-        text=f"{pre}neg.omega[{','.join(f'<{a}>' for a in axes)}] / {root.name}",
-    )
-    return stable_softmax(rec, scaled, tilde, out=f"{soft}.alpha", prefix=soft, weights=weights)
 
 
 def build(

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from tracer.core.trace import Trace
 from tracer.present.notebook.code import CAUSAL_ATTENTION, Cell, check, definitions, lines
-from tracer.present.notebook.trainable import one_query
+from tracer.present.notebook.projections import one_query
 
 
 def masks(trace: Trace) -> Cell:

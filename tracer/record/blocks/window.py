@@ -25,9 +25,9 @@ import torch
 from tracer.core.trace import Trace
 from tracer.errors import InputError
 from tracer.record import weights as wts
-from tracer.record.pipelines.blocks import context, scores
-from tracer.record.pipelines.causal import masked_softmax
-from tracer.record.pipelines.trainable import inputs_and_weights, projections, sqrt_dk
+from tracer.record.blocks.attention import context, scores
+from tracer.record.blocks.masks import masked_softmax
+from tracer.record.blocks.projections import inputs_and_weights, projections, sqrt_dk
 from tracer.record.recorder import Recorder, Var
 
 STAGES = ("inputs", "projections", "scores", "mask", "normalize", "context", "causal")
