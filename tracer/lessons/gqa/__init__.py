@@ -24,8 +24,8 @@ class Options:
 LESSON = PackagedLesson(
     name="gqa",
     summary="Grouped-query attention: H query heads share G key/value groups; G = H is multi-head, G = 1 multi-query.",
-    pipeline="tracer.record.blocks.gqa",
+    pipeline="tracer.lessons.gqa.pipeline",
     package=__name__,
-    notebook="tracer.present.notebook.gqa",
+    notebook="tracer.lessons.gqa.notebook",
     options=Options,
 )

@@ -18,8 +18,8 @@ class Options:
 LESSON = PackagedLesson(
     name="multihead",
     summary="Multi-head attention two ways: a wrapper of causal heads, and projections split into heads.",
-    pipeline="tracer.record.blocks.multihead",
+    pipeline="tracer.lessons.multihead.pipeline",
     package=__name__,
-    notebook="tracer.present.notebook.multihead",
+    notebook="tracer.lessons.multihead.notebook",
     options=Options,
 )

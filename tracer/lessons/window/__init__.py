@@ -21,8 +21,8 @@ class Options:
 LESSON = PackagedLesson(
     name="window",
     summary="Sliding-window causal attention: each query sees its last w keys; with w >= T it is the causal lesson.",
-    pipeline="tracer.record.blocks.window",
+    pipeline="tracer.lessons.window.pipeline",
     package=__name__,
-    notebook="tracer.present.notebook.window",
+    notebook="tracer.lessons.window.notebook",
     options=Options,
 )
