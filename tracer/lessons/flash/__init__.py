@@ -23,8 +23,8 @@ LESSON = PackagedLesson(
     summary=(
         "FlashAttention's online softmax: blocks of B keys, running max and sum, rescaled output; B = T is one block."
     ),
-    pipeline="tracer.record.blocks.flash",
+    pipeline="tracer.lessons.flash.pipeline",
     package=__name__,
-    notebook="tracer.present.notebook.flash",
+    notebook="tracer.lessons.flash.notebook",
     options=Options,
 )

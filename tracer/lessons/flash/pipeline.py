@@ -19,7 +19,7 @@ value at the previous block (``u-1``); before the first block ``m = -inf``,
 addition), as the loop computes them.  Stage ``ordinary`` computes
 the causal lesson's softmax and context vectors from the same scores, and
 ``check.flash`` the largest difference, with the rounding bound of
-:mod:`tracer.record.blocks.flashbound`.  Ids: ``docs/step-ids.md``.
+:mod:`tracer.lessons.flash.flashbound`.  Ids: ``docs/step-ids.md``.
 """
 
 from __future__ import annotations
@@ -31,9 +31,9 @@ import torch
 
 from tracer.core.trace import Ref, Trace
 from tracer.errors import InputError
+from tracer.lessons.flash.flashbound import flash_bound
 from tracer.record import weights as wts
 from tracer.record.blocks.attention import context, row_sum, scores
-from tracer.record.blocks.flashbound import flash_bound
 from tracer.record.blocks.masks import CAUSAL, causal_masks, masked_softmax
 from tracer.record.blocks.projections import inputs_and_weights, projections, sqrt_dk
 from tracer.record.recorder import Recorder, Var
