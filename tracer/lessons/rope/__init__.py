@@ -30,8 +30,8 @@ class Options:
 LESSON = PackagedLesson(
     name="rope",
     summary="Rotary position embeddings: queries and keys turned pair by pair by m·θ; scores depend only on m − n.",
-    pipeline="tracer.record.blocks.rope",
+    pipeline="tracer.lessons.rope.pipeline",
     package=__name__,
-    notebook="tracer.present.notebook.rope",
+    notebook="tracer.lessons.rope.notebook",
     options=Options,
 )

@@ -14,7 +14,7 @@ lesson's: -inf above the diagonal, divided by sqrt(d_k), softmax, context.
 Then what the lesson proves:
 
 - ``shift``: both positions moved by ``offset`` give the same scores, within
-  the bound :func:`tracer.record.blocks.rotary.bound` derives (the
+  the bound :func:`tracer.lessons.rope.rotary.bound` derives (the
   ``bound`` of ``check.shift``, which holds the residual): a score depends
   only on ``m − n``;
 - ``other``: the other convention (interleaved, unless ``style`` is) on the
@@ -41,11 +41,11 @@ from tracer.core import bounds, trig
 from tracer.core.ids import index_expr
 from tracer.core.trace import Ref, Trace
 from tracer.errors import InputError
+from tracer.lessons.rope.rotary import STYLES, angles, bound, rotate, scores
 from tracer.record import weights as wts
 from tracer.record.blocks.attention import context
 from tracer.record.blocks.masks import causal_masks, masked_softmax
 from tracer.record.blocks.projections import inputs_and_weights, projections, sqrt_dk
-from tracer.record.blocks.rotary import STYLES, angles, bound, rotate, scores
 from tracer.record.recorder import Recorder, Var
 
 STAGES = ("inputs", "projections", "rope", "scores", "normalize", "context", "shift", "other", "perm")
