@@ -21,8 +21,8 @@ class Options:
 LESSON = PackagedLesson(
     name="kvcache",
     summary="KV cache: generation token by token, each step's context row equal to full causal attention bit for bit.",
-    pipeline="tracer.record.blocks.kvcache",
+    pipeline="tracer.lessons.kvcache.pipeline",
     package=__name__,
-    notebook="tracer.present.notebook.kvcache",
+    notebook="tracer.lessons.kvcache.notebook",
     options=Options,
 )

@@ -5,8 +5,8 @@ and records, under ``step<s>.``, their rows of the inputs, their ``q``,
 ``k``, ``v``, the cache with their keys and values appended, their rows of
 the causal mask, their scores against every cached key, the masked softmax
 and their context rows; :func:`at_position` then writes the tokens'
-positions into the formulas.  :mod:`~tracer.record.blocks.kvcache` runs
-the steps; :mod:`~tracer.record.blocks.kvbatch` fills in the one-token
+positions into the formulas.  :mod:`~tracer.lessons.kvcache.pipeline` runs
+the steps; :mod:`~tracer.lessons.kvcache.kvbatch` fills in the one-token
 steps from one of them.
 """
 

@@ -44,7 +44,7 @@ import torch
 
 from tracer.core import exact
 from tracer.core.trace import Node, Ref
-from tracer.record.blocks.kvstep import BLANK, at_token
+from tracer.lessons.kvcache.kvstep import BLANK, at_token
 from tracer.record.recorder import Var, running_sums
 
 

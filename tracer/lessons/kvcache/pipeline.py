@@ -37,11 +37,11 @@ import torch
 
 from tracer.core.trace import Node, Ref, Trace
 from tracer.errors import InputError
+from tracer.lessons.kvcache.kvbatch import Ahead, Replay, same_nodes
+from tracer.lessons.kvcache.kvcost import COUNTS, LAYERS, cost
+from tracer.lessons.kvcache.kvstep import BLANK, Spot, at_position, qkv, step
 from tracer.record import weights as wts
 from tracer.record.blocks.attention import context, scores
-from tracer.record.blocks.kvbatch import Ahead, Replay, same_nodes
-from tracer.record.blocks.kvcost import COUNTS, LAYERS, cost
-from tracer.record.blocks.kvstep import BLANK, Spot, at_position, qkv, step
 from tracer.record.blocks.masks import causal_masks, masked_softmax
 from tracer.record.blocks.projections import inputs_and_weights, sqrt_dk
 from tracer.record.recorder import Recorder, Var
@@ -157,7 +157,7 @@ def _steps(
 
     The prompt's step, and any step that brings several tokens, are recorded
     by the primitives.  The steps that bring one token are filled in from the
-    first of them recorded blank (:class:`~tracer.record.blocks.kvbatch.Replay`),
+    first of them recorded blank (:class:`~tracer.lessons.kvcache.kvbatch.Replay`),
     with the values worked out ahead, once that first one, filled in, has been
     found to be what the primitives record, field by field and bit for bit;
     where it is not, every step is recorded by the primitives.
