@@ -172,7 +172,7 @@ def test_causal_dropout_on_a_machine_whose_torch_draws_another_mask(tmp_path: Pa
 
 @pytest.mark.parametrize("lang", ["en", "zh"])
 def test_own_pipeline_notebook_reruns_it_from_the_repo_root(tmp_path: Path, kernel: None, lang: str) -> None:
-    spec = "examples/temperature.py:build"
+    spec = "examples/lesson_plugin/attn_lesson_temperature/pipeline.py:build"
     a = write(tmp_path, "--pipeline", spec, "--lang", lang)
     assert a.read_bytes() == write(tmp_path, "--pipeline", spec, "--lang", lang).read_bytes()
     nb = nbformat.read(a, as_version=4)
