@@ -97,10 +97,10 @@ def test_lessons_and_languages_are_the_librarys() -> None:
     """The choices come from the lesson registry and the string tables, not from a copy of them."""
     from tracer.cli.check import check
     from tracer.present.strings import LANGS
-    from tracer.record.pipelines import LESSONS
+    from tracer.record import registry
 
     choices = {p.name: getattr(p.type, "choices", None) for p in check.params}
-    assert list(choices["lesson"]) == list(LESSONS) and list(choices["lang"]) == list(LANGS)
+    assert list(choices["lesson"]) == registry.names() and list(choices["lang"]) == list(LANGS)
 
 
 def write(tmp_path: Path, body: str, name: str = "student.py") -> str:

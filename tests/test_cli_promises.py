@@ -59,7 +59,13 @@ def test_json_inputs_that_are_not_rows(tmp_path: Path, content: str, message: st
 
 
 def test_pipeline_with_a_lesson_is_refused() -> None:
-    result = invoke("trace", "--pipeline", "examples/temperature.py:trace_with", "--lesson", "trainable")
+    result = invoke(
+        "trace",
+        "--pipeline",
+        "examples/lesson_plugin/attn_lesson_temperature/pipeline.py:build",
+        "--lesson",
+        "trainable",
+    )
     assert result.exit_code == 2
     assert "--pipeline replaces the lesson" in result.output
 

@@ -15,9 +15,9 @@ import pytest
 from click.testing import CliRunner
 
 from tracer.cli import app
-from tracer.record.pipelines import LESSONS
+from tracer.record.registry import names
 
-UNKNOWN = f"unknown lesson 'nope': choose from {', '.join(LESSONS)}"
+UNKNOWN = f"unknown lesson 'nope': choose from {', '.join(names())}"
 
 
 def _error(args: list[str], cwd: Path) -> str:
@@ -50,7 +50,7 @@ def test_an_unknown_lesson_reads_the_same_everywhere(args: list[str], tmp_path: 
 
 
 def test_report_words_it_the_same_way_and_offers_all(tmp_path: Path) -> None:
-    offered = f"unknown lesson 'nope': choose from all, {', '.join(LESSONS)}"
+    offered = f"unknown lesson 'nope': choose from all, {', '.join(names())}"
     assert _error(["report", "--lesson", "nope"], tmp_path) == offered
     assert _error(["report", "--lang", "fr"], tmp_path) == "unknown language 'fr': choose from all, en, zh"
 

@@ -8,7 +8,7 @@ import pytest
 
 import tracer
 from tracer.present.display import ROOT, summary
-from tracer.record.pipelines import LESSONS
+from tracer.record import registry
 
 HOSTILE = ["<script>alert(1)</script>", "a|b", "$x$", "&amp;", "`tick`"]
 KEYS = {"text/plain", "text/html", "text/markdown"}
@@ -55,7 +55,7 @@ def test_the_focus_token_is_marked_by_the_view_model(tutorial: tracer.Trace) -> 
     assert "Your **journey** starts" in bundle["text/markdown"]
 
 
-@pytest.mark.parametrize("lesson", list(LESSONS))
+@pytest.mark.parametrize("lesson", registry.names())
 def test_html_is_scoped_and_offline(lesson: str) -> None:
     t = tracer.trace_lesson(lesson)
     for html in (t._repr_mimebundle_()["text/html"], t[t.nodes[-1].name]._repr_mimebundle_()["text/html"]):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import pytest
 
@@ -10,6 +11,9 @@ from tests.pagetext import visible
 from tests.test_report_words import CHECKED, page
 from tracer.present import strings
 from tracer.present.strings import LANGS, templates_dir
+
+LESSONS = Path(__file__).resolve().parent.parent / "tracer" / "lessons"
+"""The built-in lessons' folders, each with its narratives."""
 
 
 def offences(lang: str, text: str) -> list[str]:
@@ -33,7 +37,7 @@ def test_every_concept_has_one_term(lang: str) -> None:
 @pytest.mark.parametrize("lang", LANGS)
 @pytest.mark.parametrize("lesson", CHECKED)
 def test_narratives_use_the_glossary(lesson: str, lang: str) -> None:
-    text = (templates_dir() / "lessons" / f"{lesson}.{lang}.toml").read_text(encoding="utf-8")
+    text = (LESSONS / lesson / f"narrative.{lang}.toml").read_text(encoding="utf-8")
     assert offences(lang, text) == []
 
 

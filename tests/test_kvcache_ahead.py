@@ -1,4 +1,4 @@
-"""Lesson kvcache's one-token steps worked out at once and filled in (``pipelines/kvbatch.py``): the same trace.
+"""Lesson kvcache's one-token steps worked out at once and filled in (lesson kvcache's ``kvbatch``): the same trace.
 
 Each test records the lesson both ways, with its values worked out ahead
 and its steps filled in from one recorded step, and one step at a time by
@@ -21,9 +21,10 @@ import torch
 import tracer
 from tracer.core import exact
 from tracer.core.trace import Trace
+from tracer.lessons.kvcache import kvbatch
+from tracer.lessons.kvcache import pipeline as kvcache
+from tracer.lessons.kvcache.kvbatch import Ahead
 from tracer.record import layout, recorder
-from tracer.record.pipelines import kvbatch, kvcache
-from tracer.record.pipelines.kvbatch import Ahead
 
 FIELDS = ("name", "op", "stage", "axes", "split", "args", "latex", "text", "symbol", "granularity", "attrs")
 

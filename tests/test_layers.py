@@ -7,7 +7,13 @@ Layers, bottom to top (``docs/architecture.md``)::
     record   tracer.record     torch: inputs, recorder, pipelines
     compare  tracer.compare    diffs of two traces
     present  tracer.present    views, figures, renderers, explain, notebooks
+    lessons  tracer.lessons    one package per lesson: its pipeline, narratives, notebook cells
     top      tracer (the facade), tracer.api, tracer.cli, tracer.testing, tracer.pytest_plugin
+
+The lessons sit above the engines they use, and nothing imports them: the
+engines and the top layer reach a lesson through the registry
+(``tracer.record.registry``, the entry point group ``attn_trace.lessons``),
+as they reach a teacher's lesson from another package.
 
 Every import counts: at module level, inside a function, and under ``if
 TYPE_CHECKING:``.  An annotation-only import never runs, but it still says
@@ -36,6 +42,7 @@ LAYERS = (
     ("record", ("tracer.record",)),
     ("compare", ("tracer.compare",)),
     ("present", ("tracer.present", "tracer.templates")),
+    ("lessons", ("tracer.lessons",)),
     ("top", ("tracer",)),
 )
 
@@ -89,7 +96,7 @@ def graph() -> dict[str, set[str]]:
 
 def test_every_module_has_a_layer() -> None:
     names = [LAYERS[layer(m)][0] for m in modules()]
-    assert {"base", "core", "record", "compare", "present", "top"} <= set(names)
+    assert {"base", "core", "record", "compare", "present", "lessons", "top"} <= set(names)
 
 
 def test_imports_point_down_the_layers() -> None:
@@ -101,6 +108,19 @@ def test_imports_point_down_the_layers() -> None:
                 rel = path.relative_to(ROOT)
                 wrong.append(f"{rel}:{line}: {name} ({LAYERS[layer(name)][0]}) imports {target}")
     assert not wrong, "imports pointing up the layers:\n" + "\n".join(wrong)
+
+
+def test_nothing_imports_a_lesson() -> None:
+    """A lesson is reached through the registry only, never imported, not even by the top layer."""
+    known = modules()
+    wrong = []
+    for name, path in known.items():
+        if layer(name) == layer("tracer.lessons"):
+            continue
+        for target, line in imports(name, path, known):
+            if layer(target) == layer("tracer.lessons"):
+                wrong.append(f"{path.relative_to(ROOT)}:{line}: {name} imports {target}")
+    assert not wrong, "modules that import a lesson instead of asking the registry:\n" + "\n".join(wrong)
 
 
 def circles(g: Mapping[str, set[str]]) -> list[list[str]]:
@@ -174,3 +194,38 @@ def test_the_wheel_ships_every_package_folder() -> None:
     listed = set(config["tool"]["setuptools"]["packages"])
     folders = {".".join(p.parent.relative_to(ROOT).parts) for p in PACKAGE.rglob("__init__.py")}
     assert folders - listed == set()
+
+
+LESSON_NAMES = frozenset(("simple", "trainable", "causal", "multihead", "window", "gqa", "flash", "rope", "kvcache"))
+LESSON_NAME_LITERALS = 149
+"""String constants equal to a lesson name outside ``tracer/lessons/`` (193 before the lessons had folders, 149 after).
+
+Each is a place an engine knows a lesson by name (``spec.name == "rope"``);
+the number may only fall.  Lower it when a change removes some."""
+
+
+def lesson_name_literals() -> dict[str, int]:
+    """File -> how many AST string constants in it are a built-in lesson's name, outside ``tracer/lessons/``."""
+    out: dict[str, int] = {}
+    for path in sorted(PACKAGE.rglob("*.py")):
+        if (PACKAGE / "lessons") in path.parents:
+            continue
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        n = sum(1 for node in ast.walk(tree) if isinstance(node, ast.Constant) and node.value in LESSON_NAMES)
+        if n:
+            out[str(path.relative_to(ROOT))] = n
+    return out
+
+
+def test_the_engines_name_lessons_no_more_often_than_before() -> None:
+    found = lesson_name_literals()
+    worst = ", ".join(f"{f} {n}" for f, n in sorted(found.items(), key=lambda kv: -kv[1])[:5])
+    total = sum(found.values())
+    assert total <= LESSON_NAME_LITERALS, f"{total} lesson names outside the lessons: {worst}"
+
+
+def test_the_count_sees_a_lesson_name_and_only_a_name(tmp_path: Path) -> None:
+    """The count reads constants, so a name in a docstring sentence or a comment does not count, ``"rope"`` does."""
+    tree = ast.parse('"""Lesson rope."""\nx = "rope"  # simple\ny = spec.name == "flash"\nz = "ropes"\n')
+    hits = [n.value for n in ast.walk(tree) if isinstance(n, ast.Constant) and n.value in LESSON_NAMES]
+    assert hits == ["rope", "flash"]

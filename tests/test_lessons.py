@@ -255,11 +255,10 @@ def test_the_size_check_counts_every_token(lesson: str) -> None:
     """1,024 tokens of one dim with d_out 17: the scores' products are 2 x 1,024 x 1,024 x 17 entries (twice that
     in multihead's two heads), past 2^25,
     so the lesson's weights are refused before anything is built (counted as one token they would pass)."""
-    import importlib
-
     from tracer.errors import InputError
+    from tracer.record import registry
 
-    prepare = importlib.import_module(f"tracer.record.pipelines.{lesson}").prepare
+    prepare = registry.pipeline_module(lesson).prepare
     with pytest.raises(InputError) as err:
         prepare(torch.full((1024, 1), 0.01), d_out=17)
     copies = 4 if lesson == "multihead" else 2  # multihead: each of the 2 copies of the inputs in each of 2 heads

@@ -27,7 +27,7 @@ def results(tmp_path: Path) -> Path:
     ids["tracer.core.ids.x_parse__mutmut_12"] = -9  # killed by the system: out of memory
     _meta(tmp_path, "tracer/core/fmt.py", fmt)
     _meta(tmp_path, "tracer/core/ids.py", ids)
-    _meta(tmp_path, "tracer/record/pipelines/__init__.py", {})
+    _meta(tmp_path, "tracer/record/blocks/__init__.py", {})
     return tmp_path
 
 

@@ -10,9 +10,9 @@ import tracer
 from tracer.errors import InputError
 from tracer.present import narrative
 from tracer.present.strings import LANGS
-from tracer.record.pipelines import LESSONS
+from tracer.record import registry
 
-WRITTEN = [name for name in LESSONS if narrative.available(name)]
+WRITTEN = [name for name in registry.names() if narrative.available(name)]
 
 
 def test_the_tutorial_lesson_has_a_narrative() -> None:

@@ -16,13 +16,13 @@ from tracer.present import notebook as notebooks
 from tracer.present.notebook.code import lesson_cells
 from tracer.present.views import pagecode
 from tracer.present.views.model import Code, Page
-from tracer.record.pipelines import LESSONS
+from tracer.record import registry
 
 from .notebooks import assert_matches, execute, kernel_fixture, printed_checks
 
 pytestmark = pytest.mark.slow  # every test runs a notebook in a Jupyter kernel
 nbformat = pytest.importorskip("nbformat")
-NARRATED = [name for name in LESSONS if narrative.available(name)]
+NARRATED = [name for name in registry.names() if narrative.available(name)]
 HOSTILE = 'It\'s """ <b>bold</b> $x$ a|b back\\slash'
 
 
@@ -39,8 +39,10 @@ def write(tmp_path: Path, *args: str) -> Path:
 
 
 def test_every_lesson_with_a_narrative_has_notebook_code() -> None:
-    lessons = ["simple", "trainable", "causal", "multihead", "window", "gqa", "flash", "rope", "kvcache"]
-    assert NARRATED == list(notebooks.CODE) == lessons
+    lessons = ["causal", "flash", "gqa", "kvcache", "multihead", "rope", "simple", "trainable", "window"]
+    assert lessons == NARRATED
+    for name in lessons:
+        assert notebooks.cells(tracer.trace_lesson(name))
 
 
 @pytest.mark.parametrize("lesson", NARRATED)
@@ -170,7 +172,7 @@ def test_causal_dropout_on_a_machine_whose_torch_draws_another_mask(tmp_path: Pa
 
 @pytest.mark.parametrize("lang", ["en", "zh"])
 def test_own_pipeline_notebook_reruns_it_from_the_repo_root(tmp_path: Path, kernel: None, lang: str) -> None:
-    spec = "examples/temperature.py:build"
+    spec = "examples/lesson_plugin/attn_lesson_temperature/pipeline.py:build"
     a = write(tmp_path, "--pipeline", spec, "--lang", lang)
     assert a.read_bytes() == write(tmp_path, "--pipeline", spec, "--lang", lang).read_bytes()
     nb = nbformat.read(a, as_version=4)

@@ -1,4 +1,4 @@
-"""A teacher's own pipeline (examples/temperature.py): traced, reported in both languages, diffed."""
+"""A teacher's own pipeline (the example plug-in's module, by path): traced, reported in both languages, diffed."""
 
 from __future__ import annotations
 
@@ -9,7 +9,9 @@ from click.testing import CliRunner
 
 from tracer.cli import app
 
-EXAMPLE = str(Path(__file__).resolve().parent.parent / "examples" / "temperature.py")
+EXAMPLE = str(
+    Path(__file__).resolve().parent.parent / "examples" / "lesson_plugin" / "attn_lesson_temperature" / "pipeline.py"
+)
 
 
 def run(*args: str) -> tuple[int, str]:
@@ -41,7 +43,7 @@ def test_diff_of_two_temperatures_finds_the_root_cause(tmp_path: Path) -> None:
     [
         ("no_such_module_xyz:build", "cannot import pipeline"),
         (f"{EXAMPLE}:nothing", "has no function"),
-        (f"{EXAMPLE}:trace_with", "failed"),
+        (f"{EXAMPLE}:prepare", "failed"),
         ("tracer.core.fmt:num", "no NARRATIVE"),
         ("justamodule", "module:function"),
     ],

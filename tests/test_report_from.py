@@ -85,7 +85,8 @@ def test_report_from_a_file_imports_no_torch(saved: Path, tmp_path: Path) -> Non
         f"sys.argv = ['attn-trace', 'report', '--from', {str(saved)!r}, '-o', {str(out)!r}]\n"
         "try:\n    main()\nexcept SystemExit as e:\n    assert not e.code, e.code\n"
         "heavy = [m for m in sys.modules if m.split('.')[0] in ('torch', 'matplotlib', 'mpl_toolkits')]\n"
-        "recording = [m for m in sys.modules if m.startswith(('tracer.record.recorder', 'tracer.record.pipelines.'))]\n"
+        "recording = [m for m in sys.modules if m.startswith(('tracer.record.recorder', 'tracer.record.blocks'))\n"
+        "             or m.startswith('tracer.lessons.') and m.endswith('.pipeline')]  # no pipeline\n"
         "print(len(heavy), sorted(recording))\n"
     )
     result = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=False)

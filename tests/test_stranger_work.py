@@ -19,7 +19,7 @@ from tests.hostile import seal
 from tracer.cli import app
 from tracer.core import ids, limits, serialize, validate
 from tracer.errors import TraceFormatError
-from tracer.record.pipelines import LESSONS
+from tracer.record import registry
 
 
 def test_a_catastrophic_glob_is_matched_in_linear_steps(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -83,7 +83,7 @@ def test_millions_of_tiny_json_values_are_refused_before_the_parser_runs(
     assert r.exit_code == 2 and r.output.count("\n") == 1 and "past the limit of 2,000,000" in r.output
 
 
-@pytest.mark.parametrize("lesson", sorted(LESSONS))
+@pytest.mark.parametrize("lesson", registry.names())
 def test_a_lessons_trace_file_spells_out_far_fewer_values_than_the_limit(lesson: str) -> None:
     text = serialize.dumps(tracer.trace_lesson(lesson))
     assert serialize.json_items(text) == serialize.json_items(text.encode("utf-8"))

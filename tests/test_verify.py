@@ -18,10 +18,10 @@ import tracer
 from tests.hostile import seal
 from tracer.cli import app
 from tracer.core import serialize
-from tracer.record.pipelines import LESSONS
+from tracer.record import registry
 
 
-@pytest.mark.parametrize("lesson", sorted(LESSONS))
+@pytest.mark.parametrize("lesson", registry.names())
 def test_every_lesson_follows_from_its_inputs_and_every_node_is_checked(lesson: str) -> None:
     result = tracer.trace_lesson(lesson).verify()
     assert result.ok and result.summary() == "" and result.checked > 20

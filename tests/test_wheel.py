@@ -110,7 +110,7 @@ def test_the_license_ships_in_both(built: tuple[Path, Path, str]) -> None:
     assert "License-Expression: MIT" in meta and "License-File: LICENSE" in meta
     with tarfile.open(sdist) as tar:
         members = {m.name.split("/", 1)[1] for m in tar.getmembers() if "/" in m.name}
-    assert {"LICENSE", "README.md", "pyproject.toml", "templates/lessons/simple.en.toml"} <= members
+    assert {"LICENSE", "README.md", "pyproject.toml", "tracer/lessons/simple/narrative.en.toml"} <= members
     assert (ROOT / "LICENSE").read_text(encoding="utf-8").startswith("MIT License\n\nCopyright (c) 2026 the attn-trace")
 
 

@@ -53,13 +53,14 @@ def test_the_command_list_gives_every_description_whole() -> None:
 
 
 def test_lessons_fit_and_keep_every_word() -> None:
-    from tracer.record.pipelines import LESSONS
+    from tracer.record import registry
 
+    lessons = registry.all_lessons()
     out = CliRunner().invoke(app, ["lessons"]).output
     assert _too_wide(out) == []
     rows = [line for line in out.splitlines() if not line.startswith(" ")]
-    assert [r.split()[0] for r in rows] == list(LESSONS)  # one entry per lesson, continuation lines indented
-    assert " ".join(out.split()) == " ".join(w for name, (_, s) in LESSONS.items() for w in (name, *s.split()))
+    assert [r.split()[0] for r in rows] == [x.name for x in lessons]  # one entry each, continuation lines indented
+    assert " ".join(out.split()) == " ".join(w for x in lessons for w in (x.name, *x.summary.split()))
 
 
 def test_the_diff_report_fits_and_keeps_ids_whole(tmp_path: Path) -> None:

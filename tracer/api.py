@@ -1,19 +1,18 @@
 """The Python API: trace a lesson, load a saved trace.
 
-This is the one module that ties inputs, pipelines and files together; the
-CLI is a thin layer over it.
+This is the one module that ties inputs, lessons (from :mod:`tracer.record.registry`) and
+files together; the CLI is a thin layer over it.
 """
 
 from __future__ import annotations
 
-import importlib
 from pathlib import Path
 from typing import Any
 
 from tracer.core.trace import Trace
-from tracer.errors import InputError, unknown
-from tracer.record.inputs import Example, tutorial, validate
-from tracer.record.pipelines import LESSONS
+from tracer.record import inputs as given
+from tracer.record import registry
+from tracer.record.inputs import Example
 
 
 def trace_self_attention(
@@ -33,18 +32,14 @@ def trace_self_attention(
     return trace_lesson("simple", inputs=inputs, tokens=tokens, query=query, dtype=dtype)
 
 
-INPUT_OPTIONS = ("inputs", "tokens", "query", "dtype")
-
-
 def trace_lesson(name: str, **options: Any) -> Trace:
-    """Trace lesson ``name`` (see ``attn-trace lessons``).
+    """Trace lesson ``name`` (see ``attn-trace lessons``; a package's own lessons included).
 
-    Takes the options of :func:`trace_self_attention` plus the lesson's own:
-    ``weights`` (``"rand"``, ``"linear"`` or a file) and ``d_out`` for the
-    lessons with trainable weights.
+    Takes the options of :func:`trace_self_attention` plus the lesson's own,
+    which its ``Options`` dataclass documents (for example ``weights`` and
+    ``d_out`` for lesson trainable).
     """
-    given = {k: options.pop(k) for k in INPUT_OPTIONS if k in options}
-    return run(name, example(**given), **options)
+    return registry.get(name).trace(**options)
 
 
 def example(
@@ -55,24 +50,12 @@ def example(
     source: dict[str, Any] | None = None,
 ) -> Example:
     """Validate options into an :class:`~tracer.record.inputs.Example` (``None`` inputs: the tutorial's)."""
-    if inputs is None:
-        inputs, default_tokens = tutorial()
-        tokens = default_tokens if tokens is None else tokens
-        source = source or {"kind": "tutorial"}
-    return validate(inputs, tokens, query, dtype, source)
+    return given.example(inputs, tokens, query, dtype, source)
 
 
 def run(lesson: str, ex: Example, **lesson_options: Any) -> Trace:
-    """Run a lesson's pipeline on a validated example (``lesson_options`` go to the lesson's ``prepare``)."""
-    if lesson not in LESSONS:
-        raise InputError(unknown("lesson", lesson, LESSONS))
-    module = importlib.import_module(LESSONS[lesson][0])
-    values, dt, meta = ex.for_pipeline()
-    extra = module.prepare(values, **lesson_options) if hasattr(module, "prepare") else {}
-    if not hasattr(module, "prepare") and lesson_options:
-        raise InputError(f"lesson {lesson!r} takes no option {', '.join(sorted(lesson_options))}")
-    trace: Trace = module.build(values, ex.tokens, ex.query, dt, meta, **extra)
-    return trace
+    """Run a registered lesson on a validated example, with the lesson's own options."""
+    return registry.get(lesson).run(ex, **lesson_options)
 
 
 def load(path: str | Path) -> Trace:

@@ -19,6 +19,7 @@ import click
 from tracer.cli.group import UserError, app, status, write_output
 from tracer.cli.options import LessonChoice, Limit
 from tracer.present.strings import LANGS
+from tracer.record import registry
 
 FORMATS = ["text", "json", "html", "csv", "gradescope"]
 
@@ -100,7 +101,12 @@ def check(
     from tracer import checking
     from tracer.cli import classcheck
     from tracer.compare.check import deadline
+    from tracer.compare.check.lessons import SPECS
 
+    if lesson not in SPECS:  # a lesson from a package: its check description awaits the check loop (docs/lessons.md)
+        raise UserError(
+            f"lesson {lesson!r} has no check yet: check knows {', '.join(n for n in registry.names() if n in SPECS)}"
+        )
     sizes = {k: v for k, v in (("d_in", d_in), ("d_out", d_out), ("heads", heads)) if v is not None}
     if rope_style is not None and lesson != "rope":
         raise UserError("--rope-style goes with --lesson rope")

@@ -23,7 +23,8 @@ def notebook(lang: str, output: Path, force: bool, **options: Any) -> None:
     \b
     attn-trace notebook -o simple.ipynb                  the tutorial's example
     attn-trace notebook --lang zh -o simple.zh.ipynb     the same in Chinese
-    attn-trace notebook --pipeline examples/temperature.py:build -o t.ipynb
+    attn-trace notebook -o t.ipynb --pipeline \
+      examples/lesson_plugin/attn_lesson_temperature/pipeline.py:build
         your own pipeline, re-run from the notebook's folder
     """
     from tracer.present import notebook as notebooks

@@ -31,9 +31,9 @@ class LessonChoice(click.Choice[str]):
     """
 
     def __init__(self) -> None:
-        from tracer.record.pipelines import LESSONS
+        from tracer.record import registry
 
-        super().__init__(list(LESSONS))
+        super().__init__(registry.names())
 
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> str:
         if value not in self.choices:

@@ -53,12 +53,12 @@ def report(
     attn-trace report --lesson all --lang all --force    every committed report
     """
     from tracer import batch
-    from tracer.record.pipelines import LESSONS
+    from tracer.record import registry
 
     if fragment and fmt == "md":
         raise UserError("--fragment is an HTML form: use it with --format html or all")
     try:
-        lessons = batch.choices(options.pop("lesson"), list(LESSONS), "--lesson")
+        lessons = batch.choices(options.pop("lesson"), registry.names(), "--lesson")
         langs = batch.choices(lang, batch.LANGS, "--lang")
     except batch.BadChoice as e:  # worded as every command words it (tracer.errors.unknown)
         raise UserError(e.detail) from None

@@ -14,16 +14,19 @@ from tracer.cli.options import build_trace, input_options
 
 @app.command()
 def lessons() -> None:
-    """List the lessons that can be traced."""
+    """List the lessons that can be traced: the built-in ones and those installed packages add."""
     import textwrap
 
     from tracer.core.fmt import COLUMNS
-    from tracer.record.pipelines import LESSONS
+    from tracer.record import registry
 
-    width = max(map(len, LESSONS))
+    lessons = registry.all_lessons()
+    width = max(len(lesson.name) for lesson in lessons)
     hang = " " * (width + 2)  # a long summary goes on under itself, within the 80 columns
-    for name, (_, summary) in LESSONS.items():
-        click.echo(textwrap.fill(summary, COLUMNS, initial_indent=f"{name:<{width}}  ", subsequent_indent=hang))
+    for lesson in lessons:
+        click.echo(
+            textwrap.fill(lesson.summary, COLUMNS, initial_indent=f"{lesson.name:<{width}}  ", subsequent_indent=hang)
+        )
 
 
 @app.command()

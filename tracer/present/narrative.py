@@ -1,8 +1,9 @@
 """A lesson's narrative: the prose that walks a reader through its stages.
 
 Renderers (reports, notebooks) work from a trace's stages and steps; what a
-lesson adds is its *narrative*, one file per lesson and language at
-``templates/lessons/<lesson>.<lang>.toml``::
+lesson adds is its *narrative*, one file per lesson and language, for a
+built-in lesson ``tracer/lessons/<lesson>/narrative.<lang>.toml`` (read through
+the lesson's :meth:`~tracer.record.lesson.Lesson.narrative`)::
 
     title = "Self-attention with trainable weights"
     summary = "One paragraph: what the lesson shows."
@@ -51,13 +52,12 @@ change to the renderers.
 from __future__ import annotations
 
 import re
-import tomllib
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from tracer.errors import InputError
-from tracer.present.strings import LANGS, flatten, templates_dir
+from tracer.present.strings import LANGS, flatten
+from tracer.record import registry
 
 
 @dataclass(frozen=True)
@@ -151,39 +151,29 @@ class Narrative:
         return out
 
 
-def shipped() -> dict[tuple[str, str], Path]:
-    """The narrative files that ship with attn-trace: ``(lesson, lang)`` -> path.
-
-    A lesson name may come from a trace file (``meta.lesson``), so it is looked
-    up here, among the files found, and never joined into a path.
-    """
-    out: dict[tuple[str, str], Path] = {}
-    for path in sorted((templates_dir() / "lessons").glob("*.toml")):
-        lesson, _, lang = path.stem.rpartition(".")
-        if lesson and lang in LANGS:
-            out[(lesson, lang)] = path
-    return out
-
-
 def available(lesson: str) -> bool:
-    """Whether ``lesson`` has narrative files in every language."""
-    files = shipped()
-    return all((lesson, lang) in files for lang in LANGS)
+    """Whether ``lesson`` is a registered lesson with a narrative in every language."""
+    if lesson not in registry.names():
+        return False
+    found = registry.get(lesson)
+    return all(found.narrative(lang) is not None for lang in LANGS)
 
 
 def load(lesson: str, lang: str) -> Narrative:
-    """The narrative of ``lesson`` in ``lang`` from ``templates/lessons`` (only a lesson that ships one)."""
+    """The narrative of the registered lesson ``lesson`` in ``lang``.
+
+    A lesson name may come from a trace file (``meta.lesson``): it is looked up
+    among the registered lessons, never joined into a path.
+    """
     if lang not in LANGS:
         raise InputError(f"unknown language {lang!r}: choose from {', '.join(LANGS)}")
-    files = shipped()
-    path = files.get((lesson, lang))
-    if path is None:
-        known = sorted({name for name, _ in files})
-        if lesson in known:
-            raise InputError(f"lesson {lesson!r} has no {lang!r} narrative yet")
+    known = registry.names()
+    if lesson not in known:
         raise InputError(f"unknown lesson {lesson!r} (lessons with narratives: {', '.join(known)})")
-    with path.open("rb") as f:
-        return from_dict(tomllib.load(f), lesson, lang)
+    data = registry.get(lesson).narrative(lang)
+    if data is None:
+        raise InputError(f"lesson {lesson!r} has no {lang!r} narrative yet")
+    return from_dict(data, lesson, lang)
 
 
 def from_dict(data: dict[str, Any], lesson: str, lang: str) -> Narrative:

@@ -1,7 +1,7 @@
 """The overflow demonstration as the report reads it: from the trace's own ``overflow`` stage.
 
 Lesson ``simple`` records the inputs scaled until the naive softmax breaks
-(:mod:`tracer.record.pipelines.overflow`, nodes ``scaled.*``) and says what it
+(:mod:`tracer.record.blocks.overflow`, nodes ``scaled.*``) and says what it
 recorded in ``meta["overflow"]``.  This module only reads: a report, a
 notebook or a Jupyter display needs nothing but the trace, and rendering a
 saved trace (``report --from``) imports no torch.

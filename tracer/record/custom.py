@@ -6,18 +6,22 @@ and the metadata to pass on) and returns the :class:`~tracer.core.trace.Trace` i
 :class:`~tracer.record.recorder.Recorder` made.  Its module's ``NARRATIVE``
 (``{"en": {...}, "zh": {...}}``, the structure of
 :func:`tracer.present.narrative.from_dict`) travels in the trace's metadata, so
-reports need nothing else.  See ``docs/pipelines.md``.
+reports need nothing else.  See ``docs/pipelines.md``.  It is a lesson like the
+registered ones (:class:`PipelineLesson`), only not registered: named on the
+command line instead.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from tracer.core.trace import Trace
 from tracer.errors import InputError
 from tracer.record import loader
 from tracer.record.inputs import Example
+from tracer.record.lesson import trace_with
 
 
 def load(spec: str) -> tuple[Callable[..., Any], dict[str, Any], str]:
@@ -33,21 +37,62 @@ def load(spec: str) -> tuple[Callable[..., Any], dict[str, Any], str]:
     return fn, story, loader.short_name(where, func)
 
 
+@dataclass(frozen=True)
+class PipelineLesson:
+    """A teacher's pipeline function as an ad-hoc :class:`~tracer.record.lesson.Lesson`: what ``--pipeline`` runs.
+
+    It has no options of its own and no notebook cells (its notebook re-runs
+    the pipeline, :mod:`tracer.present.notebook.pipeline`); its narrative is
+    its module's ``NARRATIVE`` and travels in the trace's metadata.
+    """
+
+    name: str
+    spec: str
+    function: Callable[..., Any]
+    stories: dict[str, Any]
+    options: type | None = None
+    check: object | None = None
+
+    @property
+    def summary(self) -> str:
+        return f"your own pipeline {self.spec}"
+
+    def run(self, example: Example, **options: Any) -> Trace:
+        if options:
+            raise InputError(f"pipeline {self.spec} takes no option {', '.join(sorted(options))}")
+        values, dt, meta = example.for_pipeline()
+        meta.update(query=example.query, tokens=example.tokens)
+        try:
+            trace = self.function(values, list(example.tokens), example.query, dt, dict(meta))
+        except KeyboardInterrupt:  # the person at the keyboard, not the pipeline
+            raise
+        except BaseException as e:  # SystemExit(0) too: a pipeline that exits has not made a trace
+            raise InputError(f"pipeline {self.spec} failed: {loader.describe(e)}") from None
+        if not isinstance(trace, Trace):
+            raise InputError(f"pipeline {self.spec} returned {type(trace).__name__}, not a Trace")
+        trace.meta.setdefault("lesson", self.name)
+        trace.meta.setdefault("query", example.query)
+        trace.meta.setdefault("tokens", list(example.tokens))
+        trace.meta["narrative"] = self.stories
+        return trace
+
+    def trace(self, **options: Any) -> Trace:
+        return trace_with(self, options)
+
+    def narrative(self, lang: str) -> dict[str, Any] | None:
+        story = self.stories.get(lang)
+        return story if isinstance(story, dict) else None
+
+    def notebook_cells(self, trace: Trace) -> dict[str, list[str]] | None:
+        return None
+
+
+def lesson(spec: str) -> PipelineLesson:
+    """The pipeline ``spec`` names, as a lesson."""
+    fn, story, name = load(spec)
+    return PipelineLesson(name, spec, fn, story)
+
+
 def run(spec: str, ex: Example) -> Trace:
     """Run the pipeline ``spec`` on a validated example."""
-    fn, story, name = load(spec)
-    values, dt, meta = ex.for_pipeline()
-    meta.update(query=ex.query, tokens=ex.tokens)
-    try:
-        trace = fn(values, list(ex.tokens), ex.query, dt, dict(meta))
-    except KeyboardInterrupt:  # the person at the keyboard, not the pipeline
-        raise
-    except BaseException as e:  # SystemExit(0) too: a pipeline that exits has not made a trace
-        raise InputError(f"pipeline {spec} failed: {loader.describe(e)}") from None
-    if not isinstance(trace, Trace):
-        raise InputError(f"pipeline {spec} returned {type(trace).__name__}, not a Trace")
-    trace.meta.setdefault("lesson", name)
-    trace.meta.setdefault("query", ex.query)
-    trace.meta.setdefault("tokens", list(ex.tokens))
-    trace.meta["narrative"] = story
-    return trace
+    return lesson(spec).run(ex)

@@ -117,6 +117,21 @@ def validate(
     return Example(arr, labels, int(query), dt, dict(source or {"kind": "array"}))
 
 
+def example(
+    inputs: Any = None,
+    tokens: Any = None,
+    query: int | None = None,
+    dtype: Any = "float32",
+    source: dict[str, Any] | None = None,
+) -> Example:
+    """Validate options into an :class:`Example`; ``None`` inputs are the tutorial's six tokens."""
+    if inputs is None:
+        inputs, default_tokens = tutorial()
+        tokens = default_tokens if tokens is None else tokens
+        source = source or {"kind": "tutorial"}
+    return validate(inputs, tokens, query, dtype, source)
+
+
 def _dtype(dtype: Any) -> str:
     name = str(dtype).removeprefix("torch.")
     if name not in DTYPES:

@@ -187,8 +187,8 @@ class Recorder:
         return self._nodes[start:]
 
     def extend(self, nodes: Sequence[Node]) -> None:
-        """Append nodes made elsewhere: lesson kvcache's steps filled in from one recorded step
-        (:class:`~tracer.record.pipelines.kvbatch.Replay`), each with its stage already set."""
+        """Append nodes made elsewhere, each with its stage already set: for example a lesson's repeated
+        steps filled in from one recorded step (lesson kvcache's ``Replay``)."""
         self._nodes.extend(nodes)
 
     def value(self, name: str, last: str | None = None) -> torch.Tensor:

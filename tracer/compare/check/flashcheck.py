@@ -42,6 +42,7 @@ from tracer.compare.check.student import StudentError, _failure, _one_line, name
 from tracer.core.trace import Step, Trace
 from tracer.errors import InputError
 from tracer.message import Message
+from tracer.record import registry
 from tracer.record.inputs import tutorial
 
 BLOCK = 2
@@ -50,13 +51,13 @@ BLOCK = 2
 
 def reference() -> Trace:
     """The flash lesson on the tutorial's tokens in reverse order, B = 2 (the check's reference)."""
-    from tracer.record.pipelines import flash
-
+    flash = registry.pipeline_module("flash")
     rows, tokens = tutorial()
     x = torch.tensor(rows[::-1], dtype=torch.float32)
     meta = {"dtype": "float32", "n_tokens": 6, "dim": 3, "source": {"kind": "tutorial", "order": "reversed"}}
     extra = flash.prepare(x, block=BLOCK)
-    return flash.build(x, tokens[::-1], 2, torch.float32, meta, **extra)
+    trace: Trace = flash.build(x, tokens[::-1], 2, torch.float32, meta, **extra)
+    return trace
 
 
 SIZES = {"eval": (6, BLOCK), "block": (6, lessons.SPECS["flash"].block), "short": (lessons.SPECS["flash"].short, BLOCK)}

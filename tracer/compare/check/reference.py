@@ -1,6 +1,6 @@
 """The lesson's side of a check: the inputs the student's code is called on, and the lesson's trace on them.
 
-The reference is the lesson's own pipeline (``tracer.record.pipelines``)
+The reference is the lesson's own pipeline (:func:`tracer.record.registry.pipeline_module`)
 run with the student's weights in place of the lesson's, so a different
 initialisation is never a mistake.  The inputs are the tutorial's six
 tokens, widened with seeded columns when the module is built wider.
@@ -8,7 +8,6 @@ tokens, widened with seeded columns when the module is built wider.
 
 from __future__ import annotations
 
-import importlib
 from typing import Any
 
 import numpy as np
@@ -18,8 +17,8 @@ from tracer.compare.check.lessons import CALLS, Spec
 from tracer.compare.check.model import Role
 from tracer.compare.check.roles import BIAS
 from tracer.core.trace import Trace
+from tracer.record import registry
 from tracer.record.inputs import tutorial
-from tracer.record.pipelines import LESSONS
 
 
 def embeddings(d_in: int) -> torch.Tensor:
@@ -79,7 +78,7 @@ def _with_bias(
 
 def reference(spec: Spec, roles: dict[str, Role]) -> Trace:
     """The lesson's trace, computed with the student's weights where the student has them."""
-    module = importlib.import_module(LESSONS[spec.name][0])
+    module = registry.pipeline_module(spec.name)
     _, tokens = tutorial()
     x = embeddings(spec.d_in)
     meta = {"dtype": "float32", "n_tokens": x.shape[0], "dim": x.shape[1], "source": {"kind": "tutorial"}}

@@ -8,9 +8,10 @@ agree.  Nothing is random: cell ids come from the lesson, the stage and the
 cell's position, no outputs or execution counts are stored and keys are
 sorted, so the same trace gives the same bytes.
 
-Each lesson's code lives in its own module (:data:`CODE`); the assembly here
-is generic over the lesson's stages (in the order its report shows them) and
-the narrative.
+Each lesson writes its own code cells (its
+:meth:`~tracer.record.lesson.Lesson.notebook_cells`); the assembly here is
+generic over the lesson's stages (in the order its report shows them) and the
+narrative.
 """
 
 from __future__ import annotations
@@ -23,11 +24,11 @@ from tracer.core import portable
 from tracer.core.trace import Trace
 from tracer.errors import InputError
 from tracer.present import narrative
-from tracer.present.notebook.code import CODE, Cell, lesson_cells, setup, traced_cell
+from tracer.present.notebook.code import Cell, lesson_cells, setup, traced_cell
 from tracer.present.render.env import md
 from tracer.present.strings import Strings
 
-__all__ = ["CODE", "build", "cells"]
+__all__ = ["build", "cells"]
 
 KERNEL = {"display_name": "Python 3 (ipykernel)", "language": "python", "name": "python3"}
 
@@ -81,15 +82,15 @@ def cells(trace: Trace, lang: str = "en", pipeline: str | None = None) -> list[d
     lesson = str(trace.meta.get("lesson", "simple"))
     story = narrative_of(trace, lang)
     s = Strings(lang)
-    per_stage: dict[str, list[Cell]]
+    per_stage: dict[str, list[Cell]] | None
     if pipeline is not None:
         per_stage = custom_cells(trace, story, pipeline)
     elif trace.meta.get("captured") and isinstance(trace.meta.get("torch"), str):
         per_stage = captured_cells(trace, story, str(trace.meta["torch"]))
-    elif lesson in CODE:
-        per_stage = lesson_cells(trace)
     else:
-        raise InputError(f"no notebook code for lesson {lesson!r} yet: notebooks cover {', '.join(CODE)}")
+        per_stage = lesson_cells(trace)
+    if per_stage is None:
+        raise InputError(f"no notebook code for lesson {lesson!r}: it is not an installed lesson that writes cells")
     everything = "".join(code for stage in per_stage.values() for code in stage)
     out = [_cell("markdown", cell_id(lesson, "intro"), intro(trace, story, s))]
     out.append(_cell("code", cell_id(lesson, "setup"), setup(trace)))

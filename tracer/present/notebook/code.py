@@ -7,7 +7,6 @@ exactly what attn-trace recorded.
 
 from __future__ import annotations
 
-import importlib
 import re
 from typing import Any
 
@@ -15,28 +14,25 @@ import numpy as np
 
 from tracer.core import fmt
 from tracer.core.trace import Trace
+from tracer.record import registry
 
 Cell = str
 """The source of one code cell."""
 
-CODE = {
-    name: f"tracer.present.notebook.{name}"
-    for name in ("simple", "trainable", "causal", "multihead", "window", "gqa", "flash", "rope")
-}
-"""Lesson -> module whose ``cells(trace)`` gives each stage's code cells."""
-CODE["kvcache"] = "tracer.present.notebook.kvcache"
 
-
-def lesson_cells(trace: Trace) -> dict[str, list[Cell]]:
-    """Stage -> code cells of a built-in lesson's trace (its module in :data:`CODE` writes them).
+def lesson_cells(trace: Trace) -> dict[str, list[Cell]] | None:
+    """Stage -> code cells of a registered lesson's trace, or ``None`` when the lesson writes none.
 
     The one source of the code a report shows (:mod:`tracer.present.views.code`)
-    and a notebook runs (:mod:`tracer.present.notebook`).  Lives here, beside
-    the helpers the lesson modules share, so that the views can read it
+    and a notebook runs (:mod:`tracer.present.notebook`): the lesson's own
+    :meth:`~tracer.record.lesson.Lesson.notebook_cells`.  Lives here, beside
+    the helpers the lessons' cells share, so that the views can read it
     without importing the notebook package, which builds on the views.
     """
-    cells: dict[str, list[Cell]] = importlib.import_module(CODE[str(trace.meta.get("lesson", "simple"))]).cells(trace)
-    return cells
+    lesson = str(trace.meta.get("lesson", "simple"))
+    if lesson not in registry.names():
+        return None
+    return registry.get(lesson).notebook_cells(trace)
 
 
 SHOW = '''def text(t, indent=10):

@@ -25,14 +25,15 @@ SECTION = {"matrix": "pairs"}
 def blocks(trace: Trace, s: Strings) -> dict[str, list[Block]]:
     """Stage -> its code blocks (empty when the lesson has no notebook code)."""
     # a leaf module, but importing it runs the notebook package's __init__, which reaches the renderers
-    from tracer.present.notebook.code import CODE, lesson_cells
+    from tracer.present.notebook.code import lesson_cells
 
-    lesson = str(trace.meta.get("lesson", "simple"))
-    if lesson not in CODE or trace.meta.get("captured") or "narrative" in trace.meta:
+    if trace.meta.get("captured") or "narrative" in trace.meta:
         return {}  # a teacher's pipeline or captured code: its notebook re-runs that code, not a lesson's
     if len(trace.tokens) > FULL_T:
         return {}  # the printed tensors would be the size of the trace: the notebook is the place for them
     cells = lesson_cells(trace)
+    if cells is None:
+        return {}
     head = pagecode.setup(trace, [c for sources in cells.values() for c in sources])
     out: dict[str, list[Block]] = {}
     for stage, sources in cells.items():

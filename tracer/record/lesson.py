@@ -1,0 +1,154 @@
+"""What a lesson is to the engines: the :class:`Lesson` protocol, and :class:`PackagedLesson` to write one.
+
+A lesson is one idea about attention taught end to end: a pipeline built from
+the traced primitives, a narrative per language, optionally the notebook cells
+that recompute it in plain torch.  The engines (recording, reports,
+notebooks, diffs) never name a lesson: they ask the registry
+(:mod:`tracer.record.registry`) for one by the name a user or a trace file
+gives, and call what this protocol promises.  The nine built-in lessons live in
+``tracer/lessons/<name>/``; a teacher's package declares its own under the
+entry point group ``attn_trace.lessons`` (``docs/lessons.md``).
+
+Importing this module imports no torch: a lesson's parts are named by module
+path and imported when first used, so that listing lessons stays cheap.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib
+import tomllib
+from dataclasses import dataclass
+from functools import cached_property
+from importlib import resources
+from types import ModuleType
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+
+from tracer.errors import InputError
+
+if TYPE_CHECKING:
+    from tracer.core.trace import Trace
+    from tracer.record.inputs import Example
+
+INPUT_OPTIONS = ("inputs", "tokens", "query", "dtype")
+"""The options every lesson takes: what is traced (the rest are the lesson's own)."""
+
+Cells = dict[str, list[str]]
+"""Stage -> the sources of its notebook code cells."""
+
+
+@runtime_checkable
+class Lesson(Protocol):
+    """What the engines call.  Everything but :meth:`run` may be cheap metadata; :meth:`run` may import torch."""
+
+    @property
+    def name(self) -> str:
+        """The name users type (``--lesson NAME``) and traces carry (``meta["lesson"]``)."""
+        ...
+
+    @property
+    def summary(self) -> str:
+        """One line for ``attn-trace lessons``."""
+        ...
+
+    @property
+    def options(self) -> type | None:
+        """The lesson's own options as a dataclass (field names, types, defaults, docs), or ``None``."""
+        ...
+
+    @property
+    def check(self) -> object | None:
+        """How ``attn-trace check`` rebuilds this lesson: not yet part of the protocol, always ``None`` today."""
+        ...
+
+    def run(self, example: Example, **options: Any) -> Trace:
+        """The lesson's trace of a validated example, with the lesson's own ``options``."""
+        ...
+
+    def trace(self, **options: Any) -> Trace:
+        """:meth:`run` from raw options: ``inputs``, ``tokens``, ``query``, ``dtype`` and the lesson's own."""
+        ...
+
+    def narrative(self, lang: str) -> dict[str, Any] | None:
+        """The narrative in ``lang`` in its dict form (``tracer.present.narrative.from_dict``), or ``None``."""
+        ...
+
+    def notebook_cells(self, trace: Trace) -> Cells | None:
+        """Stage -> plain-torch code cells recomputing ``trace``, or ``None`` when the lesson has none."""
+        ...
+
+
+def trace_with(lesson: Lesson, options: dict[str, Any]) -> Trace:
+    """``lesson.run`` on the example the input options in ``options`` describe (the rest go to the lesson)."""
+    from tracer.record.inputs import example
+
+    given = {k: options.pop(k) for k in INPUT_OPTIONS if k in options}
+    return lesson.run(example(**given), **options)
+
+
+def option_names(options: type | None) -> tuple[str, ...]:
+    """The field names of an options dataclass (none for ``None``)."""
+    return tuple(f.name for f in dataclasses.fields(options)) if options is not None else ()
+
+
+@dataclass(frozen=True)
+class PackagedLesson:
+    """A lesson whose parts live in a Python package: the form the built-in lessons and the example plug-in take.
+
+    ``pipeline`` names a module with ``build(values, tokens, query, dtype,
+    meta, **prepared)`` and, for a lesson with options, ``prepare(values,
+    **options) -> prepared`` (weights drawn, options validated).  ``package``
+    holds the narratives as data files ``narrative.<lang>.toml``.
+    ``notebook`` names a module with ``cells(trace)``.  ``options`` is the
+    dataclass that documents the lesson's own options and their defaults; an
+    option it does not name is refused before anything runs.
+    """
+
+    name: str
+    summary: str
+    pipeline: str
+    package: str
+    notebook: str | None = None
+    options: type | None = None
+    check: object | None = None
+
+    @cached_property
+    def module(self) -> ModuleType:
+        """The pipeline's module, imported on first use (this is where torch comes in)."""
+        return importlib.import_module(self.pipeline)
+
+    def run(self, example: Example, **options: Any) -> Trace:
+        unknown = sorted(set(options) - set(option_names(self.options)))
+        if unknown:
+            raise InputError(f"lesson {self.name!r} takes no option {', '.join(unknown)}")
+        values, dt, meta = example.for_pipeline()
+        prepare = getattr(self.module, "prepare", None)
+        extra = prepare(values, **options) if prepare is not None else {}
+        trace: Trace = self.module.build(values, example.tokens, example.query, dt, meta, **extra)
+        return trace
+
+    def trace(self, **options: Any) -> Trace:
+        return trace_with(self, options)
+
+    def narrative(self, lang: str) -> dict[str, Any] | None:
+        return narrative_file(self.package, lang)
+
+    def notebook_cells(self, trace: Trace) -> Cells | None:
+        if self.notebook is None:
+            return None
+        cells: Cells = importlib.import_module(self.notebook).cells(trace)
+        return cells
+
+
+def narrative_file(package: str, lang: str) -> dict[str, Any] | None:
+    """The data file ``narrative.<lang>.toml`` of ``package`` parsed, or ``None`` when there is none."""
+    if not lang.isalpha():  # a language code, never a path
+        return None
+    path = resources.files(package) / f"narrative.{lang}.toml"
+    if not path.is_file():
+        return None
+    try:
+        data: dict[str, Any] = tomllib.loads(path.read_text(encoding="utf-8"))
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
+        raise InputError(f"the {lang!r} narrative of {package} is not valid TOML: {e}") from None
+    return data

@@ -1,0 +1,87 @@
+"""Every lesson attn-trace can trace, read from the entry point group ``attn_trace.lessons``.
+
+The built-in lessons are declared in attn-trace's own ``pyproject.toml``, a
+teacher's in their package's, the same way::
+
+    [project.entry-points."attn_trace.lessons"]
+    temperature = "attn_lesson_temperature:LESSON"
+
+The entry point's name is the lesson's name; its object is a
+:class:`~tracer.record.lesson.Lesson`.  The engines reach lessons only through
+this module, so none of them needs to know which lessons exist.
+
+Listing is cheap: :func:`names` reads installed metadata only, and loading an
+entry point imports the lesson's package, which holds metadata and names its
+pipeline by module path (torch comes in when a lesson runs).
+"""
+
+from __future__ import annotations
+
+from functools import cache
+from importlib.metadata import EntryPoint, entry_points
+from types import ModuleType
+
+from tracer.errors import InputError, unknown
+from tracer.record.lesson import Lesson, PackagedLesson
+
+GROUP = "attn_trace.lessons"
+"""The entry point group a package declares its lessons under."""
+
+
+@cache
+def _entries() -> dict[str, EntryPoint]:
+    """Name -> entry point, by name (metadata writers sort them anyway; sorting here makes it a promise)."""
+    out: dict[str, EntryPoint] = {}
+    for ep in sorted(entry_points(group=GROUP), key=lambda e: e.name):
+        seen = out.get(ep.name)
+        if seen is not None and seen.value != ep.value:
+            raise InputError(f"two installed packages declare lesson {ep.name!r}: {seen.value} and {ep.value}")
+        out.setdefault(ep.name, ep)
+    return out
+
+
+def names() -> list[str]:
+    """The names of every installed lesson, in alphabetical order (imports nothing)."""
+    return list(_entries())
+
+
+@cache
+def get(name: str) -> Lesson:
+    """The lesson called ``name``; an unknown name, or an entry point that is not a lesson, is one line."""
+    ep = _entries().get(name)
+    if ep is None:
+        raise InputError(unknown("lesson", name, names()))
+    try:
+        lesson = ep.load()
+    except KeyboardInterrupt:
+        raise
+    except Exception as e:  # a broken plug-in is a one-line error, not a traceback
+        raise InputError(f"lesson {name!r} ({ep.value}) cannot be loaded: {type(e).__name__}: {e}") from None
+    if not isinstance(lesson, Lesson) or lesson.name != name:
+        raise InputError(f"lesson {name!r} ({ep.value}) is not a Lesson named {name!r}")
+    return lesson
+
+
+def all_lessons() -> list[Lesson]:
+    """Every installed lesson, loaded, in :func:`names` order."""
+    return [get(n) for n in names()]
+
+
+def pipeline_module(name: str) -> ModuleType:
+    """The pipeline module of packaged lesson ``name``.
+
+    What the check's own per-lesson code (``tracer.compare.check``) rebuilds its
+    reference with, calling the module's ``prepare`` and ``build`` at the
+    sizes a student's code is built at.  It goes away when a lesson carries its
+    own check description (``docs/lessons.md``).
+    """
+    lesson = get(name)
+    if not isinstance(lesson, PackagedLesson):
+        raise InputError(f"lesson {name!r} is not a packaged lesson: it has no pipeline module")
+    return lesson.module
+
+
+def refresh() -> None:
+    """Forget what was read, so that a package installed since is seen (tests that install one call it)."""
+    _entries.cache_clear()
+    get.cache_clear()
