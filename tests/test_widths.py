@@ -63,8 +63,9 @@ def test_lessons_fit_and_keep_every_word() -> None:
     assert " ".join(out.split()) == " ".join(w for x in lessons for w in (x.name, *x.summary.split()))
 
 
-def test_the_diff_report_fits_and_keeps_ids_whole(tmp_path: Path) -> None:
-    a, b = tmp_path / "a.json", tmp_path / "b.json"
+def test_the_diff_report_fits_and_keeps_ids_whole(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)  # the report names the files as given: short names, as a reader types them
+    a, b = Path("a.json"), Path("b.json")
     tracer.trace_self_attention().save(a)
     tracer.trace_self_attention(dtype="float64").save(b)
     result = CliRunner().invoke(app, ["diff", str(a), str(b)])

@@ -23,9 +23,9 @@ def notebook(lang: str, output: Path, force: bool, **options: Any) -> None:
     \b
     attn-trace notebook -o simple.ipynb                  the tutorial's example
     attn-trace notebook --lang zh -o simple.zh.ipynb     the same in Chinese
-    attn-trace notebook -o t.ipynb --pipeline \
-      examples/lesson_plugin/attn_lesson_temperature/pipeline.py:build
-        your own pipeline, re-run from the notebook's folder
+    attn-trace notebook -o t.ipynb --pipeline my_lesson.py:build
+                                                         your own pipeline, re-run
+                                                         from its folder
     """
     from tracer.present import notebook as notebooks
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import dataclasses
 import importlib
+import math
 import tomllib
 from dataclasses import dataclass
 from functools import cached_property
@@ -101,13 +102,17 @@ class PackagedLesson:
     holds the narratives as data files ``narrative.<lang>.toml``.
     ``notebook`` names a module with ``cells(trace)``.  ``options`` is the
     dataclass that documents the lesson's own options and their defaults; an
-    option it does not name is refused before anything runs.
+    option it does not name is refused before anything runs.  ``place`` is
+    where the lesson sits in a course: lessons are listed by it, then by
+    name (the built-in ones are 1 to 9, in the order the chapter builds
+    them up; a plug-in that sets none comes after them).
     """
 
     name: str
     summary: str
     pipeline: str
     package: str
+    place: float = math.inf
     notebook: str | None = None
     options: type | None = None
     check: object | None = None

@@ -10,13 +10,14 @@ The entry point's name is the lesson's name; its object is a
 :class:`~tracer.record.lesson.Lesson`.  The engines reach lessons only through
 this module, so none of them needs to know which lessons exist.
 
-Listing is cheap: :func:`names` reads installed metadata only, and loading an
-entry point imports the lesson's package, which holds metadata and names its
-pipeline by module path (torch comes in when a lesson runs).
+Listing is cheap: loading an entry point imports the lesson's package, which
+holds metadata and names its pipeline by module path (torch comes in when a
+lesson runs).
 """
 
 from __future__ import annotations
 
+import math
 from functools import cache
 from importlib.metadata import EntryPoint, entry_points
 from types import ModuleType
@@ -41,8 +42,28 @@ def _entries() -> dict[str, EntryPoint]:
 
 
 def names() -> list[str]:
-    """The names of every installed lesson, in alphabetical order (imports nothing)."""
-    return list(_entries())
+    """The names of every installed lesson, in course order: by the lesson's ``place``, then by name.
+
+    The order is the one a newcomer reads them in (``attn-trace lessons``,
+    every "choose from" list): the built-in lessons as the chapter builds
+    them up, then plug-ins.  Finding a place loads the lesson's package,
+    which holds metadata only (its pipeline, and torch, are imported when
+    it runs); a plug-in that cannot be loaded goes last, and says why when
+    it is asked for by name.
+    """
+    return list(_ordered())
+
+
+@cache
+def _ordered() -> tuple[str, ...]:
+    return tuple(sorted(_entries(), key=lambda name: (_place(name), name)))
+
+
+def _place(name: str) -> float:
+    try:
+        return float(getattr(get(name), "place", math.inf))
+    except InputError:
+        return math.inf
 
 
 @cache
@@ -84,4 +105,5 @@ def pipeline_module(name: str) -> ModuleType:
 def refresh() -> None:
     """Forget what was read, so that a package installed since is seen (tests that install one call it)."""
     _entries.cache_clear()
+    _ordered.cache_clear()
     get.cache_clear()

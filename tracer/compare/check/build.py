@@ -115,7 +115,7 @@ def own_bias(obj: Any) -> bool:
     return not any(p.name.lower() in ALIASES["qkv_bias"] for p in params)
 
 
-NAMED = {"num_heads": "number of heads", "num_kv_groups": "number of key/value groups", "window_size": "window"}
+NAMED = {"num_heads": "number of heads", "num_kv_groups": "number of key/value groups", "window_size": "window size"}
 """How a refusal names the lesson's arguments that a module may not take."""
 
 

@@ -107,12 +107,12 @@ def alternatives(spec: Spec) -> tuple[tuple[dict[str, Any], ...], ...]:
     built again with each head ``2·d_head`` wide (``4·d_head`` where that
     would be the first sizes' width): even, and divisible wherever the
     lesson's width was.  A module that ignores its sizes fails there too;
-    only then is the first failure its verdict.  Lesson flash calls a
-    function at sizes of its own and has no fallback.
+    only then is the first failure its verdict.  A function called at
+    sizes of its own (lesson flash) has no width to fall back on.
     """
     out: list[tuple[dict[str, Any], ...]] = []
     for first in builds(spec):
-        if spec.name == "flash":
+        if "d_out" not in first:
             out.append((first,))
             continue
         heads = int(first.get("num_heads", 1)) if spec.multi else 1

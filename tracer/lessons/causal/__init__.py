@@ -17,6 +17,7 @@ class Options:
 
 LESSON = PackagedLesson(
     name="causal",
+    place=3,
     summary="Causal masks both ways (renormalized and -inf), dropout, and the compact module on a batch.",
     pipeline="tracer.lessons.causal.pipeline",
     package=__name__,

@@ -20,6 +20,7 @@ class Options:
 
 LESSON = PackagedLesson(
     name="flash",
+    place=7,
     summary=(
         "FlashAttention's online softmax: blocks of B keys, running max and sum, rescaled output; B = T is one block."
     ),

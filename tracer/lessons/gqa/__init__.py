@@ -23,6 +23,7 @@ class Options:
 
 LESSON = PackagedLesson(
     name="gqa",
+    place=6,
     summary="Grouped-query attention: H query heads share G key/value groups; G = H is multi-head, G = 1 multi-query.",
     pipeline="tracer.lessons.gqa.pipeline",
     package=__name__,

@@ -20,6 +20,7 @@ class Options:
 
 LESSON = PackagedLesson(
     name="kvcache",
+    place=9,
     summary="KV cache: generation token by token, each step's context row equal to full causal attention bit for bit.",
     pipeline="tracer.lessons.kvcache.pipeline",
     package=__name__,

@@ -17,6 +17,7 @@ class Options:
 
 LESSON = PackagedLesson(
     name="multihead",
+    place=4,
     summary="Multi-head attention two ways: a wrapper of causal heads, and projections split into heads.",
     pipeline="tracer.lessons.multihead.pipeline",
     package=__name__,

@@ -29,6 +29,7 @@ class Options:
 
 LESSON = PackagedLesson(
     name="rope",
+    place=8,
     summary="Rotary position embeddings: queries and keys turned pair by pair by m·θ; scores depend only on m − n.",
     pipeline="tracer.lessons.rope.pipeline",
     package=__name__,

@@ -9,6 +9,7 @@ from tracer.record.lesson import PackagedLesson
 
 LESSON = PackagedLesson(
     name="simple",
+    place=1,
     summary="Self-attention without trainable weights: dot-product scores, four normalizations, context vectors.",
     pipeline="tracer.lessons.simple.pipeline",
     package=__name__,

@@ -21,6 +21,7 @@ class Options:
 
 LESSON = PackagedLesson(
     name="trainable",
+    place=2,
     summary="Self-attention with trainable weights: query, key and value projections, scores scaled by sqrt(d_k).",
     pipeline="tracer.lessons.trainable.pipeline",
     package=__name__,

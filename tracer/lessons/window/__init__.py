@@ -20,6 +20,7 @@ class Options:
 
 LESSON = PackagedLesson(
     name="window",
+    place=5,
     summary="Sliding-window causal attention: each query sees its last w keys; with w >= T it is the causal lesson.",
     pipeline="tracer.lessons.window.pipeline",
     package=__name__,
