@@ -26,7 +26,6 @@ machine's residual, and ``trace.tensor("mat.omega")`` the library's result.
 from __future__ import annotations
 
 import dataclasses
-import weakref
 
 import numpy as np
 
@@ -85,10 +84,10 @@ def shown(trace: Trace) -> Trace:
     checks), so every renderer can take this trace instead of the original.
     A trace without bounded checks (an older file) comes back as it is.
     Each trace is shown once (the result is kept while ``trace`` lives and its meta is unchanged), so
-    every language and format of its report reads the same shown trace, and
-    verifies it once (:meth:`Trace.verify`).
+    every language and format of its report reads the same shown trace; its
+    verdict is the recorded trace's (:meth:`Trace.for_print`), the one ``verify`` gives.
     """
-    kept = _SHOWN.get(trace)
+    kept = trace.shown_form
     if kept is not None and kept.meta == trace.meta:  # meta is a plain dict: kept only while it is unchanged
         return kept
     forms = loop_forms(trace)
@@ -112,12 +111,8 @@ def shown(trace: Trace) -> Trace:
             n = dataclasses.replace(n, value=np.array(value, dtype=n.value.dtype))
         done[n.name] = n.value
         nodes.append(n)
-    _SHOWN[trace] = Trace(nodes, trace.meta)
-    return _SHOWN[trace]
-
-
-_SHOWN: weakref.WeakKeyDictionary[Trace, Trace] = weakref.WeakKeyDictionary()
-"""Each trace's shown form, for as long as the trace itself is alive."""
+    trace.shown_form = trace.for_print(nodes)
+    return trace.shown_form
 
 
 def canonical(trace: Trace) -> Trace:

@@ -198,6 +198,9 @@ class Trace:
         self.meta: dict[str, Any] = dict(meta)
         self._nodes: dict[str, Node] = {}
         self._verification: Verification | None = None
+        self._recorded: Trace | None = None
+        self.shown_form: Trace | None = None
+        """This trace as pages print it (:func:`tracer.core.portable.shown` keeps it here, made once)."""
         for n in nodes:
             if n.name in self._nodes:
                 raise ValueError(f"duplicate node {n.name}")
@@ -348,9 +351,24 @@ class Trace:
         built, so a report in two languages and two formats asks for it four
         times and pays once.
         """
+        if self._recorded is not None:  # a form made for print answers with the recorded trace's verdict
+            return self._recorded.verify()
         if self._verification is None:
             self._verification = hooks.call("verify", self)
         return self._verification
+
+    def for_print(self, nodes: Sequence[Node]) -> Trace:
+        """The same steps holding other values for print (:func:`tracer.core.portable.shown`), verified as this one.
+
+        A page prints a library result as its loop form, so a check ``|N - N.loop|`` it
+        shows no longer matches the values beside it; recomputing the printed trace
+        would call the check "edited".  The verdict is the recorded trace's: the one
+        ``attn-trace verify`` gives, computed once for both (a report and ``verify``
+        can never disagree).
+        """
+        out = Trace(nodes, self.meta)
+        out._recorded = self
+        return out
 
     def save(self, path: str | os.PathLike[str] | IO[str]) -> None:
         """Write the trace file (see ``docs/trace-format.md``); :func:`tracer.core.serialize.save` does the work."""
