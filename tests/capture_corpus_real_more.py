@@ -199,3 +199,15 @@ def gemma() -> torch.Tensor:
 def own_state() -> torch.Tensor:
     torch.manual_seed(46)
     return OwnState()(4)
+
+
+HEADS = {
+    "bert": (1, H), "gpt2_upcast": (1, H), "whisper": (2, H), "llama2_cache": (2, H), "gpt_fast": (2, H),
+    "llama2c": (1, H), "nanochat": (1, 4), "vit": (1, H), "lecture": (H, 1), "layer_norm_block": (1, H),
+    "labml": (1, H), "d2l_multihead": (1, H), "d2l_additive": (1, 1), "seq2seq": (3, 1), "gemma": (1, 4),
+    "own_state": (1, 1),
+}  # fmt: skip
+"""Runner -> (how many attentions it computes, how many heads each has), for the tests."""
+SHAPES = {"whisper": [(3, 3), (3, 5)], "llama2_cache": [(4, 4), (1, 5)], "gpt_fast": [(4, 8), (1, 8)]}
+SHAPES |= {"d2l_additive": [(3, T)], "seq2seq": [(1, T)] * 3, "own_state": [(4, 4)]}
+"""Runner -> (queries, keys) of each attention, where they are not (T, T)."""

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -55,6 +55,21 @@ class Part:
     lead: tuple[int, ...]
     label: str
     anchor: str
+
+
+def upright(node: Node) -> Node:
+    """``node`` with its query and key axes last, the rest in their order: how a matrix is drawn.
+
+    A sequence-first attention (labml's scores ``(i, j, b, h)``) is drawn as
+    every other, one (i, j) matrix per head.  Only the drawing's layout
+    changes: the node keeps its name, and a node without both ``i`` and
+    ``j``, or with them last already, comes back as it is.
+    """
+    if "i" not in node.axes or "j" not in node.axes or node.axes[-2:] == ("i", "j"):
+        return node
+    rest = [p for p, a in enumerate(node.axes) if a not in ("i", "j")]
+    order = [*rest, node.axes.index("i"), node.axes.index("j")]
+    return replace(node, axes=tuple(node.axes[p] for p in order), value=np.transpose(node.value, order))
 
 
 def lead_axes(node: Node) -> tuple[str, ...]:

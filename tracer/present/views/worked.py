@@ -25,7 +25,7 @@ from tracer.present.views import alts
 from tracer.present.views.common import FULL_T, TOP, alone, heatmap_svg, tex
 from tracer.present.views.layout import board, chunked, sides
 from tracer.present.views.model import Block, Equation, Figure, Para
-from tracer.present.views.nodes import LessonCtx, Part, anchor, caption, lead_axes, parts, row_offset
+from tracer.present.views.nodes import LessonCtx, Part, anchor, caption, lead_axes, parts, row_offset, upright
 
 SIGNS = {"mul": r"\times", "sub": "-", "add": "+"}
 """LaTeX of the binary ops written out inline."""
@@ -195,7 +195,8 @@ def _alt(ctx: LessonCtx, alt: str, part: Part) -> str:
 
 
 def heatmaps(ctx: LessonCtx, node: Node) -> list[Block]:
-    """A heatmap of the node's (i, j) matrix, one per head, the focus row outlined."""
+    """A heatmap of the node's (i, j) matrix, one per head, the focus row outlined (queries down, in any layout)."""
+    node = upright(node)
     out: list[Block] = []
     for part in parts(ctx, node):
         name = f"fig-{anchor(node.name)}{part.anchor}"
