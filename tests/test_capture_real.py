@@ -91,3 +91,18 @@ def test_a_sequence_first_attention_is_drawn_queries_down() -> None:
     assert drawn.axes == ("b", "h", "i", "j")
     assert np.array_equal(drawn.value[0, 1], w.value[:, :, 0, 1])  # head 2's matrix, a query per row
     assert np.allclose(drawn.value.sum(axis=-1), 1.0)  # each row (one query) sums to one over the keys
+    assert t.tokens == ["t1", "t2", "t3", "t4", "t5"]  # the input is (T, B, d): its first axis becomes the queries
+    svg = report.build(t, "en", formats=("md",))[f"fig-{anchor(w.name)}-h2.svg"].decode()
+    assert all(f">{tok}<" in svg for tok in t.tokens)
+
+
+def test_the_token_axis_is_the_one_that_becomes_the_queries() -> None:
+    from tracer.record.capture.rows import token_axis
+
+    t = tracer.trace_torch(more.labml)
+    assert token_axis(t.nodes, "x") == 0  # sequence first
+    batch_first = tracer.trace_torch(importlib.import_module("tests.capture_corpus_real").vit)
+    assert token_axis(batch_first.nodes, "x") == 1
+    merged = tracer.trace_torch(more.d2l_multihead)  # heads merged into rows by index arithmetic: not followed
+    assert token_axis(merged.nodes, "queries") is None and len(merged.tokens) == more.T
+    assert token_axis(t.nodes, "no such node") is None

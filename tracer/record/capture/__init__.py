@@ -37,6 +37,7 @@ from tracer.record.capture.mode import Mode
 from tracer.record.capture.naming import final_names, pathname, steps
 from tracer.record.capture.relabel import relabel
 from tracer.record.capture.rename import rename
+from tracer.record.capture.rows import token_axis
 from tracer.record.capture.selector import rename_axes, selector_axes
 from tracer.record.capture.session import Session
 from tracer.record.inputs import DEFAULT_QUERY
@@ -135,7 +136,7 @@ class Capture:
             out_name = self.node_of(self.output)
         else:
             out_name = None
-        rows = _default_tokens(s)
+        rows = _default_tokens(s, nodes, self.node_of)
         if self.tokens is not None and rows and len(self.tokens) != len(rows):
             raise InputError(f"{len(self.tokens)} token labels for inputs of {len(rows)} rows")
         tokens = self.tokens if self.tokens is not None else rows
@@ -265,12 +266,20 @@ def _width(s: Session) -> int:
     return max(1, int(t.shape[-1]))  # whole numbers no embedding reads (a mask, a table of counts): their rows
 
 
-def _default_tokens(s: Session) -> list[str]:
-    """One label per row of the input (``t1``, ``t2`` …); code that reads no tensor has one row (as a trace must)."""
+def _default_tokens(s: Session, nodes: Sequence[Node], node_of: Callable[[torch.Tensor], str | None]) -> list[str]:
+    """One label per row of the input (``t1``, ``t2`` …); code that reads no tensor has one row (as a trace must).
+
+    The rows are the input's axis that becomes an attention's queries
+    (:mod:`.rows`: sequence-first code too), else its second-to-last axis
+    (token ids: their last).
+    """
     t = _first_input(s)
     if t is None:
         return ["t1"]
     rows = int(t.shape[-2] if t.dim() >= 2 and t.is_floating_point() else t.shape[-1])  # token ids: (…, T)
+    axis = token_axis(nodes, node_of(t) or "") if t.is_floating_point() else None
+    if axis is not None and axis < t.dim():
+        rows = int(t.shape[axis])
     return [f"t{n}" for n in range(1, rows + 1)]
 
 
