@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from tracer.compare.check.lessons import CALLS, Spec
+from tracer.compare.check.lessons import Spec
 from tracer.compare.check.model import Role
 from tracer.compare.check.roles import BIAS
 from tracer.core.trace import Trace
@@ -107,7 +107,7 @@ def reference(spec: Spec, roles: dict[str, Role]) -> Trace:
     elif spec.name in ("window", "rope"):
         extra.update(weights=w, weights_meta=info)
     elif spec.name == "kvcache":
-        extra.update(weights=w, weights_meta=info, spans=list(CALLS))
+        extra.update(weights=w, weights_meta=info, spans=list(spec.calls))
     elif spec.name == "gqa":
         extra["weights"] = {**extra["weights"], **w}
         if "W_out" in roles:

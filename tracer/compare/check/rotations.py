@@ -20,6 +20,8 @@ from tracer.compare.check.context import Context, Hit
 from tracer.message import Message
 
 BASE = 10000.0
+STYLES = ("half", "interleaved")
+"""How a rotation pairs components: ``x_p`` with ``x_p+d/2`` (``rotate_half``), or neighbours."""
 
 
 def _tables(c: Context, d: int, start: int = 0, exponent: float = 2.0) -> tuple[np.ndarray, np.ndarray]:
@@ -67,7 +69,7 @@ def _find(c: Context, rotate: object, detail: dict[str, str] | None = None) -> H
 
 
 def _applies(c: Context) -> bool:
-    return c.spec.name == "rope"
+    return c.spec.rotary
 
 
 def other_style(c: Context) -> Hit | None:
