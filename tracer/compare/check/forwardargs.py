@@ -57,7 +57,7 @@ from typing import Any, NamedTuple
 import torch
 
 from tracer.compare.check.lessons import Spec
-from tracer.compare.check.rotations import BASE
+from tracer.compare.check.resizeref import BASE
 from tracer.errors import InputError
 from tracer.message import Message
 

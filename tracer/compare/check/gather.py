@@ -35,7 +35,7 @@ def gather(obj: Any, spec: lessons.Spec) -> Evidence:
         from tracer.compare.check import flashcheck
 
         ev = flashcheck.collect(obj, spec)
-        ev.other = resize.gather_function(obj)
+        ev.other = resize.gather_function(obj, spec)
         return ev
     if spec.driver == lessons.GENERATION:  # a module driven through a generation, then another at other sizes
         from tracer.compare.check import generation
@@ -84,7 +84,7 @@ def gather(obj: Any, spec: lessons.Spec) -> Evidence:
         crash = short.error
         ev.short_error = Failure(crash.message, crash.details, crash.cause) if crash is not None else None
         ev.short = [_output(short.output)] if crash is None else []
-    if spec.name in resize.MODELLED:
+    if spec.rebuilds is not None:
         ev.other = resize.gather(_builder(obj, spec), spec, form)
     return ev
 

@@ -16,13 +16,21 @@ with the student's weights.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tracer.compare.check.model import Quantity
 from tracer.errors import InputError
 from tracer.record import registry
+
+if TYPE_CHECKING:
+    from types import ModuleType
+
+    import numpy as np
+    import torch
+
+    from tracer.compare.check.model import Role
 
 Q = Quantity
 
@@ -62,6 +70,18 @@ class Spec:
     scaled: bool = True  # the scores are divided by √d_k before the softmax
     trained: bool = False  # the second builds are also called in training mode (dropout = 0 must change nothing)
     calls: tuple[tuple[int, int], ...] = ()  # driver generation: the first and last token (1-based) of each call
+    rebuilds: Callable[[Spec], tuple[dict[str, Any], ...]] | None = None
+    """The second builds' sizes by the constructor's names, and ``tokens`` (:mod:`.resize`; None: none)."""
+    at_size: Callable[[Spec, dict[str, Any], dict[str, Role], np.ndarray], np.ndarray] | None = None
+    """``(spec, sizes, weights, inputs)`` -> the lesson's result at a second build's sizes, in float64."""
+    plug: (
+        Callable[
+            [Spec, ModuleType, torch.Tensor, dict[str, torch.Tensor], dict[str, Role], dict[str, Any]], dict[str, Any]
+        ]
+        | None
+    ) = None
+    """``(spec, pipeline, inputs, weights, roles, info)`` -> the pipeline's ``build`` arguments with the student's
+    weights (:mod:`.reference`); None: the lesson has no weights."""
 
     @property
     def is_class(self) -> bool:

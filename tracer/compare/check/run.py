@@ -18,8 +18,8 @@ from tracer.compare.check import (
     marks,
     reference,
     resize,
+    resizeref,
     roles,
-    rotations,
     sizing,
     student,
     wrapper,
@@ -84,7 +84,7 @@ def spec_for(
         raise InputError(unknown("lesson", lesson, lessons.SPECS))
     spec = lessons.SPECS[lesson]
     if rope_style is not None:
-        if not spec.rotary or rope_style not in rotations.STYLES:
+        if not spec.rotary or rope_style not in resizeref.STYLES:
             turned = ", ".join(n for n, s in lessons.SPECS.items() if s.rotary)
             raise InputError(f"rope_style is half or interleaved, for lesson {turned} only (got {rope_style!r})")
         spec = replace(spec, style=str(rope_style))
@@ -155,7 +155,7 @@ def judge(ev: Evidence, spec: lessons.Spec, source: str | None) -> CheckResult:
         hit = Hit(None, hit.steps, hit.detail, "heads_shared") if hit is not None else None
     if chosen is not None and chosen.quantity.run == "short" and ctx.short_error is not None and hit is None:
         raise ctx.short_error
-    if chosen is None and spec.is_class and spec.name in resize.MODELLED:  # every stage matches: at other sizes?
+    if chosen is None and spec.is_class and spec.rebuilds is not None:  # every stage matches: at other sizes?
         hit = resize.hit(spec, _needed(ev.other, "the second build"))
     divergence = _divergence(ctx, chosen, hit, stages) if chosen is not None else None
     if chosen is not None:

@@ -9,7 +9,27 @@ is run, and the lesson's quantities in the order the lesson computes them.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
+from tracer.compare.check import rebuild, resizeref
 from tracer.compare.check.lessons import Q, Spec, qkv
+
+if TYPE_CHECKING:
+    from types import ModuleType
+
+    from torch import Tensor
+
+    from tracer.compare.check.model import Role
+
+
+def plug(
+    spec: Spec, pipeline: ModuleType, x: Tensor, w: dict[str, Tensor], roles: dict[str, Role], info: dict[str, Any]
+) -> dict[str, Any]:
+    """The student's projections as the pipeline's weights (and as its module's)."""
+    extra: dict[str, Any] = pipeline.prepare(x, d_out=spec.d_out)
+    extra.update(weights=w, weights_meta=info, module=w)
+    return extra
+
 
 CHECK = Spec(
     "causal",
@@ -35,4 +55,7 @@ CHECK = Spec(
     dropout=0.5,
     causal=True,
     trained=True,
+    rebuilds=rebuild.each_head_wider,
+    at_size=resizeref.causal,
+    plug=plug,
 )

@@ -9,7 +9,50 @@ is run, and the lesson's quantities in the order the lesson computes them.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from tracer.compare.check import rebuild, resizeref
 from tracer.compare.check.lessons import Q, Spec, qkv
+
+if TYPE_CHECKING:
+    from types import ModuleType
+
+    from torch import Tensor
+
+    from tracer.compare.check.model import Role
+
+
+def at_size(spec: Spec, got: dict[str, Any], found: dict[str, Role], x: np.ndarray) -> np.ndarray:
+    """Causal attention split into ``num_heads`` heads, joined, and projected when the module has ``W_out``."""
+    n = got["num_heads"]
+    q, k, v = (resizeref.heads(a, n) for a in resizeref.projected(found, x))
+    return resizeref.joined(resizeref.attend(q, k, v, True), found)
+
+
+def plug(
+    spec: Spec, pipeline: ModuleType, x: Tensor, w: dict[str, Tensor], roles: dict[str, Role], info: dict[str, Any]
+) -> dict[str, Any]:
+    """The student's weights in the split heads, or per head when the module is the book's wrapper."""
+    import torch
+
+    from tracer.compare.check.reference import tensor
+
+    extra: dict[str, Any] = pipeline.with_heads(x, spec.d_out, spec.heads)  # any number of heads
+    if spec.form == "wrap":
+        extra["wrap"] = w
+        if "W_out" in roles:
+            extra["wrap_out"] = {r: tensor(roles, r) for r in ("W_out", "b_out") if r in roles}
+        return extra
+    split = {**extra["split"], **w}
+    if "W_out" in roles:
+        split["W_out"] = tensor(roles, "W_out")
+        bias = roles["b_out"].value if "b_out" in roles else np.zeros(spec.d_out)
+        split["b_out"] = torch.tensor(bias, dtype=torch.float32)
+    extra["split"] = split
+    return extra
+
 
 CHECK = Spec(
     "multihead",
@@ -37,4 +80,7 @@ CHECK = Spec(
     dropout=0.5,
     causal=True,
     trained=True,
+    rebuilds=rebuild.each_head_wider,
+    at_size=at_size,
+    plug=plug,
 )

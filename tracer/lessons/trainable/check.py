@@ -9,7 +9,25 @@ is run, and the lesson's quantities in the order the lesson computes them.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
+from tracer.compare.check import rebuild, resizeref
 from tracer.compare.check.lessons import Q, Spec, qkv
+
+if TYPE_CHECKING:
+    from types import ModuleType
+
+    from torch import Tensor
+
+    from tracer.compare.check.model import Role
+
+
+def plug(
+    spec: Spec, pipeline: ModuleType, x: Tensor, w: dict[str, Tensor], roles: dict[str, Role], info: dict[str, Any]
+) -> dict[str, Any]:
+    """The student's projections as the pipeline's weights."""
+    return {"weights": w, "weights_meta": info}
+
 
 CHECK = Spec(
     "trainable",
@@ -28,4 +46,7 @@ CHECK = Spec(
         Q("z", "context", "z"),
     ),
     trained=True,
+    rebuilds=rebuild.each_head_wider,
+    at_size=resizeref.unmasked,
+    plug=plug,
 )
