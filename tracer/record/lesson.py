@@ -59,7 +59,13 @@ class Lesson(Protocol):
 
     @property
     def check(self) -> object | None:
-        """How ``attn-trace check`` rebuilds this lesson: not yet part of the protocol, always ``None`` today."""
+        """How ``attn-trace check`` checks a student's code for this lesson, or ``None`` when it cannot.
+
+        A :class:`tracer.compare.check.lessons.Spec` (the check's own layer
+        defines it, so it is typed ``object`` here): the constructor a
+        student writes, the sizes it is built at, how it is run, and the
+        lesson's quantities in order (``docs/lessons.md``).
+        """
         ...
 
     def run(self, example: Example, **options: Any) -> Trace:
@@ -100,7 +106,8 @@ class PackagedLesson:
     meta, **prepared)`` and, for a lesson with options, ``prepare(values,
     **options) -> prepared`` (weights drawn, options validated).  ``package``
     holds the narratives as data files ``narrative.<lang>.toml``.
-    ``notebook`` names a module with ``cells(trace)``.  ``options`` is the
+    ``notebook`` names a module with ``cells(trace)``; ``checker`` a module
+    whose ``CHECK`` is the lesson's check description (:attr:`check`).  ``options`` is the
     dataclass that documents the lesson's own options and their defaults; an
     option it does not name is refused before anything runs.  ``place`` is
     where the lesson sits in a course: lessons are listed by it, then by
@@ -115,7 +122,12 @@ class PackagedLesson:
     place: float = math.inf
     notebook: str | None = None
     options: type | None = None
-    check: object | None = None
+    checker: str | None = None
+
+    @cached_property
+    def check(self) -> object | None:
+        """The ``CHECK`` of the module ``checker`` names, imported on first use (``None`` without one)."""
+        return importlib.import_module(self.checker).CHECK if self.checker is not None else None
 
     @cached_property
     def module(self) -> ModuleType:

@@ -33,6 +33,7 @@ LESSON = PackagedLesson(
     summary="Rotary position embeddings: queries and keys turned pair by pair by m·θ; scores depend only on m − n.",
     pipeline="tracer.lessons.rope.pipeline",
     package=__name__,
+    checker="tracer.lessons.rope.check",
     notebook="tracer.lessons.rope.notebook",
     options=Options,
 )

@@ -13,5 +13,6 @@ LESSON = PackagedLesson(
     summary="Self-attention without trainable weights: dot-product scores, four normalizations, context vectors.",
     pipeline="tracer.lessons.simple.pipeline",
     package=__name__,
+    checker="tracer.lessons.simple.check",
     notebook="tracer.lessons.simple.notebook",
 )
