@@ -40,7 +40,7 @@ def write(tmp_path: Path, *args: str) -> Path:
 
 def test_every_lesson_with_a_narrative_has_notebook_code() -> None:
     lessons = ["causal", "flash", "gqa", "kvcache", "multihead", "rope", "simple", "trainable", "window"]
-    assert lessons == NARRATED
+    assert lessons == sorted(NARRATED)  # listed in course order, compared as a set
     for name in lessons:
         assert notebooks.cells(tracer.trace_lesson(name))
 

@@ -28,5 +28,6 @@ LESSON = PackagedLesson(
     pipeline="tracer.lessons.gqa.pipeline",
     package=__name__,
     notebook="tracer.lessons.gqa.notebook",
+    facts="tracer.lessons.gqa.facts:facts",
     options=Options,
 )

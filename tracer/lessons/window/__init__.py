@@ -25,5 +25,6 @@ LESSON = PackagedLesson(
     pipeline="tracer.lessons.window.pipeline",
     package=__name__,
     notebook="tracer.lessons.window.notebook",
+    facts="tracer.lessons.window.facts:facts",
     options=Options,
 )
