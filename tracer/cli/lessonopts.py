@@ -26,6 +26,7 @@ from typing import Any
 
 import click
 
+from tracer.errors import InputError
 from tracer.record import registry
 
 
@@ -99,7 +100,11 @@ def _choices(field: dataclasses.Field[Any]) -> tuple[str, ...]:
 def fields() -> tuple[Field, ...]:
     """Every installed lesson's options, one :class:`Field` per name, in the order the lessons list them."""
     found: dict[str, Field] = {}
-    for lesson in registry.all_lessons():
+    for name in registry.names():
+        try:
+            lesson = registry.get(name)
+        except InputError:  # a broken plug-in says so when it is chosen; the other lessons' flags still work
+            continue
         if lesson.options is None:
             continue
         said = docs(lesson.options)
