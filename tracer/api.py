@@ -14,6 +14,10 @@ from tracer.record import inputs as given
 from tracer.record import registry
 from tracer.record.inputs import Example
 
+DEFAULT_LESSON = "simple"
+"""The lesson :func:`trace_self_attention` traces, and the commands' ``--lesson`` when none is given: the
+tutorial's.  The one place outside ``tracer/lessons/`` that names a lesson (``tests/test_layers.py``)."""
+
 
 def trace_self_attention(
     inputs: Any = None,
@@ -29,7 +33,7 @@ def trace_self_attention(
     the reports dwell on (default 2, or 1 for a single token); ``dtype`` is ``torch.float32`` (default, as in the
     tutorial) or ``torch.float64``, or their names.
     """
-    return trace_lesson("simple", inputs=inputs, tokens=tokens, query=query, dtype=dtype)
+    return trace_lesson(DEFAULT_LESSON, inputs=inputs, tokens=tokens, query=query, dtype=dtype)
 
 
 def trace_lesson(name: str, **options: Any) -> Trace:

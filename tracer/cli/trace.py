@@ -13,12 +13,27 @@ from tracer.cli.options import build_trace, input_options
 
 
 @app.command()
-def lessons() -> None:
-    """List the lessons that can be traced: the built-in ones and those installed packages add."""
+@click.option("--options", "of", metavar="NAME", help="List lesson NAME's own options: flag, type, default, meaning.")
+def lessons(of: str | None) -> None:
+    """List the lessons that can be traced: the built-in ones and those installed packages add.
+
+    \b
+    attn-trace lessons                  every lesson, in course order
+    attn-trace lessons --options rope   lesson rope's options (trace, report ... take them)
+    """
     import textwrap
 
+    from tracer.cli import lessonopts
     from tracer.core.fmt import COLUMNS
     from tracer.record import registry
+
+    if of is not None:
+        lines = lessonopts.table(of)  # an unknown name: one line, exit 2 (the registry's words)
+        if not lines:
+            click.echo(f"lesson {of} has no options of its own")
+        for line in lines:
+            click.echo(textwrap.fill(line, COLUMNS, subsequent_indent="    "))
+        return
 
     lessons = registry.all_lessons()
     width = max(len(lesson.name) for lesson in lessons)

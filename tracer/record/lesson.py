@@ -19,6 +19,7 @@ import dataclasses
 import importlib
 import math
 import tomllib
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cached_property
 from importlib import resources
@@ -113,6 +114,16 @@ class PackagedLesson:
     where the lesson sits in a course: lessons are listed by it, then by
     name (the built-in ones are 1 to 9, in the order the chapter builds
     them up; a plug-in that sets none comes after them).
+
+    The page parts are optional, each ``module:function`` imported when
+    used (:func:`page_part`): ``facts`` computes what the narrative's
+    placeholders say about the example (:mod:`tracer.present.facts`);
+    ``page`` builds a page of the lesson's own instead of the generic one
+    told by its narrative, and ``figures`` that page's figures for
+    ``attn-trace figures``; ``order`` is the order its page and notebook
+    walk the stages in, when it is not the order they are recorded in.
+    ``folder`` prefixes the folder names of its reports (default: its name;
+    ``""`` for none, and then its own example's reports are ``tutorial``).
     """
 
     name: str
@@ -123,6 +134,11 @@ class PackagedLesson:
     notebook: str | None = None
     options: type | None = None
     checker: str | None = None
+    facts: str | None = None
+    page: str | None = None
+    figures: str | None = None
+    order: tuple[str, ...] = ()
+    folder: str | None = None
 
     @cached_property
     def check(self) -> object | None:
@@ -155,6 +171,28 @@ class PackagedLesson:
             return None
         cells: Cells = importlib.import_module(self.notebook).cells(trace)
         return cells
+
+
+PAGE_PARTS = ("facts", "page", "figures")
+"""The optional parts a lesson may name as ``module:function`` (see :class:`PackagedLesson`)."""
+
+
+def page_part(lesson: Lesson, part: str) -> Callable[..., Any] | None:
+    """The function a lesson names for one of its :data:`PAGE_PARTS`, imported; ``None`` when it names none.
+
+    A lesson that is not a :class:`PackagedLesson` (``--pipeline``'s) has
+    none of them: its page is the generic one its narrative tells.
+    """
+    if part not in PAGE_PARTS:
+        raise ValueError(f"no page part {part!r}: one of {', '.join(PAGE_PARTS)}")
+    spec = getattr(lesson, part, None)
+    if not isinstance(spec, str):
+        return None
+    where, _, func = spec.partition(":")
+    fn: Callable[..., Any] | None = getattr(importlib.import_module(where), func, None)
+    if not callable(fn):
+        raise InputError(f"lesson {lesson.name!r} names {spec} as its {part}, and that is not a function")
+    return fn
 
 
 def narrative_file(package: str, lang: str) -> dict[str, Any] | None:

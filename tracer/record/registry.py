@@ -21,9 +21,13 @@ import math
 from functools import cache
 from importlib.metadata import EntryPoint, entry_points
 from types import ModuleType
+from typing import TYPE_CHECKING
 
 from tracer.errors import InputError, unknown
 from tracer.record.lesson import Lesson, PackagedLesson
+
+if TYPE_CHECKING:
+    from tracer.core.trace import Trace
 
 GROUP = "attn_trace.lessons"
 """The entry point group a package declares its lessons under."""
@@ -81,6 +85,19 @@ def get(name: str) -> Lesson:
     if not isinstance(lesson, Lesson) or lesson.name != name:
         raise InputError(f"lesson {name!r} ({ep.value}) is not a Lesson named {name!r}")
     return lesson
+
+
+def of(trace: Trace) -> Lesson | None:
+    """The installed lesson that recorded ``trace``, or ``None``.
+
+    ``None`` for a trace of code captured from torch (whatever its function
+    is called), of a ``--pipeline`` (it carries its own narrative) or of a
+    lesson not installed here: the engines then show it the generic way.
+    """
+    name = trace.meta.get("lesson")
+    if trace.meta.get("captured") or "narrative" in trace.meta or name not in names():
+        return None
+    return get(str(name))
 
 
 def all_lessons() -> list[Lesson]:

@@ -29,5 +29,6 @@ LESSON = PackagedLesson(
     package=__name__,
     checker="tracer.lessons.gqa.check",
     notebook="tracer.lessons.gqa.notebook",
+    facts="tracer.lessons.gqa.facts:facts",
     options=Options,
 )

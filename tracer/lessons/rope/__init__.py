@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from tracer.record.lesson import PackagedLesson
 
@@ -23,7 +23,7 @@ class Options:
     offset: int = 100
     """How far both positions are shifted to show that scores depend only on m − n."""
 
-    style: str = "half"
+    style: str = field(default="half", metadata={"flag": "--rope-style", "choices": ("half", "interleaved")})
     """How components are paired: ``half`` (x_p with x_p+d/2, as ``rotate_half``) or ``interleaved`` (neighbours)."""
 
 

@@ -26,5 +26,6 @@ LESSON = PackagedLesson(
     package=__name__,
     checker="tracer.lessons.window.check",
     notebook="tracer.lessons.window.notebook",
+    facts="tracer.lessons.window.facts:facts",
     options=Options,
 )
