@@ -91,6 +91,29 @@ def input_options(func: F) -> F:
     return func
 
 
+def backward_options(func: F) -> F:
+    """``--backward`` and ``--grad-output FILE``: trace the lesson's backward pass too."""
+    opts = [
+        click.option(
+            "--backward",
+            is_flag=True,
+            default=None,
+            help="Trace the backward pass too: every gradient from the output's back to the weights and inputs "
+            "(upstream gradient: that of L = ½ Σ z², unless --grad-output gives one).",
+        ),
+        click.option(
+            "--grad-output",
+            "grad_output",
+            type=click.Path(path_type=Path),
+            help="The upstream gradient of the lesson's output (.json, .csv, .npy, .pt; the output's shape). "
+            "Implies --backward.",
+        ),
+    ]
+    for opt in reversed(opts):
+        func = opt(func)
+    return func
+
+
 def build_trace(
     lesson: str,
     inputs_file: Path | None,
@@ -112,8 +135,10 @@ def build_trace(
     base: float | None = None,
     offset: int | None = None,
     rope_style: str | None = None,
+    backward: bool | None = None,
+    grad_output: Path | None = None,
 ) -> tracer.Trace:
-    """Validate the input options and run the lesson."""
+    """Validate the input options and run the lesson (and its backward pass, when asked)."""
     from tracer import api
     from tracer.record import inputs
 
@@ -127,6 +152,7 @@ def build_trace(
         others.update({"--block": block is not None})
         others.update({"--base": base is not None, "--offset": offset is not None, "--rope-style": bool(rope_style)})
         others.update({"--prompt": prompt is not None})
+        others.update({"--backward": bool(backward), "--grad-output": grad_output is not None})
         clash = [k for k, v in others.items() if v]
         if clash:
             raise UserError(
@@ -166,7 +192,7 @@ def build_trace(
         from tracer.record import custom
 
         own: tuple[object, ...] = (weights, d_out, window, heads, groups, block, prompt)
-        own += (base, offset, rope_style)
+        own += (base, offset, rope_style, backward, grad_output)
         if lesson != "simple" or any(v is not None for v in own):
             raise UserError("--pipeline replaces the lesson: --lesson and the lessons' options do not apply")
         return custom.run(pipeline, ex)
@@ -184,7 +210,21 @@ def build_trace(
     }
     lessons_own |= {"base": base, "offset": offset, "style": rope_style}
     extra |= {name: value for name, value in lessons_own.items() if value is not None}
+    if backward:
+        extra["backward"] = True
+    if grad_output is not None:
+        extra["grad_output"] = _grad_file(grad_output)
     return api.run(lesson, ex, **extra)
+
+
+def _grad_file(path: Path) -> Any:
+    """The upstream gradient read from a file of the inputs' formats (a table of numbers, any labels ignored)."""
+    from tracer.record import inputs
+
+    try:
+        return inputs.matrix(inputs.read_file(path)[0])
+    except InputError as e:
+        raise InputError(f"--grad-output {quoted(path.name)}: {e}") from None
 
 
 def trace_source(from_file: Path | None, options: dict[str, Any], check: bool = False) -> tracer.Trace:
@@ -194,7 +234,7 @@ def trace_source(from_file: Path | None, options: dict[str, Any], check: bool = 
     from their inputs are named once on stderr (``explain`` and ``report``).
     """
     if from_file is not None:
-        given = [k for k, v in options.items() if v is not None and k not in ("lesson", "dtype")]
+        given = [k for k, v in options.items() if v not in (None, False) and k not in ("lesson", "dtype")]
         if given or options.get("dtype") != "float32" or options.get("lesson") != "simple":
             raise UserError("--from reads a saved trace: input options cannot be combined with it")
         t = tracer.load(from_file)

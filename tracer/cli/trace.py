@@ -9,7 +9,7 @@ import click
 
 import tracer
 from tracer.cli.group import app, echo, status, write_output
-from tracer.cli.options import build_trace, input_options
+from tracer.cli.options import backward_options, build_trace, input_options
 
 
 @app.command()
@@ -31,6 +31,7 @@ def lessons() -> None:
 
 @app.command()
 @input_options
+@backward_options
 @click.option("-o", "--output", help="Trace file to write (default: stdout).")
 @click.option("--force", is_flag=True, help="Overwrite an existing output file.")
 def trace(output: str | None, force: bool, **options: Any) -> None:

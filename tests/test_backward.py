@@ -1,0 +1,181 @@
+"""The backward pass of lessons simple, trainable and causal, against plain torch autograd and finite differences.
+
+The reference here is written from the maths, in plain torch, and shares
+nothing with the recorder: the trace's inputs (x, the weights, the dropout
+mask) go in, ``torch.autograd`` gives the gradients.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+import torch
+
+import tracer
+from tracer.errors import InputError
+
+LESSONS = ("simple", "trainable", "causal")
+
+
+def reference(lesson: str, t: tracer.Trace, dtype: torch.dtype, upstream: torch.Tensor | None = None) -> dict:
+    """The lesson's output and the gradients of L = ½ Σ z² (or Σ z ⊙ upstream) by autograd."""
+    leaves = {"x": torch.tensor(np.asarray(t["x"].node.value), dtype=dtype, requires_grad=True)}
+    x = leaves["x"]
+    if lesson == "simple":
+        p = torch.softmax(x @ x.T, dim=-1)
+        z = p @ x
+    else:
+        for name in ("W_query", "W_key", "W_value"):
+            leaves[name] = torch.tensor(np.asarray(t[name].node.value), dtype=dtype, requires_grad=True)
+        q, k, v = (x @ leaves[n] for n in ("W_query", "W_key", "W_value"))
+        s = q @ k.T
+        if lesson == "causal":
+            n = s.shape[0]
+            s = s.masked_fill(torch.ones(n, n).triu(1).bool(), -math.inf)
+        p = torch.softmax(s / math.sqrt(k.shape[-1]), dim=-1)
+        if lesson == "causal":
+            keep = torch.tensor(np.asarray(t["dropout.keep"].node.value), dtype=dtype)
+            p = p * keep * 2.0
+        z = p @ v
+    loss = 0.5 * (z * z).sum() if upstream is None else (z * upstream.to(dtype)).sum()
+    loss.backward()
+    return {f"d{name}": leaf.grad for name, leaf in leaves.items()} | {"z": z.detach()}
+
+
+def values(t: tracer.Trace, name: str) -> np.ndarray:
+    return np.asarray(t[name].node.value)
+
+
+@pytest.mark.parametrize("lesson", LESSONS)
+def test_metadata_ids_and_verify(lesson: str) -> None:
+    t = tracer.trace_lesson(lesson, backward=True)
+    back = t.meta["backward"]
+    out, up = back["output"], back["upstream"]
+    assert up == f"d{out}" and back["loss"] == "half_square"
+    np.testing.assert_array_equal(values(t, up), values(t, out))  # dL/dz = z for L = ½ Σ z²
+    assert back["gradients"][-1] == "dx"
+    assert t["dx[3,2]"].stage == "dinputs"
+    assert t.verify().ok
+    assert set(back["stages"]) <= set(t.stages)
+
+
+@pytest.mark.parametrize("lesson", LESSONS)
+def test_float64_matches_autograd(lesson: str) -> None:
+    t = tracer.trace_lesson(lesson, backward=True, dtype="float64")
+    ref = reference(lesson, t, torch.float64)
+    np.testing.assert_allclose(values(t, t.meta["backward"]["output"]), ref["z"].numpy(), rtol=1e-12, atol=1e-14)
+    for grad in t.meta["backward"]["gradients"]:
+        np.testing.assert_allclose(values(t, grad), ref[grad].numpy(), rtol=1e-10, atol=1e-13, err_msg=grad)
+
+
+@pytest.mark.parametrize("lesson", LESSONS)
+def test_float32_within_bound_of_autograd(lesson: str) -> None:
+    """Float32 gradients against float64 autograd: every entry within a few float32 ulps of its scale."""
+    t = tracer.trace_lesson(lesson, backward=True)
+    ref = reference(lesson, t, torch.float64, torch.tensor(values(t, t.meta["backward"]["upstream"])))
+    for grad in t.meta["backward"]["gradients"]:
+        want = ref[grad].numpy()
+        scale = np.abs(want).max()
+        assert np.abs(values(t, grad) - want).max() <= 64 * np.finfo(np.float32).eps * scale, grad
+
+
+def _loss(lesson: str, inputs: np.ndarray) -> float:
+    t = tracer.trace_lesson(lesson, inputs=inputs, dtype="float64")
+    name = "z" if lesson != "causal" else None
+    if name is None:  # causal's output exists only with a backward pass
+        t = tracer.trace_lesson(lesson, inputs=inputs, dtype="float64", backward=True)
+        name = t.meta["backward"]["output"]
+    return 0.5 * float((values(t, name) ** 2).sum())
+
+
+@pytest.mark.parametrize("lesson", LESSONS)
+def test_float64_agrees_with_finite_differences_of_the_forward(lesson: str) -> None:
+    t = tracer.trace_lesson(lesson, backward=True, dtype="float64")
+    x = values(t, "x").astype(np.float64)
+    dx = values(t, "dx")
+    h = 1e-6
+    for i, k in ((0, 0), (1, 2), (2, 1), (5, 2)):
+        up, down = x.copy(), x.copy()
+        up[i, k] += h
+        down[i, k] -= h
+        fd = (_loss(lesson, up) - _loss(lesson, down)) / (2 * h)
+        assert abs(fd - dx[i, k]) <= 1e-6 * max(abs(dx[i, k]), 1e-3), (i, k, fd, dx[i, k])
+
+
+def test_given_upstream_gradient() -> None:
+    g = np.arange(12, dtype=np.float64).reshape(6, 2) / 7
+    t = tracer.trace_lesson("trainable", grad_output=g, dtype="float64")
+    assert t.meta["backward"]["loss"] == "given"
+    np.testing.assert_array_equal(values(t, "dz"), g)
+    ref = reference("trainable", t, torch.float64, torch.tensor(g))
+    np.testing.assert_allclose(values(t, "dW_key"), ref["dW_key"].numpy(), rtol=1e-10, atol=1e-13)
+
+
+@pytest.mark.parametrize(
+    ("given", "words"),
+    [
+        (np.ones((2, 2)), "shape 2 x 2; the output z has shape 6 x 2"),
+        ([[1.0, float("nan")]] * 6, "must be finite"),
+        ("abc", "list of rows"),
+    ],
+)
+def test_bad_upstream_gradient_is_one_clear_error(given: object, words: str) -> None:
+    with pytest.raises(InputError, match="upstream gradient") as e:
+        tracer.trace_lesson("trainable", grad_output=given)
+    assert words in str(e.value)
+
+
+def test_a_lesson_without_a_backward_pass_says_so() -> None:
+    with pytest.raises(InputError, match="has no backward pass yet"):
+        tracer.trace_lesson("window", backward=True)
+
+
+def test_masked_and_dropped_gradients_are_exactly_zero() -> None:
+    t = tracer.trace_lesson("causal", backward=True)
+    d = values(t, "domega")
+    hidden = np.triu(np.ones_like(d), 1) != 0
+    assert (d[hidden] == 0).all() and not np.signbit(d[hidden]).any()  # +0, from masked_fill's backward
+    assert (d[~hidden] != 0).any()
+    dropped = values(t, "dropout.keep") == 0
+    assert (values(t, "dcausal.alpha")[dropped] == 0).all()
+    np.testing.assert_array_equal(values(t, "ddropout.kept"), values(t, "ddropout.alpha") * np.float32(2.0))
+
+
+def test_row_sum_term_is_its_own_step() -> None:
+    t = tracer.trace_lesson("simple", backward=True, dtype="float64")
+    alpha, dalpha = values(t, "alpha"), values(t, "dalpha")
+    rho = values(t, "domega.dot")
+    np.testing.assert_allclose(rho, (alpha * dalpha).sum(axis=1), rtol=1e-14)
+    np.testing.assert_array_equal(values(t, "domega"), alpha * (dalpha - rho[:, None]))
+    assert t["domega.dot[2].p[3]"].inputs == ("alpha[2,3]", "dalpha[2,3]")
+
+
+def test_simple_sums_three_paths() -> None:
+    t = tracer.trace_lesson("simple", backward=True)
+    paths = [values(t, f"dx.{p}") for p in ("query", "key", "value")]
+    np.testing.assert_array_equal(values(t, "dx"), (paths[0] + paths[1]) + paths[2])
+    assert t["dx[3,2]"].inputs == ("dx.query_key[3,2]", "dx.value[3,2]")
+
+
+def test_float32_elementwise_steps_bit_identical_to_torch() -> None:
+    """Where torch computes the same one operation per entry, the bits are the same."""
+    t = tracer.trace_lesson("trainable", backward=True)
+    dscaled = torch.tensor(values(t, "dscaled"), requires_grad=False)
+    omega = torch.tensor(values(t, "omega"), requires_grad=True)
+    root = torch.tensor(values(t, "sqrt_dk"))
+    (omega / root).backward(dscaled)
+    np.testing.assert_array_equal(values(t, "domega"), omega.grad.numpy())
+
+
+@pytest.mark.parametrize("lesson", LESSONS)
+def test_backward_is_opt_in_and_leaves_the_forward_alone(lesson: str) -> None:
+    plain = tracer.trace_lesson(lesson)
+    both = tracer.trace_lesson(lesson, backward=True)
+    assert "backward" not in plain.meta
+    assert {k: v for k, v in both.meta.items() if k != "backward"} == plain.meta
+    assert len(both.nodes) > len(plain.nodes)
+    for a, b in zip(plain.nodes, both.nodes, strict=False):
+        assert (a.name, a.stage) == (b.name, b.stage)
+        np.testing.assert_array_equal(a.value, b.value)

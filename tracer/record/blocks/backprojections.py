@@ -1,0 +1,35 @@
+"""The backward pass of the projected lessons' shared part: from the scores' gradient to the weights and inputs.
+
+Lessons ``trainable`` and ``causal`` both compute ``omega = q·k`` from
+``q = x W_query``, ``k = x W_key``, ``v = x W_value``.  Given ``domega`` and
+``dv``, this records ``dq``, ``dk``, the three weight gradients
+``dW_query``, ``dW_key``, ``dW_value`` and the inputs' gradient ``dx``, the
+sum of the paths through the query, the key and the value.
+"""
+
+from __future__ import annotations
+
+from tracer.record.blocks import backward as bw
+from tracer.record.recorder import Recorder, Var
+
+PATHS = (("query", "W_query", "q", "W^{Q}"), ("key", "W_key", "k", "W^{K}"), ("value", "W_value", "v", "W^{V}"))
+"""Each projection: the path's name, its weight, the letter of its result, the weight's LaTeX."""
+
+
+def to_inputs(rec: Recorder, x: Var, w: dict[str, Var], qk: tuple[Var, Var], domega: Var, dv: Var) -> list[str]:
+    """``dq``, ``dk`` (stage ``dscores``), then the weights' and inputs' gradients (``dprojections``, ``dinputs``).
+
+    Returns the names of the gradients of the leaves (weights, then ``dx``).
+    """
+    q, k = qk
+    with rec.stage("dscores"):
+        dq, dk = bw.through_scores(rec, domega, q, k, (), "dq", "dk")
+    grads = {"q": dq, "k": dk, "v": dv}
+    paths = []
+    with rec.stage("dprojections"):
+        for path, wname, letter, wsym in PATHS:
+            _gw, gx = bw.through_projection(rec, x, w[wname], grads[letter], path, wsym, letter)
+            paths.append(gx)
+    with rec.stage("dinputs"):
+        dx = bw.sum_paths(rec, f"d{x.name}", paths, r"x^{(<i>)}_{<k>}")
+    return [f"d{w[wname].name}" for _, wname, _, _ in PATHS] + [dx.name]
