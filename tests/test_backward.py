@@ -179,3 +179,38 @@ def test_backward_is_opt_in_and_leaves_the_forward_alone(lesson: str) -> None:
     for a, b in zip(plain.nodes, both.nodes, strict=False):
         assert (a.name, a.stage) == (b.name, b.stage)
         np.testing.assert_array_equal(a.value, b.value)
+
+
+def test_float32_dropout_and_mask_steps_bit_identical_to_torch() -> None:
+    """Dropout's and masked_fill's backward in torch are one operation per entry too: the same bits."""
+    t = tracer.trace_lesson("causal", backward=True)
+    causal = torch.tensor(values(t, "causal.alpha"), requires_grad=True)
+    keep = torch.tensor(values(t, "dropout.keep"))
+    scale = torch.tensor(values(t, "dropout.scale"))
+    ((causal * keep) * scale).backward(torch.tensor(values(t, "ddropout.alpha")))
+    np.testing.assert_array_equal(values(t, "dcausal.alpha"), causal.grad.numpy())
+    neg = torch.tensor(values(t, "omega"), requires_grad=True)
+    hidden = torch.tensor(values(t, "mask.triu")) != 0
+    neg.masked_fill(hidden, -math.inf).backward(torch.tensor(values(t, "dneg.omega")))
+    np.testing.assert_array_equal(values(t, "domega"), neg.grad.numpy())
+
+
+def test_float32_sums_within_the_bound_of_torchs_matrix_products() -> None:
+    """torch's matrix products sum in the library's order, so the bits may differ; never by more than the bound.
+
+    Both are sums of n products in float32: each is within γ_n Σ|a_i b_i|
+    of the exact sum (γ_n = n u / (1 − n u), u = 2⁻²⁴), so they are within
+    2 γ_n Σ|a_i b_i| of each other.
+    """
+    t = tracer.trace_lesson("trainable", backward=True)
+    dz, v, alpha = (torch.tensor(values(t, n)) for n in ("dz", "v", "alpha"))
+    u = 2.0**-24
+
+    def bound(a: torch.Tensor, b: torch.Tensor) -> np.ndarray:
+        n = a.shape[-1]
+        gamma = n * u / (1 - n * u)
+        return 2 * gamma * (a.double().abs() @ b.double().abs()).numpy()
+
+    for name, got, a, b in (("dalpha", dz @ v.T, dz, v.T), ("dv", alpha.T @ dz, alpha.T, dz)):
+        gap = np.abs(values(t, name).astype(np.float64) - got.double().numpy())
+        assert (gap <= bound(a, b)).all(), name
