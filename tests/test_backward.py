@@ -16,7 +16,7 @@ import torch
 import tracer
 from tracer.errors import InputError
 
-LESSONS = ("simple", "trainable", "causal")
+LESSONS = ("simple", "trainable", "causal", "window")
 
 
 def reference(lesson: str, t: tracer.Trace, dtype: torch.dtype, upstream: torch.Tensor | None = None) -> dict:
@@ -31,9 +31,12 @@ def reference(lesson: str, t: tracer.Trace, dtype: torch.dtype, upstream: torch.
             leaves[name] = torch.tensor(np.asarray(t[name].node.value), dtype=dtype, requires_grad=True)
         q, k, v = (x @ leaves[n] for n in ("W_query", "W_key", "W_value"))
         s = q @ k.T
+        n = s.shape[0]
         if lesson == "causal":
-            n = s.shape[0]
             s = s.masked_fill(torch.ones(n, n).triu(1).bool(), -math.inf)
+        if lesson == "window":  # key j seen by query i when i - w < j <= i
+            i, j = torch.arange(n)[:, None], torch.arange(n)[None, :]
+            s = s.masked_fill((j > i) | (j <= i - t.meta["window"]), -math.inf)
         p = torch.softmax(s / math.sqrt(k.shape[-1]), dim=-1)
         if lesson == "causal":
             keep = torch.tensor(np.asarray(t["dropout.keep"].node.value), dtype=dtype)
@@ -129,7 +132,15 @@ def test_bad_upstream_gradient_is_one_clear_error(given: object, words: str) -> 
 
 def test_a_lesson_without_a_backward_pass_says_so() -> None:
     with pytest.raises(InputError, match="has no backward pass yet"):
-        tracer.trace_lesson("window", backward=True)
+        tracer.trace_lesson("rope", backward=True)
+
+
+def test_keys_outside_the_window_get_exactly_zero() -> None:
+    t = tracer.trace_lesson("window", backward=True, window=2)
+    d = values(t, "domega")
+    hidden = values(t, "mask.hide") != 0
+    assert (d[hidden] == 0).all() and not np.signbit(d[hidden]).any()
+    assert hidden[3, 0] and hidden[0, 3] and (d[~hidden] != 0).any()
 
 
 def test_masked_and_dropped_gradients_are_exactly_zero() -> None:
@@ -214,3 +225,12 @@ def test_float32_sums_within_the_bound_of_torchs_matrix_products() -> None:
     for name, got, a, b in (("dalpha", dz @ v.T, dz, v.T), ("dv", alpha.T @ dz, alpha.T, dz)):
         gap = np.abs(values(t, name).astype(np.float64) - got.double().numpy())
         assert (gap <= bound(a, b)).all(), name
+
+
+def test_trace_self_attention_takes_the_backward_options() -> None:
+    t = tracer.trace_self_attention(backward=True)
+    assert t.meta["backward"]["upstream"] == "dz"
+    g = np.full((6, 3), 0.25)
+    given = tracer.trace_self_attention(grad_output=g)
+    np.testing.assert_array_equal(values(given, "dz"), g.astype(np.float32))
+    assert "backward" not in tracer.trace_self_attention().meta

@@ -40,7 +40,7 @@ def record(rec: Recorder, x: Var, w: dict[str, Var], core: tuple[Var, ...], back
         z = context(rec, "dropout.z", dropped, v, ())
     with rec.stage("dcontext"):
         dz = bw.upstream(rec, z, back, r"z^{(<i>)}_{<c>}")
-        dalpha, dv = bw.through_weighted_sum(rec, dz, dropped, v, (), "ddropout.alpha", "dv")
+        dalpha, _dv = bw.through_weighted_sum(rec, dz, dropped, v, (), "ddropout.alpha", "dv")
     with rec.stage("ddropout"):
         dkept = bw.rescaled(
             rec,
@@ -60,18 +60,5 @@ def record(rec: Recorder, x: Var, w: dict[str, Var], core: tuple[Var, ...], back
             r"\alpha^{\mathrm{causal}}_{<i,j>}",
             r"\bar\alpha^{\mathrm{kept}}_{<i,j>} B_{<i,j>}",
         )
-    with rec.stage("dnormalize"):
-        dscaled = bw.through_softmax(rec, causal, dcausal, "dneg.scaled", r"\tilde\omega^{-\infty}_{<i,j>}")
-    with rec.stage("dscores"):
-        dneg = bw.rescaled(
-            rec,
-            "dneg.omega",
-            dscaled,
-            root,
-            "div",
-            r"\omega^{-\infty}_{<i,j>}",
-            r"\bar{\tilde\omega}^{-\infty}_{<i,j>} / \sqrt{d_k}",
-        )
-        domega = bw.masked_out(rec, "domega", dneg, up, r"\omega_{<i,j>}")
-    leaves = backprojections.to_inputs(rec, x, w, (q, k), domega, dv)
-    return {**bw.meta(z, dz, back, STAGES, leaves)}
+    leaves = backprojections.masked(rec, x, w, (q, k, v), root, up, causal, dcausal)
+    return bw.meta(z, dz, back, STAGES, leaves)

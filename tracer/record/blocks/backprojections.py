@@ -16,6 +16,33 @@ PATHS = (("query", "W_query", "q", "W^{Q}"), ("key", "W_key", "k", "W^{K}"), ("v
 """Each projection: the path's name, its weight, the letter of its result, the weight's LaTeX."""
 
 
+def masked(
+    rec: Recorder,
+    x: Var,
+    w: dict[str, Var],
+    qkv: tuple[Var, Var, Var],
+    root: Var,
+    hidden: Var,
+    weights: Var,
+    dweights: Var,
+) -> list[str]:
+    """From the gradient of masked softmax weights (``masks.masked_softmax``: ``neg.omega``, ``neg.scaled``)
+    back to the weights and inputs: the softmax (``dneg.scaled``), the scale (``dneg.omega``), the mask
+    (``domega``: a hidden score's gradient is exactly 0), then :func:`to_inputs`.
+
+    ``qkv`` are the projections; ``dweights`` is already recorded, and so is
+    ``dv``, read back by name.  Returns the names of the leaves' gradients.
+    """
+    q, k, _v = qkv
+    with rec.stage("dnormalize"):
+        dscaled = bw.through_softmax(rec, weights, dweights, "dneg.scaled", r"\tilde\omega^{-\infty}_{<i,j>}")
+    with rec.stage("dscores"):
+        why = r"\bar{\tilde\omega}^{-\infty}_{<i,j>} / \sqrt{d_k}"
+        dneg = bw.rescaled(rec, "dneg.omega", dscaled, root, "div", r"\omega^{-\infty}_{<i,j>}", why)
+        domega = bw.masked_out(rec, "domega", dneg, hidden, r"\omega_{<i,j>}")
+    return to_inputs(rec, x, w, (q, k), domega, rec.var("dv"))
+
+
 def to_inputs(rec: Recorder, x: Var, w: dict[str, Var], qk: tuple[Var, Var], domega: Var, dv: Var) -> list[str]:
     """``dq``, ``dk`` (stage ``dscores``), then the weights' and inputs' gradients (``dprojections``, ``dinputs``).
 
