@@ -16,13 +16,15 @@ import torch
 import tracer
 from tracer.errors import InputError
 
-LESSONS = ("simple", "trainable", "causal", "window")
+LESSONS = ("simple", "trainable", "causal", "window", "gqa")
 
 
 def reference(lesson: str, t: tracer.Trace, dtype: torch.dtype, upstream: torch.Tensor | None = None) -> dict:
     """The lesson's output and the gradients of L = ½ Σ z² (or Σ z ⊙ upstream) by autograd."""
     leaves = {"x": torch.tensor(np.asarray(t["x"].node.value), dtype=dtype, requires_grad=True)}
     x = leaves["x"]
+    if lesson == "gqa":
+        return grouped(t, leaves, dtype, upstream)
     if lesson == "simple":
         p = torch.softmax(x @ x.T, dim=-1)
         z = p @ x
@@ -47,6 +49,24 @@ def reference(lesson: str, t: tracer.Trace, dtype: torch.dtype, upstream: torch.
     return {f"d{name}": leaf.grad for name, leaf in leaves.items()} | {"z": z.detach()}
 
 
+def grouped(t: tracer.Trace, leaves: dict, dtype: torch.dtype, upstream: torch.Tensor | None) -> dict:
+    """Grouped-query attention as a module computes it: views, transposes, ``repeat_interleave``, causal mask."""
+    for name in ("W_query", "W_key", "W_value", "W_out"):
+        leaves[name] = torch.tensor(np.asarray(t[name].node.value), dtype=dtype, requires_grad=True)
+    x = leaves["x"]
+    heads, groups = t.meta["heads"], t.meta["groups"]
+    b, n, _ = x.shape
+    q = (x @ leaves["W_query"]).view(b, n, heads, -1).transpose(1, 2)
+    k = (x @ leaves["W_key"]).view(b, n, groups, -1).transpose(1, 2).repeat_interleave(heads // groups, dim=1)
+    v = (x @ leaves["W_value"]).view(b, n, groups, -1).transpose(1, 2).repeat_interleave(heads // groups, dim=1)
+    s = (q @ k.transpose(2, 3)).masked_fill(torch.ones(n, n).triu(1).bool(), -math.inf)
+    z = torch.softmax(s / math.sqrt(k.shape[-1]), dim=-1) @ v
+    out = z.transpose(1, 2).reshape(b, n, -1) @ leaves["W_out"]
+    loss = 0.5 * (out * out).sum() if upstream is None else (out * upstream.to(dtype)).sum()
+    loss.backward()
+    return {f"d{name}": leaf.grad for name, leaf in leaves.items()} | {"out": out.detach()}
+
+
 def values(t: tracer.Trace, name: str) -> np.ndarray:
     return np.asarray(t[name].node.value)
 
@@ -59,7 +79,8 @@ def test_metadata_ids_and_verify(lesson: str) -> None:
     assert up == f"d{out}" and back["loss"] == "half_square"
     np.testing.assert_array_equal(values(t, up), values(t, out))  # dL/dz = z for L = ½ Σ z²
     assert back["gradients"][-1] == "dx"
-    assert t["dx[3,2]"].stage == "dinputs"
+    assert {"dW_query", "dW_key", "dW_value"} <= set(back["gradients"]) or lesson == "simple"
+    assert t[f"dx[{'1,' if lesson == 'gqa' else ''}3,2]"].stage == "dinputs"
     assert t.verify().ok
     assert set(back["stages"]) <= set(t.stages)
 
@@ -68,7 +89,8 @@ def test_metadata_ids_and_verify(lesson: str) -> None:
 def test_float64_matches_autograd(lesson: str) -> None:
     t = tracer.trace_lesson(lesson, backward=True, dtype="float64")
     ref = reference(lesson, t, torch.float64)
-    np.testing.assert_allclose(values(t, t.meta["backward"]["output"]), ref["z"].numpy(), rtol=1e-12, atol=1e-14)
+    out = t.meta["backward"]["output"]
+    np.testing.assert_allclose(values(t, out), ref.get(out, ref.get("z")).numpy(), rtol=1e-12, atol=1e-14)
     for grad in t.meta["backward"]["gradients"]:
         np.testing.assert_allclose(values(t, grad), ref[grad].numpy(), rtol=1e-10, atol=1e-13, err_msg=grad)
 
@@ -85,11 +107,9 @@ def test_float32_within_bound_of_autograd(lesson: str) -> None:
 
 
 def _loss(lesson: str, inputs: np.ndarray) -> float:
-    t = tracer.trace_lesson(lesson, inputs=inputs, dtype="float64")
-    name = "z" if lesson != "causal" else None
-    if name is None:  # causal's output exists only with a backward pass
-        t = tracer.trace_lesson(lesson, inputs=inputs, dtype="float64", backward=True)
-        name = t.meta["backward"]["output"]
+    """½ Σ z² of the forward trace (causal's output exists only with a backward pass: traced with one)."""
+    t = tracer.trace_lesson(lesson, inputs=inputs, dtype="float64", backward=lesson == "causal")
+    name = {"causal": "dropout.z", "gqa": "out"}.get(lesson, "z")
     return 0.5 * float((values(t, name) ** 2).sum())
 
 
@@ -98,6 +118,8 @@ def test_float64_agrees_with_finite_differences_of_the_forward(lesson: str) -> N
     t = tracer.trace_lesson(lesson, backward=True, dtype="float64")
     x = values(t, "x").astype(np.float64)
     dx = values(t, "dx")
+    if lesson == "gqa":  # the batch holds two copies of the inputs: a change to one token moves both
+        x, dx = x[0], dx[0] + dx[1]
     h = 1e-6
     for i, k in ((0, 0), (1, 2), (2, 1), (5, 2)):
         up, down = x.copy(), x.copy()
@@ -234,3 +256,18 @@ def test_trace_self_attention_takes_the_backward_options() -> None:
     given = tracer.trace_self_attention(grad_output=g)
     np.testing.assert_array_equal(values(given, "dz"), g.astype(np.float32))
     assert "backward" not in tracer.trace_self_attention().meta
+
+
+@pytest.mark.parametrize("groups", [1, 2, 4])
+def test_a_shared_group_sums_its_heads(groups: int) -> None:
+    t = tracer.trace_lesson("gqa", backward=True, groups=groups, dtype="float64")
+    r = 4 // groups
+    dkh, dhk = values(t, "dkh"), values(t, "dhk")
+    for g in range(groups):
+        want = dkh[g * r]
+        for h in range(g * r + 1, (g + 1) * r):
+            want = want + dkh[h]
+        np.testing.assert_array_equal(dhk[g], want)
+    ref = reference("gqa", t, torch.float64)
+    for grad in t.meta["backward"]["gradients"]:
+        np.testing.assert_allclose(values(t, grad), ref[grad].numpy(), rtol=1e-10, atol=1e-13, err_msg=grad)

@@ -40,7 +40,7 @@ def record(rec: Recorder, x: Var, w: dict[str, Var], core: tuple[Var, ...], back
         z = context(rec, "dropout.z", dropped, v, ())
     with rec.stage("dcontext"):
         dz = bw.upstream(rec, z, back, r"z^{(<i>)}_{<c>}")
-        dalpha, _dv = bw.through_weighted_sum(rec, dz, dropped, v, (), "ddropout.alpha", "dv")
+        dalpha, dv = bw.through_weighted_sum(rec, dz, dropped, v, (), "ddropout.alpha", "dv")
     with rec.stage("ddropout"):
         dkept = bw.rescaled(
             rec,
@@ -60,5 +60,6 @@ def record(rec: Recorder, x: Var, w: dict[str, Var], core: tuple[Var, ...], back
             r"\alpha^{\mathrm{causal}}_{<i,j>}",
             r"\bar\alpha^{\mathrm{kept}}_{<i,j>} B_{<i,j>}",
         )
-    leaves = backprojections.masked(rec, x, w, (q, k, v), root, up, causal, dcausal)
+    domega = backprojections.masked_scores(rec, root, up, causal, dcausal)
+    leaves = backprojections.scores_to_inputs(rec, x, w, (q, k), domega, dv)
     return bw.meta(z, dz, back, STAGES, leaves)

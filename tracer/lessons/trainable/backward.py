@@ -34,5 +34,5 @@ def record(
         domega = bw.rescaled(
             rec, "domega", dscaled, root, "div", r"\omega_{<i,j>}", r"\bar{\tilde\omega}_{<i,j>} / \sqrt{d_k}"
         )
-    leaves = backprojections.to_inputs(rec, x, w, (q, k), domega, dv)
+    leaves = backprojections.scores_to_inputs(rec, x, w, (q, k), domega, dv)
     return bw.meta(z, dz, back, STAGES, leaves)

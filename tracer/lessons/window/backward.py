@@ -33,6 +33,7 @@ def record(
     """Record the gradients of the window's context vectors; returns ``meta["backward"]``."""
     with rec.stage("dcontext"):
         dz = bw.upstream(rec, z, back, r"z^{(<i>)}_{<c>}")
-        dalpha, _dv = bw.through_weighted_sum(rec, dz, alpha, qkv[2], (), "dwindow.alpha", "dv")
-    leaves = backprojections.masked(rec, x, w, qkv, root, hide, alpha, dalpha)
+        dalpha, dv = bw.through_weighted_sum(rec, dz, alpha, qkv[2], (), "dwindow.alpha", "dv")
+    domega = backprojections.masked_scores(rec, root, hide, alpha, dalpha)
+    leaves = backprojections.scores_to_inputs(rec, x, w, qkv[:2], domega, dv)
     return bw.meta(z, dz, back, STAGES, leaves)

@@ -1,10 +1,12 @@
 """The backward pass of the projected lessons' shared part: from the scores' gradient to the weights and inputs.
 
-Lessons ``trainable`` and ``causal`` both compute ``omega = q·k`` from
-``q = x W_query``, ``k = x W_key``, ``v = x W_value``.  Given ``domega`` and
-``dv``, this records ``dq``, ``dk``, the three weight gradients
-``dW_query``, ``dW_key``, ``dW_value`` and the inputs' gradient ``dx``, the
-sum of the paths through the query, the key and the value.
+Lessons ``trainable``, ``causal``, ``window`` and ``gqa`` all compute
+``omega = q·k`` from ``q = x W_query``, ``k = x W_key``, ``v = x W_value``.
+:func:`masked_scores` passes a masked softmax's gradient back to the raw
+scores; :func:`scores_to_inputs` records ``dq``, ``dk`` and then, through
+:func:`to_inputs`, the three weight gradients ``dW_query``, ``dW_key``,
+``dW_value`` and the inputs' gradient ``dx``, the sum of the paths through
+the query, the key and the value.
 """
 
 from __future__ import annotations
@@ -16,46 +18,35 @@ PATHS = (("query", "W_query", "q", "W^{Q}"), ("key", "W_key", "k", "W^{K}"), ("v
 """Each projection: the path's name, its weight, the letter of its result, the weight's LaTeX."""
 
 
-def masked(
-    rec: Recorder,
-    x: Var,
-    w: dict[str, Var],
-    qkv: tuple[Var, Var, Var],
-    root: Var,
-    hidden: Var,
-    weights: Var,
-    dweights: Var,
-) -> list[str]:
+def masked_scores(rec: Recorder, root: Var, hidden: Var, weights: Var, dweights: Var) -> Var:
     """From the gradient of masked softmax weights (``masks.masked_softmax``: ``neg.omega``, ``neg.scaled``)
-    back to the weights and inputs: the softmax (``dneg.scaled``), the scale (``dneg.omega``), the mask
-    (``domega``: a hidden score's gradient is exactly 0), then :func:`to_inputs`.
-
-    ``qkv`` are the projections; ``dweights`` is already recorded, and so is
-    ``dv``, read back by name.  Returns the names of the leaves' gradients.
-    """
-    q, k, _v = qkv
+    back to the raw scores: the softmax (``dneg.scaled``), the scale (``dneg.omega``), the mask (``domega``:
+    a hidden score's gradient is exactly 0)."""
     with rec.stage("dnormalize"):
         dscaled = bw.through_softmax(rec, weights, dweights, "dneg.scaled", r"\tilde\omega^{-\infty}_{<i,j>}")
     with rec.stage("dscores"):
         why = r"\bar{\tilde\omega}^{-\infty}_{<i,j>} / \sqrt{d_k}"
         dneg = bw.rescaled(rec, "dneg.omega", dscaled, root, "div", r"\omega^{-\infty}_{<i,j>}", why)
-        domega = bw.masked_out(rec, "domega", dneg, hidden, r"\omega_{<i,j>}")
-    return to_inputs(rec, x, w, (q, k), domega, rec.var("dv"))
+        return bw.masked_out(rec, "domega", dneg, hidden, r"\omega_{<i,j>}")
 
 
-def to_inputs(rec: Recorder, x: Var, w: dict[str, Var], qk: tuple[Var, Var], domega: Var, dv: Var) -> list[str]:
-    """``dq``, ``dk`` (stage ``dscores``), then the weights' and inputs' gradients (``dprojections``, ``dinputs``).
-
-    Returns the names of the gradients of the leaves (weights, then ``dx``).
-    """
+def scores_to_inputs(rec: Recorder, x: Var, w: dict[str, Var], qk: tuple[Var, Var], domega: Var, dv: Var) -> list[str]:
+    """``dq``, ``dk`` (stage ``dscores``), then :func:`to_inputs`.  Returns the leaves' gradients' names."""
     q, k = qk
     with rec.stage("dscores"):
         dq, dk = bw.through_scores(rec, domega, q, k, (), "dq", "dk")
-    grads = {"q": dq, "k": dk, "v": dv}
+    return to_inputs(rec, x, w, {"q": dq, "k": dk, "v": dv})
+
+
+def to_inputs(rec: Recorder, x: Var, w: dict[str, Var], grads: dict[str, Var], lead: tuple[str, ...] = ()) -> list[str]:
+    """The weights' and inputs' gradients (stages ``dprojections``, ``dinputs``) from ``grads`` of q, k, v.
+
+    Returns the names of the gradients of the leaves (weights, then ``dx``).
+    """
     paths = []
     with rec.stage("dprojections"):
         for path, wname, letter, wsym in PATHS:
-            _gw, gx = bw.through_projection(rec, x, w[wname], grads[letter], path, wsym, letter)
+            _gw, gx = bw.through_projection(rec, x, w[wname], grads[letter], path, wsym, letter, lead)
             paths.append(gx)
     with rec.stage("dinputs"):
         dx = bw.sum_paths(rec, f"d{x.name}", paths, r"x^{(<i>)}_{<k>}")

@@ -188,15 +188,39 @@ def through_scores(
 
 
 def through_projection(
-    rec: Recorder, x: Var, w: Var, dq: Var, path: str, wsym: str, qsym: str = "q"
+    rec: Recorder, x: Var, w: Var, dq: Var, path: str, wsym: str, qsym: str = "q", lead: tuple[str, ...] = ()
 ) -> tuple[Var, Var]:
     """For ``q = x W``: ``dW[k,c] = Σ_i x[i,k] dq[i,c]`` and the path ``dx.<path>[i,k] = Σ_c dq[i,c] W[k,c]``.
 
-    ``qsym`` is the letter of the projection (``q``, ``k`` or ``v``).
+    ``qsym`` is the letter of the projection (``q``, ``k`` or ``v``); an
+    empty ``path`` names the input's gradient ``d<x>`` (x read by one path only).  With
+    ``lead`` axes (a batch ``b``), one weight serves every batch entry, so
+    its gradient sums over them too: first over the tokens of each entry
+    (``dW.per[b,k,c]``), then over the entries, one running sum each.
     """
-    gw = products(rec, f"d{w.name}", x("i", "k"), dq("i", "c"), ("k", "c", "i"), "i", bar(rf"{wsym}_{{<k,c>}}"))
-    sym = rf"\bar{{x}}^{{(<i>)\,\mathrm{{{path}}}}}_{{<k>}}"
-    gx = products(rec, f"d{x.name}.{path}", dq("i", "c"), w("k", "c"), ("i", "k", "c"), "c", sym)
+    wsum = bar(rf"{wsym}_{{<k,c>}}")
+    over = (*lead, "k", "c", "i")
+    if not lead:
+        gw = products(rec, f"d{w.name}", x("i", "k"), dq("i", "c"), over, "i", wsum)
+    else:
+        per = rf"{wsum}^{{(<{lead[0]}>)}}"
+        part = products(rec, f"d{w.name}.per", x(*lead, "i", "k"), dq(*lead, "i", "c"), over, "i", per)
+        b = lead[0]
+        gw = rec.contract(
+            f"d{w.name}",
+            part(b, "k", "c"),
+            None,
+            (b, "k", "c"),
+            b,
+            symbol=wsum,
+            latex=rf"{wsum} = \sum_{{{b}'}} " + rename(part.symbol, {b: f"{b}'"}),
+            text=f"Σ_{b} {r(part.name, b, '<k>', '<c>')}",
+            part_latex=("", rf"\sum_{{{b}'=1}}^{{<{b}>}} " + rename(part.symbol, {b: f"{b}'"})),
+            part_text=("", f"Σ_{{m≤<{b}>}} {r(part.name, 'm', '<k>', '<c>')}"),
+        )
+    sym = rf"\bar{{x}}^{{(<i>)\,\mathrm{{{path}}}}}_{{<k>}}" if path else bar(x.symbol)
+    name = f"d{x.name}.{path}" if path else f"d{x.name}"
+    gx = products(rec, name, dq(*lead, "i", "c"), w("k", "c"), (*lead, "i", "k", "c"), "c", sym)
     return gw, gx
 
 
