@@ -73,3 +73,15 @@ def test_backward_refused_where_it_does_not_apply(tmp_path: Path) -> None:
     run("trace", "-o", str(saved))
     code, _, err = run("steps", "--from", str(saved), "--backward", "dz")
     assert code == 2 and "--from reads a saved trace" in err
+
+
+def test_diff_of_two_upstream_gradients_names_the_input(tmp_path: Path) -> None:
+    g = tmp_path / "g.json"
+    g.write_text(json.dumps([[0.5, -1.0]] * 6))
+    a, b = tmp_path / "a.json", tmp_path / "b.json"
+    run("trace", "--lesson", "trainable", "--backward", "-o", str(a))
+    run("trace", "--lesson", "trainable", "--grad-output", str(g), "-o", str(b))
+    code, said, _ = run("diff", str(a), str(b))
+    assert code == 1
+    assert "another backward" in said and "inputs.dz" in said
+    assert "* dz[1,1]" in said and "dinputs" in said  # the upstream gradient is the root cause
