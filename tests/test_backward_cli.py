@@ -85,3 +85,20 @@ def test_diff_of_two_upstream_gradients_names_the_input(tmp_path: Path) -> None:
     assert code == 1
     assert "another backward" in said and "inputs.dz" in said
     assert "* dz[1,1]" in said and "dinputs" in said  # the upstream gradient is the root cause
+
+
+def test_verify_backward(tmp_path: Path) -> None:
+    both, plain = tmp_path / "b.json", tmp_path / "p.json"
+    run("trace", "--lesson", "trainable", "--backward", "-o", str(both))
+    run("trace", "--lesson", "trainable", "-o", str(plain))
+    code, said, _ = run("verify", "--backward", str(both))
+    assert code == 0 and said.endswith(
+        "all 76 recomputed nodes follow from their inputs (38 of them the backward pass's)\n"
+    )
+    code, said, err = run("verify", "--backward", str(plain))
+    assert code == 2 and said == "" and "holds no backward pass" in err
+    doc = json.loads(both.read_text())
+    doc["meta"]["backward"]["stages"] = 7  # an edited file: a clear refusal, never a traceback
+    both.write_text(seal(doc))
+    code, said, err = run("verify", "--backward", str(both))
+    assert code == 2 and "not a list of stage names" in err
