@@ -142,14 +142,17 @@ def test_given_upstream_gradient() -> None:
     ("given", "words"),
     [
         (np.ones((2, 2)), "shape 2 x 2; the output z has shape 6 x 2"),
-        ([[1.0, float("nan")]] * 6, "must be finite"),
-        ("abc", "list of rows"),
+        ([[1.0, float("nan")]] * 6, "the value at [1, 2] is nan: it must be finite"),
+        ("abc", "nested lists of numbers or an array, got str"),
+        ([[1.0, 2.0], [3.0]], "every row as long as the others"),
+        ([], "is empty"),
+        (np.array([["a", "b"]]), "must be numbers"),
     ],
 )
 def test_bad_upstream_gradient_is_one_clear_error(given: object, words: str) -> None:
-    with pytest.raises(InputError, match="upstream gradient") as e:
+    with pytest.raises(InputError) as e:
         tracer.trace_lesson("trainable", grad_output=given)
-    assert words in str(e.value)
+    assert str(e.value).startswith("the upstream gradient ") and words in str(e.value)
 
 
 def test_a_lesson_without_a_backward_pass_says_so() -> None:
@@ -256,6 +259,16 @@ def test_trace_self_attention_takes_the_backward_options() -> None:
     given = tracer.trace_self_attention(grad_output=g)
     np.testing.assert_array_equal(values(given, "dz"), g.astype(np.float32))
     assert "backward" not in tracer.trace_self_attention().meta
+
+
+def test_a_three_axis_upstream_gradient_for_gqa() -> None:
+    g = np.linspace(-1, 1, 2 * 6 * 8).reshape(2, 6, 8)
+    t = tracer.trace_lesson("gqa", grad_output=g, dtype="float64")
+    np.testing.assert_array_equal(values(t, "dout"), g)
+    ref = reference("gqa", t, torch.float64, torch.tensor(g))
+    np.testing.assert_allclose(values(t, "dx"), ref["dx"].numpy(), rtol=1e-10, atol=1e-13)
+    with pytest.raises(InputError, match="has shape 6 x 8; the output out has shape 2 x 6 x 8"):
+        tracer.trace_lesson("gqa", grad_output=g[0])
 
 
 @pytest.mark.parametrize("groups", [1, 2, 4])

@@ -102,3 +102,12 @@ def test_verify_backward(tmp_path: Path) -> None:
     both.write_text(seal(doc))
     code, said, err = run("verify", "--backward", str(both))
     assert code == 2 and "not a list of stage names" in err
+
+
+def test_a_three_axis_grad_output_file_for_gqa(tmp_path: Path) -> None:
+    g = tmp_path / "g.json"
+    g.write_text(json.dumps([[[0.5, 1.0] + [0.0] * 6] * 6] * 2))
+    code, said, _ = run("steps", "--lesson", "gqa", "--grad-output", str(g), "dout[2,6,2]")
+    assert code == 0 and said == "dout[2,6,2]\t1.0\n"
+    code, _, err = run("trace", "--lesson", "trainable", "--grad-output", str(g))
+    assert code == 2 and "has shape 2 x 6 x 8; the output z has shape 6 x 2" in err

@@ -218,11 +218,12 @@ def build_trace(
 
 
 def _grad_file(path: Path) -> Any:
-    """The upstream gradient read from a file of the inputs' formats (a table of numbers, any labels ignored)."""
+    """The upstream gradient read from a file of the inputs' formats (numbers, any labels ignored)."""
     from tracer.record import inputs
+    from tracer.record.blocks.backward import gradient_array
 
     try:
-        return inputs.matrix(inputs.read_file(path)[0])
+        return gradient_array(inputs.read_file(path)[0])
     except InputError as e:
         raise InputError(f"--grad-output {quoted(path.name)}: {e}") from None
 

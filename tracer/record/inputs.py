@@ -95,7 +95,7 @@ def validate(
     ``query`` None means :data:`DEFAULT_QUERY`, or 1 when there is only one token.
     """
     dt = _dtype(dtype)
-    arr = matrix(inputs)
+    arr = _matrix(inputs)
     t, d = arr.shape
     if query is None:
         query = min(DEFAULT_QUERY, t)
@@ -139,7 +139,7 @@ def _dtype(dtype: Any) -> str:
     return name
 
 
-def matrix(inputs: Any) -> np.ndarray:
+def _matrix(inputs: Any) -> np.ndarray:
     """A 2-d float64 array from nested lists, numpy or torch, with a readable error."""
     if hasattr(inputs, "detach"):  # a torch tensor, without importing torch
         inputs = inputs.detach().cpu().numpy()

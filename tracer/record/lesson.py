@@ -157,7 +157,7 @@ def backward_request(name: str, module: ModuleType, options: dict[str, Any]) -> 
 
     ``None`` when no backward pass is asked for.  A ``grad_output`` (an
     array-like: nested lists, numpy, torch) asks for one too, and is checked
-    to be a finite 2-d table here; its shape is checked against the output's
+    to be a finite array of numbers here; its shape is checked against the output's
     by the lesson.  A lesson whose ``build`` takes no ``backward_pass``
     has no backward pass, which is said in one line.
     """
@@ -167,15 +167,14 @@ def backward_request(name: str, module: ModuleType, options: dict[str, Any]) -> 
         return None
     if "backward_pass" not in inspect.signature(module.build).parameters:
         raise InputError(f"lesson {name!r} has no backward pass yet")
-    from tracer.record.blocks.backward import Backward
-    from tracer.record.inputs import matrix
+    from tracer.record.blocks.backward import Backward, gradient_array
 
     if given is None:
         return Backward()
     try:
-        return Backward(matrix(given))
+        return Backward(gradient_array(given))
     except InputError as e:
-        raise InputError(f"the upstream gradient: {e}") from None
+        raise InputError(f"the upstream gradient {e}") from None
 
 
 def narrative_file(package: str, lang: str) -> dict[str, Any] | None:

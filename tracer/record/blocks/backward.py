@@ -59,6 +59,31 @@ class Backward:
         return HALF_SQUARE if self.given is None else GIVEN
 
 
+def gradient_array(given: Any) -> np.ndarray:
+    """An upstream gradient given by a user (nested lists, numpy, torch) as a finite float64 array, or an
+    :class:`~tracer.errors.InputError` saying what is wrong with it.  Any number of axes: the output of a
+    lesson with a batch or heads has three; the lesson checks the shape against its output's."""
+    if hasattr(given, "detach"):  # a torch tensor
+        given = given.detach().cpu().numpy()
+    if isinstance(given, np.ndarray):
+        if given.dtype.kind not in "iuf":
+            raise InputError(f"must be numbers, got an array of {given.dtype}")
+        arr = given.astype(np.float64)
+    else:
+        if not isinstance(given, (list, tuple)):
+            raise InputError(f"must be nested lists of numbers or an array, got {type(given).__name__}")
+        try:
+            arr = np.asarray(given, dtype=np.float64)
+        except (ValueError, TypeError):
+            raise InputError("must be nested lists of numbers, every row as long as the others") from None
+    if arr.ndim == 0 or arr.size == 0:
+        raise InputError(f"is empty or a single number (shape {arr.shape}), not a table")
+    if not np.isfinite(arr).all():
+        at = tuple(int(n) + 1 for n in np.argwhere(~np.isfinite(arr))[0])
+        raise InputError(f"the value at {list(at)} is {arr[tuple(n - 1 for n in at)]}: it must be finite")
+    return arr
+
+
 def bar(symbol: str) -> str:
     """The LaTeX of a gradient: ``\\alpha_{<i,j>}`` -> ``\\bar{\\alpha}_{<i,j>}`` (the bar over the letter)."""
     cut = min((n for n in (symbol.find("^"), symbol.find("_")) if n > 0), default=len(symbol))
