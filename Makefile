@@ -79,6 +79,7 @@ bench: $(READY)  ## benchmarks: ratios measured side by side in one run; a misse
 	$(PY) bench/bench_trace.py
 	$(PY) bench/bench_backward.py
 	$(PY) bench/bench_diff.py
+	$(PY) bench/bench_load.py
 	$(PY) bench/bench_report.py
 	$(PY) bench/bench_capture.py
 	$(PY) bench/bench_check.py
