@@ -16,7 +16,7 @@ import torch
 import tracer
 from tracer.errors import InputError
 
-LESSONS = ("simple", "trainable", "causal", "window", "gqa")
+LESSONS = ("simple", "trainable", "causal", "window", "gqa", "rope")
 
 
 def reference(lesson: str, t: tracer.Trace, dtype: torch.dtype, upstream: torch.Tensor | None = None) -> dict:
@@ -32,9 +32,11 @@ def reference(lesson: str, t: tracer.Trace, dtype: torch.dtype, upstream: torch.
         for name in ("W_query", "W_key", "W_value"):
             leaves[name] = torch.tensor(np.asarray(t[name].node.value), dtype=dtype, requires_grad=True)
         q, k, v = (x @ leaves[n] for n in ("W_query", "W_key", "W_value"))
+        if lesson == "rope":
+            q, k = rotated(q, t), rotated(k, t)
         s = q @ k.T
         n = s.shape[0]
-        if lesson == "causal":
+        if lesson in ("causal", "rope"):
             s = s.masked_fill(torch.ones(n, n).triu(1).bool(), -math.inf)
         if lesson == "window":  # key j seen by query i when i - w < j <= i
             i, j = torch.arange(n)[:, None], torch.arange(n)[None, :]
@@ -47,6 +49,20 @@ def reference(lesson: str, t: tracer.Trace, dtype: torch.dtype, upstream: torch.
     loss = 0.5 * (z * z).sum() if upstream is None else (z * upstream.to(dtype)).sum()
     loss.backward()
     return {f"d{name}": leaf.grad for name, leaf in leaves.items()} | {"z": z.detach()}
+
+
+def rotated(vec: torch.Tensor, t: tracer.Trace) -> torch.Tensor:
+    """RoPE as model code writes it: token m's pair p turned by m·base^(−2(p−1)/d), in the trace's convention."""
+    rope = t.meta["rope"]
+    n, d = vec.shape
+    theta = rope["base"] ** (-torch.arange(0, d, 2, dtype=vec.dtype) / d)
+    angle = torch.arange(n, dtype=vec.dtype)[:, None] * theta[None, :]
+    cos, sin = torch.cos(angle), torch.sin(angle)
+    if rope["style"] == "half":  # rotate_half: (x, y) = (first half, second half)
+        x, y = vec[:, : d // 2], vec[:, d // 2 :]
+        return torch.cat((x * cos - y * sin, y * cos + x * sin), dim=1)
+    x, y = vec[:, 0::2], vec[:, 1::2]
+    return torch.stack((x * cos - y * sin, y * cos + x * sin), dim=2).reshape(n, d)
 
 
 def grouped(t: tracer.Trace, leaves: dict, dtype: torch.dtype, upstream: torch.Tensor | None) -> dict:
@@ -157,7 +173,7 @@ def test_bad_upstream_gradient_is_one_clear_error(given: object, words: str) -> 
 
 def test_a_lesson_without_a_backward_pass_says_so() -> None:
     with pytest.raises(InputError, match="has no backward pass yet"):
-        tracer.trace_lesson("rope", backward=True)
+        tracer.trace_lesson("kvcache", backward=True)
 
 
 def test_keys_outside_the_window_get_exactly_zero() -> None:
@@ -269,6 +285,17 @@ def test_a_three_axis_upstream_gradient_for_gqa() -> None:
     np.testing.assert_allclose(values(t, "dx"), ref["dx"].numpy(), rtol=1e-10, atol=1e-13)
     with pytest.raises(InputError, match="has shape 6 x 8; the output out has shape 2 x 6 x 8"):
         tracer.trace_lesson("gqa", grad_output=g[0])
+
+
+@pytest.mark.parametrize("style", ["half", "interleaved"])
+def test_rope_gradient_is_the_rotation_transposed(style: str) -> None:
+    t = tracer.trace_lesson("rope", backward=True, style=style, dtype="float64")
+    ref = reference("rope", t, torch.float64)
+    for grad in t.meta["backward"]["gradients"]:
+        np.testing.assert_allclose(values(t, grad), ref[grad].numpy(), rtol=1e-10, atol=1e-13, err_msg=grad)
+    drq, dq = values(t, "drope.q"), values(t, "dq")
+    assert np.allclose(np.linalg.norm(drq, axis=1), np.linalg.norm(dq, axis=1), rtol=1e-14)  # a rotation keeps lengths
+    assert t["dq[1,1]"].node.op == "cat" and t["dq.rx[2,1]"].node.op == "add" and t["dq.ry[2,1]"].node.op == "sub"
 
 
 @pytest.mark.parametrize("groups", [1, 2, 4])
