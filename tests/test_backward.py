@@ -16,15 +16,15 @@ import torch
 import tracer
 from tracer.errors import InputError
 
-LESSONS = ("simple", "trainable", "causal", "window", "gqa", "rope")
+LESSONS = ("simple", "trainable", "causal", "window", "gqa", "rope", "multihead")
 
 
 def reference(lesson: str, t: tracer.Trace, dtype: torch.dtype, upstream: torch.Tensor | None = None) -> dict:
     """The lesson's output and the gradients of L = ½ Σ z² (or Σ z ⊙ upstream) by autograd."""
     leaves = {"x": torch.tensor(np.asarray(t["x"].node.value), dtype=dtype, requires_grad=True)}
     x = leaves["x"]
-    if lesson == "gqa":
-        return grouped(t, leaves, dtype, upstream)
+    if lesson in ("gqa", "multihead"):
+        return grouped(t, leaves, dtype, upstream, "split." if lesson == "multihead" else "")
     if lesson == "simple":
         p = torch.softmax(x @ x.T, dim=-1)
         z = p @ x
@@ -65,22 +65,27 @@ def rotated(vec: torch.Tensor, t: tracer.Trace) -> torch.Tensor:
     return torch.stack((x * cos - y * sin, y * cos + x * sin), dim=2).reshape(n, d)
 
 
-def grouped(t: tracer.Trace, leaves: dict, dtype: torch.dtype, upstream: torch.Tensor | None) -> dict:
-    """Grouped-query attention as a module computes it: views, transposes, ``repeat_interleave``, causal mask."""
-    for name in ("W_query", "W_key", "W_value", "W_out"):
-        leaves[name] = torch.tensor(np.asarray(t[name].node.value), dtype=dtype, requires_grad=True)
-    x = leaves["x"]
-    heads, groups = t.meta["heads"], t.meta["groups"]
+def grouped(t: tracer.Trace, leaves: dict, dtype: torch.dtype, upstream: torch.Tensor | None, pre: str = "") -> dict:
+    """Grouped-query (or, with as many groups as heads, multi-head) attention as a module computes it: views,
+    transposes, ``repeat_interleave``, the causal mask, the output projection (and its bias when ``pre``)."""
+    names = ("W_query", "W_key", "W_value", "W_out", *(("b_out",) if pre else ()))
+    for name in names:
+        leaves[pre + name] = torch.tensor(np.asarray(t[pre + name].node.value), dtype=dtype, requires_grad=True)
+    x, w = leaves["x"], {name: leaves[pre + name] for name in names}
+    heads = t.meta["heads"]
+    groups = t.meta.get("groups", heads)
     b, n, _ = x.shape
-    q = (x @ leaves["W_query"]).view(b, n, heads, -1).transpose(1, 2)
-    k = (x @ leaves["W_key"]).view(b, n, groups, -1).transpose(1, 2).repeat_interleave(heads // groups, dim=1)
-    v = (x @ leaves["W_value"]).view(b, n, groups, -1).transpose(1, 2).repeat_interleave(heads // groups, dim=1)
+    q = (x @ w["W_query"]).view(b, n, heads, -1).transpose(1, 2)
+    k = (x @ w["W_key"]).view(b, n, groups, -1).transpose(1, 2).repeat_interleave(heads // groups, dim=1)
+    v = (x @ w["W_value"]).view(b, n, groups, -1).transpose(1, 2).repeat_interleave(heads // groups, dim=1)
     s = (q @ k.transpose(2, 3)).masked_fill(torch.ones(n, n).triu(1).bool(), -math.inf)
     z = torch.softmax(s / math.sqrt(k.shape[-1]), dim=-1) @ v
-    out = z.transpose(1, 2).reshape(b, n, -1) @ leaves["W_out"]
+    out = z.transpose(1, 2).reshape(b, n, -1) @ w["W_out"]
+    if pre:
+        out = out + w["b_out"]
     loss = 0.5 * (out * out).sum() if upstream is None else (out * upstream.to(dtype)).sum()
     loss.backward()
-    return {f"d{name}": leaf.grad for name, leaf in leaves.items()} | {"out": out.detach()}
+    return {f"d{name}": leaf.grad for name, leaf in leaves.items()} | {"out": out.detach(), f"{pre}out": out.detach()}
 
 
 def values(t: tracer.Trace, name: str) -> np.ndarray:
@@ -95,8 +100,9 @@ def test_metadata_ids_and_verify(lesson: str) -> None:
     assert up == f"d{out}" and back["loss"] == "half_square"
     np.testing.assert_array_equal(values(t, up), values(t, out))  # dL/dz = z for L = ½ Σ z²
     assert back["gradients"][-1] == "dx"
-    assert {"dW_query", "dW_key", "dW_value"} <= set(back["gradients"]) or lesson == "simple"
-    assert t[f"dx[{'1,' if lesson == 'gqa' else ''}3,2]"].stage == "dinputs"
+    weights = {f"d{'split.' if lesson == 'multihead' else ''}W_{n}" for n in ("query", "key", "value")}
+    assert weights <= set(back["gradients"]) or lesson == "simple"
+    assert t[f"dx[{'1,' if lesson in ('gqa', 'multihead') else ''}3,2]"].stage == "dinputs"
     assert t.verify().ok
     assert set(back["stages"]) <= set(t.stages)
 
@@ -125,7 +131,7 @@ def test_float32_within_bound_of_autograd(lesson: str) -> None:
 def _loss(lesson: str, inputs: np.ndarray) -> float:
     """½ Σ z² of the forward trace (causal's output exists only with a backward pass: traced with one)."""
     t = tracer.trace_lesson(lesson, inputs=inputs, dtype="float64", backward=lesson == "causal")
-    name = {"causal": "dropout.z", "gqa": "out"}.get(lesson, "z")
+    name = {"causal": "dropout.z", "gqa": "out", "multihead": "split.out"}.get(lesson, "z")
     return 0.5 * float((values(t, name) ** 2).sum())
 
 
@@ -134,7 +140,7 @@ def test_float64_agrees_with_finite_differences_of_the_forward(lesson: str) -> N
     t = tracer.trace_lesson(lesson, backward=True, dtype="float64")
     x = values(t, "x").astype(np.float64)
     dx = values(t, "dx")
-    if lesson == "gqa":  # the batch holds two copies of the inputs: a change to one token moves both
+    if lesson in ("gqa", "multihead"):  # the batch holds two copies of the inputs: a change to one token moves both
         x, dx = x[0], dx[0] + dx[1]
     h = 1e-6
     for i, k in ((0, 0), (1, 2), (2, 1), (5, 2)):

@@ -15,7 +15,7 @@ from tests.test_portable_kernels import SETTINGS, hashes
 HASHES = """
 import hashlib
 import tracer
-for lesson in ("simple", "trainable", "causal", "window", "gqa", "rope"):
+for lesson in ("simple", "trainable", "causal", "window", "multihead", "gqa", "rope"):
     for dtype in ("float32", "float64"):
         t = tracer.trace_lesson(lesson, backward=True, dtype=dtype)
         stages = set(t.meta["backward"]["stages"])
@@ -31,6 +31,6 @@ for lesson in ("simple", "trainable", "causal", "window", "gqa", "rope"):
 @pytest.mark.slow
 def test_backward_nodes_do_not_depend_on_kernels() -> None:
     base = hashes(SETTINGS[0], HASHES)
-    assert base.count("\n") == 12
+    assert base.count("\n") == 14
     for extra in SETTINGS[1:]:
         assert hashes(extra, HASHES) == base, extra

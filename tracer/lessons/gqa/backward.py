@@ -26,9 +26,9 @@ from typing import Any
 
 import torch
 
-from tracer.lessons.gqa.heads import join, split
 from tracer.record.blocks import backprojections
 from tracer.record.blocks import backward as bw
+from tracer.record.blocks.heads import join, split
 from tracer.record.recorder import Recorder, Var
 
 STAGES = ("doutput", "dattention", "dnormalize", "dscores", "dgroups", "dprojections", "dinputs")

@@ -26,10 +26,10 @@ import torch
 from tracer.core.trace import Ref, Trace
 from tracer.errors import InputError
 from tracer.lessons.gqa import backward
-from tracer.lessons.gqa.heads import split
 from tracer.record import weights as wts
 from tracer.record.blocks.attention import context, projection, scores
 from tracer.record.blocks.backward import Backward
+from tracer.record.blocks.heads import split
 from tracer.record.blocks.masks import causal_masks, masked_softmax
 from tracer.record.blocks.projections import sqrt_dk
 from tracer.record.recorder import Recorder, Var

@@ -18,16 +18,17 @@ PATHS = (("query", "W_query", "q", "W^{Q}"), ("key", "W_key", "k", "W^{K}"), ("v
 """Each projection: the path's name, its weight, the letter of its result, the weight's LaTeX."""
 
 
-def masked_scores(rec: Recorder, root: Var, hidden: Var, weights: Var, dweights: Var) -> Var:
+def masked_scores(rec: Recorder, root: Var, hidden: Var, weights: Var, dweights: Var, pre: str = "") -> Var:
     """From the gradient of masked softmax weights (``masks.masked_softmax``: ``neg.omega``, ``neg.scaled``)
     back to the raw scores: the softmax (``dneg.scaled``), the scale (``dneg.omega``), the mask (``domega``:
-    a hidden score's gradient is exactly 0)."""
+    a hidden score's gradient is exactly 0).  ``pre`` is the forward's prefix (``split.``: ``dsplit.omega``)."""
     with rec.stage("dnormalize"):
-        dscaled = bw.through_softmax(rec, weights, dweights, "dneg.scaled", r"\tilde\omega^{-\infty}_{<i,j>}")
+        soft = r"\tilde\omega^{-\infty}_{<i,j>}"
+        dscaled = bw.through_softmax(rec, weights, dweights, f"d{pre}neg.scaled", soft)
     with rec.stage("dscores"):
         why = r"\bar{\tilde\omega}^{-\infty}_{<i,j>} / \sqrt{d_k}"
-        dneg = bw.rescaled(rec, "dneg.omega", dscaled, root, "div", r"\omega^{-\infty}_{<i,j>}", why)
-        return bw.masked_out(rec, "domega", dneg, hidden, r"\omega_{<i,j>}")
+        dneg = bw.rescaled(rec, f"d{pre}neg.omega", dscaled, root, "div", r"\omega^{-\infty}_{<i,j>}", why)
+        return bw.masked_out(rec, f"d{pre}omega", dneg, hidden, r"\omega_{<i,j>}")
 
 
 def scores_to_inputs(rec: Recorder, x: Var, w: dict[str, Var], qk: tuple[Var, Var], domega: Var, dv: Var) -> list[str]:

@@ -249,6 +249,40 @@ def through_projection(
     return gw, gx
 
 
+def bias(rec: Recorder, name: str, dy: Var, sym: str) -> Var:
+    """For ``y = o + b`` with one bias ``b[c]`` added at every batch entry and token: ``db[c] = Σ_b Σ_i dy[b,i,c]``.
+
+    The addition passes ``dy`` back to ``o`` unchanged (its gradient is
+    ``dy`` itself); the bias, read at every ``(b, i)``, sums them: first
+    over the tokens of each entry (``<name>.per[b,c]``), then over the entries.
+    """
+    b, i, c = dy.axes
+    per = rec.contract(
+        f"{name}.per",
+        dy(b, i, c),
+        None,
+        (b, c, i),
+        i,
+        symbol=rf"{bar(sym)}^{{(<{b}>)}}",
+        latex=rf"{bar(sym)}^{{(<{b}>)}} = \sum_{{{i}'}} " + rename(dy.symbol, {i: f"{i}'"}),
+        text=f"Σ_{i} {r(dy.name, f'<{b}>', i, f'<{c}>')}",
+        part_latex=("", rf"\sum_{{{i}'=1}}^{{<{i}>}} " + rename(dy.symbol, {i: f"{i}'"})),
+        part_text=("", f"Σ_{{m≤<{i}>}} {r(dy.name, f'<{b}>', 'm', f'<{c}>')}"),
+    )
+    return rec.contract(
+        name,
+        per(b, c),
+        None,
+        (b, c),
+        b,
+        symbol=bar(sym),
+        latex=rf"{bar(sym)} = \sum_{{{b}'}} " + rename(per.symbol, {b: f"{b}'"}),
+        text=f"Σ_{b} {r(per.name, b, f'<{c}>')}",
+        part_latex=("", rf"\sum_{{{b}'=1}}^{{<{b}>}} " + rename(per.symbol, {b: f"{b}'"})),
+        part_text=("", f"Σ_{{m≤<{b}>}} {r(per.name, 'm', f'<{c}>')}"),
+    )
+
+
 def sum_paths(rec: Recorder, name: str, paths: Sequence[Var], sym: str) -> Var:
     """The gradient of a node several paths read: their sum, left to right, one addition per step.
 

@@ -1,7 +1,7 @@
-"""Lesson ``gqa``'s head layout: full-width columns viewed as heads (``split``), and heads joined back (``join``).
+"""Heads as layout steps: full-width columns viewed as heads (``split``), and heads joined back (``join``).
 
-The forward splits the projections into heads; the backward joins the heads'
-gradients back to full width (the gradient of a split is the join, and of a
+Lesson gqa's forward splits its projections into heads; the backward of a
+lesson with heads joins the heads' gradients back to full width (the gradient of a split is the join, and of a
 join the split).  Both are layout steps: each entry a copy of the one entry
 its reference names, which ``verify`` checks.
 """
