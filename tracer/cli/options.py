@@ -81,6 +81,29 @@ def input_options(func: F) -> F:
     return func
 
 
+def backward_options(func: F) -> F:
+    """``--backward`` and ``--grad-output FILE``: trace the lesson's backward pass too."""
+    opts = [
+        click.option(
+            "--backward",
+            is_flag=True,
+            default=None,
+            help="Trace the backward pass too: every gradient from the output's back to the weights and inputs "
+            "(upstream gradient: that of L = ½ Σ z², unless --grad-output gives one).",
+        ),
+        click.option(
+            "--grad-output",
+            "grad_output",
+            type=click.Path(path_type=Path),
+            help="The upstream gradient of the lesson's output (.json, .csv, .npy, .pt; the output's shape). "
+            "Implies --backward.",
+        ),
+    ]
+    for opt in reversed(opts):
+        func = opt(func)
+    return func
+
+
 def build_trace(
     lesson: str,
     inputs_file: Path | None,
@@ -92,9 +115,12 @@ def build_trace(
     dtype: str,
     pipeline: str | None = None,
     torch_fn: str | None = None,
+    backward: bool | None = None,
+    grad_output: Path | None = None,
     **lesson_options: Any,
 ) -> tracer.Trace:
-    """Validate the input options and run the lesson (``lesson_options``: the lessons' own, ``None`` when not given)."""
+    """Validate the input options and run the lesson (``lesson_options``: the lessons' own, ``None`` when not given),
+    and its backward pass when asked."""
     from tracer import api
     from tracer.record import inputs
 
@@ -104,6 +130,7 @@ def build_trace(
         others.update({"--dim": dim is not None, "--seed": seed is not None, "--dtype": dtype != "float32"})
         others.update({flag: name in own for name, flag in lessonopts.flags().items()})
         others["--pipeline"] = pipeline is not None
+        others.update({"--backward": bool(backward), "--grad-output": grad_output is not None})
         clash = [k for k, v in others.items() if v]
         if clash:
             raise UserError(
@@ -142,10 +169,25 @@ def build_trace(
     if pipeline is not None:
         from tracer.record import custom
 
-        if lesson != DEFAULT_LESSON or own:
+        if lesson != DEFAULT_LESSON or own or backward or grad_output is not None:
             raise UserError("--pipeline replaces the lesson: --lesson and the lessons' options do not apply")
         return custom.run(pipeline, ex)
+    if backward:
+        own["backward"] = True
+    if grad_output is not None:
+        own["grad_output"] = _grad_file(grad_output)
     return api.run(lesson, ex, **own)
+
+
+def _grad_file(path: Path) -> Any:
+    """The upstream gradient read from a file of the inputs' formats (numbers, any labels ignored)."""
+    from tracer.record import inputs
+    from tracer.record.blocks.backward import gradient_array
+
+    try:
+        return gradient_array(inputs.read_file(path)[0])
+    except InputError as e:
+        raise InputError(f"--grad-output {quoted(path.name)}: {e}") from None
 
 
 def trace_source(from_file: Path | None, options: dict[str, Any], check: bool = False) -> tracer.Trace:
@@ -155,7 +197,7 @@ def trace_source(from_file: Path | None, options: dict[str, Any], check: bool = 
     from their inputs are named once on stderr (``explain`` and ``report``).
     """
     if from_file is not None:
-        given = [k for k, v in options.items() if v is not None and k not in ("lesson", "dtype")]
+        given = [k for k, v in options.items() if v not in (None, False) and k not in ("lesson", "dtype")]
         if given or options.get("dtype") != "float32" or options.get("lesson") != DEFAULT_LESSON:
             raise UserError("--from reads a saved trace: input options cannot be combined with it")
         t = tracer.load(from_file)

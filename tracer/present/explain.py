@@ -86,8 +86,7 @@ def equation(trace: Trace, step: Step, decimals: int = DECIMALS) -> str:
     if op == "maximum" and len(vals) == 2:
         return f"{head} = max({vals[0]}, {vals[1]}) = {v}"
     if op == "masked_fill" and len(vals) == 2:
-        masked = step.node.value.dtype.type(step.value) != trace[ins[0]].node.value.dtype.type(trace[ins[0]].value)
-        why = "masked" if masked else "kept"
+        why = "masked" if float(trace[ins[1]].value) != 0 else "kept"  # the mask says, even where fill = value
         return f"{head} = {v} ({why}: mask {vals[1]}, score {vals[0]})"
     if op == "acc":
         if len(vals) == 1:

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import dataclasses
 import importlib
+import inspect
 import math
 import tomllib
 from collections.abc import Callable
@@ -34,6 +35,9 @@ if TYPE_CHECKING:
 
 INPUT_OPTIONS = ("inputs", "tokens", "query", "dtype")
 """The options every lesson takes: what is traced (the rest are the lesson's own)."""
+
+BACKWARD_OPTIONS = ("backward", "grad_output")
+"""The options that ask for the backward pass: ``backward=True``, and ``grad_output``, the upstream gradient."""
 
 Cells = dict[str, list[str]]
 """Stage -> the sources of its notebook code cells."""
@@ -151,12 +155,15 @@ class PackagedLesson:
         return importlib.import_module(self.pipeline)
 
     def run(self, example: Example, **options: Any) -> Trace:
+        back = backward_request(self.name, self.module, options)
         unknown = sorted(set(options) - set(option_names(self.options)))
         if unknown:
             raise InputError(f"lesson {self.name!r} takes no option {', '.join(unknown)}")
         values, dt, meta = example.for_pipeline()
         prepare = getattr(self.module, "prepare", None)
         extra = prepare(values, **options) if prepare is not None else {}
+        if back is not None:
+            extra["backward_pass"] = back
         trace: Trace = self.module.build(values, example.tokens, example.query, dt, meta, **extra)
         return trace
 
@@ -193,6 +200,31 @@ def page_part(lesson: Lesson, part: str) -> Callable[..., Any] | None:
     if not callable(fn):
         raise InputError(f"lesson {lesson.name!r} names {spec} as its {part}, and that is not a function")
     return fn
+
+
+def backward_request(name: str, module: ModuleType, options: dict[str, Any]) -> Any:
+    """Take ``backward`` and ``grad_output`` out of ``options``: the request a pipeline's ``build`` is given.
+
+    ``None`` when no backward pass is asked for.  A ``grad_output`` (an
+    array-like: nested lists, numpy, torch) asks for one too, and is checked
+    to be a finite array of numbers here; its shape is checked against the output's
+    by the lesson.  A lesson whose ``build`` takes no ``backward_pass``
+    has no backward pass, which is said in one line.
+    """
+    wanted = bool(options.pop("backward", False))
+    given = options.pop("grad_output", None)
+    if not wanted and given is None:
+        return None
+    if "backward_pass" not in inspect.signature(module.build).parameters:
+        raise InputError(f"lesson {name!r} has no backward pass yet")
+    from tracer.record.blocks.backward import Backward, gradient_array
+
+    if given is None:
+        return Backward()
+    try:
+        return Backward(gradient_array(given))
+    except InputError as e:
+        raise InputError(f"the upstream gradient {e}") from None
 
 
 def narrative_file(package: str, lang: str) -> dict[str, Any] | None:

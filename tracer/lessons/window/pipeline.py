@@ -24,8 +24,10 @@ import torch
 
 from tracer.core.trace import Trace
 from tracer.errors import InputError
+from tracer.lessons.window import backward
 from tracer.record import weights as wts
 from tracer.record.blocks.attention import context, scores
+from tracer.record.blocks.backward import Backward
 from tracer.record.blocks.masks import masked_softmax
 from tracer.record.blocks.projections import inputs_and_weights, projections, sqrt_dk
 from tracer.record.recorder import Recorder, Var
@@ -80,8 +82,9 @@ def build(
     weights: dict[str, torch.Tensor],
     weights_meta: dict[str, Any],
     window: int,
+    backward_pass: Backward | None = None,
 ) -> Trace:
-    """Run the lesson."""
+    """Run the lesson (with ``backward_pass``, the gradients of its context vectors too)."""
     rec = Recorder(dtype)
     t = int(inputs.shape[0])
     x, w = inputs_and_weights(rec, inputs, weights)
@@ -116,4 +119,6 @@ def build(
             text="max |z − causal.z|",
         )
     info = {"lesson": "window", "tokens": tokens, "query": query, "stages": list(STAGES), "window": window}
+    if backward_pass is not None:
+        info["backward"] = backward.record(rec, x, w, (q, k, v), root, hide, alpha, z, backward_pass)
     return rec.trace({**meta, **info, "weights": weights_meta})
