@@ -7,7 +7,7 @@ writes each file atomically.  The same trace gives byte-identical files.
 Folder names (:func:`slug`) are stable: ``tutorial`` for the tutorial's
 example, ``<file stem>`` for an inputs file, ``text-<hash>`` for ``--text``
 and ``inputs-<hash>`` for anything else; ``-q<N>`` is added when the focus
-query is not the default 2 and ``-float64`` for double precision.  Other
+query is not the default (2, or what the lesson's focus rule picks) and ``-float64`` for double precision.  Other
 lessons take the lesson's name for its default example (``causal``) and
 prefix it otherwise (``causal-words``).
 """
@@ -60,7 +60,7 @@ def slug(trace: Trace) -> str:
         base = "inputs-" + h.hexdigest()[:10]
     if raw != "simple" and kind != "tutorial":
         base = f"{lesson}-{base}"
-    default_q = 2 if len(trace.tokens) >= 2 else 1
+    default_q = trace.meta.get("default_query", 2 if len(trace.tokens) >= 2 else 1)  # a lesson's focus rule
     if trace.query != default_q:
         base += f"-q{trace.query}"
     if trace.dtype != "float32":

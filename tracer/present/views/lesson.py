@@ -120,7 +120,7 @@ def build(trace: Trace, story: Narrative, decimals: int = 4) -> Page:
     return Page(
         lang=story.lang,
         title=story.title,
-        subtitle=story.summary,
+        subtitle=Para(" ".join(story.summary.split()), math=True),  # a summary may hold $...$ like the prose
         summary=summary,
         sections=sections,
         footer=s("page.footer", version=__version__),

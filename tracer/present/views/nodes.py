@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from tracer.core import ids, portable
+from tracer.core import fmt, ids, portable
 from tracer.core.trace import ELEMENT, Node
 from tracer.present.board import elide
 from tracer.present.narrative import Narrative, NodeText
@@ -29,6 +29,8 @@ LEAD = ("h", "g", "b", "n")
 (the batch ``b``; ``n``, the batch and the heads in one axis, as ``nn.MultiheadAttention`` computes)."""
 JOINS = ("concat", "join_heads")
 """Ops whose last axis lays the heads side by side."""
+WHOLE_OPS = ("input", "add", "sub", "mul")
+"""Ops that keep whole numbers whole: their results print as whole numbers when their operands do."""
 
 
 @dataclass(frozen=True)
@@ -37,6 +39,8 @@ class LessonCtx(Ctx):
 
     story: Narrative | None = None
     said: set[str] = field(default_factory=set, compare=False, repr=False)  # notes already on the page
+    _whole: dict[str, bool] = field(default_factory=dict, init=False, compare=False, repr=False)
+    _hidden: dict[str, np.ndarray | None] = field(default_factory=dict, init=False, compare=False, repr=False)
 
     @property
     def t(self) -> int:
@@ -46,6 +50,48 @@ class LessonCtx(Ctx):
     def text(self, node: Node) -> NodeText:
         """What the narrative says about ``node`` (nothing, for a narrative that does not name it)."""
         return self.story.node(node.name) if self.story is not None else NodeText()
+
+    def whole(self, node: Node) -> bool:
+        """Whether ``node`` prints as whole numbers, like the numbers it is made from.
+
+        A count marked ``integer``, an input given as whole numbers (a 0/1
+        mask), and the sum, difference or product of such nodes when every
+        entry is whole: the sum of two masks prints ``1`` as its parts do,
+        never ``1.0000`` beside them.
+        """
+        if node.name not in self._whole:
+            self._whole[node.name] = self._is_whole(node)
+        return self._whole[node.name]
+
+    def hidden(self, node: Node) -> np.ndarray | None:
+        """Where ``node``'s entries are hidden keys: the ``-inf`` of the mask it is computed from, else None.
+
+        Walks back through the nodes of the same axes (the scaled scores, the
+        softmax's steps) to a ``masked_fill``: a weight there is an exact 0
+        because its key is masked, not a small weight, and is drawn so.
+        """
+        if node.name not in self._hidden:
+            self._hidden[node.name] = self._find_hidden(node)
+        return self._hidden[node.name]
+
+    def _find_hidden(self, node: Node) -> np.ndarray | None:
+        seen, todo = set(), [node]
+        while todo:
+            n = todo.pop()
+            if n.name in seen or n.axes != node.axes or n.value.shape != node.value.shape:
+                continue
+            seen.add(n.name)
+            if n.op == "masked_fill":
+                return np.isneginf(np.asarray(n.value))
+            todo += [self.trace.node(r.node) for r in n.args]
+        return None
+
+    def _is_whole(self, node: Node) -> bool:
+        if node.attrs.get("integer"):
+            return True
+        if node.op not in WHOLE_OPS or fmt.places(node.value, self.decimals) != 0:
+            return False
+        return node.op == "input" or all(self.whole(self.trace.node(r.node)) for r in node.args)
 
 
 @dataclass(frozen=True)
@@ -121,22 +167,44 @@ def cell(ctx: LessonCtx, node: Node, full: tuple[int, ...]) -> Num:
     """The cell of entry ``full`` (0-based) of ``node``: its step id when entries are steps."""
     v = float(node.value[full])
     sid = ids.render(node.name, node.split, [i + 1 for i in full]) if node.granularity == ELEMENT else ""
-    if node.attrs.get("integer") and np.isfinite(v):  # token ids and indices of captured code
+    if np.isfinite(v) and ctx.whole(node):  # token ids, counts, masks and their sums
         text = str(int(v))
     else:
         text = ctx.given(v, node.name) if node.op == "input" else ctx.num(v)
-    masked = node.op in ("masked_fill", "max", "maximum") and np.isneginf(v)  # hidden keys; a max over none of them
+    hide = ctx.hidden(node)
+    masked = (node.op in ("max", "maximum") and np.isneginf(v)) or (hide is not None and bool(hide[full]))
     return Num(text, sid, "masked" if masked else ("" if np.isfinite(v) else "bad"))
 
 
+def pieces(ctx: LessonCtx, node: Node) -> tuple[str, int]:
+    """How the last axis of ``node`` lays sub-blocks side by side: (``h`` or ``g``, how many), or ("", 0).
+
+    Read from the trace, never from the lesson's settings: a joined node takes
+    the head axis of the node it joins; a node about to be split takes the
+    lead axis of the ``split_heads`` step that reads it (so the keys of
+    grouped-query attention are laid out in groups, the queries in heads).
+    """
+    if node.op in JOINS:
+        for ref in node.args:
+            src = ctx.trace.node(ref.node)
+            axis = next((a for a in src.axes if a in ("h", "g")), "")
+            if axis:
+                return axis, src.sizes[axis]
+        return "h", int(ctx.trace.meta.get("heads", 0) or 0)
+    for n in ctx.trace.nodes:
+        if n.op == "split_heads" and any(r.node == node.name for r in n.args) and n.axes[0] in ("h", "g"):
+            return n.axes[0], n.sizes[n.axes[0]]
+    return "", 0
+
+
 def head_labels(ctx: LessonCtx, node: Node, axis: str) -> list[str]:
-    """Column labels ``1 · head 1`` when ``axis`` lays heads side by side (joined, or about to be split)."""
-    heads = int(ctx.trace.meta.get("heads", 0) or 0)
+    """Column labels ``1 · head 1`` (``1 · group 1``) when ``axis`` lays heads (groups) side by side."""
+    kind, count = pieces(ctx, node)
     size = node.sizes[axis]
-    splits = any(n.op == "split_heads" and any(r.node == node.name for r in n.args) for n in ctx.trace.nodes)
-    if heads > 1 and size % heads == 0 and (node.op in JOINS or splits) and axis == node.axes[-1]:
-        w = size // heads
-        return [ctx.s("lesson.head_col", c=c + 1, h=c // w + 1) for c in range(size)]
+    if count > 1 and size % count == 0 and axis == node.axes[-1]:
+        w = size // count
+        key = "lesson.head_col" if kind == "h" else "lesson.group_col"
+        return [ctx.s(key, c=c + 1, n=c // w + 1) for c in range(size)]
     return []
 
 
@@ -267,7 +335,7 @@ def values_table(ctx: LessonCtx, nodes: list[Node], anchor_id: str, section: int
         if node.axes:
             continue
         v = float(node.value)
-        text = portable.check_text(node) if node.op == "maxabsdiff" else ctx.num(v)
+        text = portable.check_text(node, ctx.decimals) if node.op == "maxabsdiff" else ctx.num(v)
         if node.attrs.get("integer") and np.isfinite(v):  # a count
             text = str(int(v))
         value = Num(text, node.name, "" if np.isfinite(v) else "bad")

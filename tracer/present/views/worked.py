@@ -199,7 +199,10 @@ def heatmaps(ctx: LessonCtx, node: Node) -> list[Block]:
     out: list[Block] = []
     for part in parts(ctx, node):
         name = f"fig-{anchor(node.name)}{part.anchor}"
-        svg, small = heatmap_svg(ctx, name, np.asarray(node.value[part.lead]))
+        hide = ctx.hidden(node)
+        svg, small = heatmap_svg(
+            ctx, name, np.asarray(node.value[part.lead]), hidden=None if hide is None else hide[part.lead]
+        )
         cap = _figure_caption(ctx, node, part, "lesson.heat_caption")
         if small:
             cap = Para(cap.text + " " + ctx.s("lesson.heat_small"), math=True)
