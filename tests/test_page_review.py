@@ -23,8 +23,9 @@ from tracer.present.render.html import render_html
 from tracer.present.render.markdown import render_markdown
 from tracer.present.strings import Strings
 from tracer.present.views import lesson
+from tracer.present.views.lessonctx import LessonCtx
 from tracer.present.views.model import Equation, Figure, Page, Table
-from tracer.present.views.nodes import LessonCtx, head_labels
+from tracer.present.views.nodes import head_labels
 
 
 @cache
@@ -85,6 +86,8 @@ def test_the_sum_of_two_masks_prints_as_they_do() -> None:
     for name in ("mask-mask-future", "mask-mask-far", "mask-mask-hide"):
         cells = {c.text for r in table(p, name).rows for c in r.cells[2:] if not r.elided}
         assert cells <= {"0", "1", "⋯"}, (name, cells)
+    sums = [b for s in p.sections for b in s.blocks if isinstance(b, Equation) and b.lhs.startswith("H_")]
+    assert sums and all(b.rhs[-1][-1] in ("= 0", "= 1") for b in sums), [b.rhs[-1] for b in sums]
     weights = {c.text for r in table(p, "normalize-window-alpha").rows for c in r.cells}
     assert "1.0000" in weights  # a weight is a weight: its decimals stay
 

@@ -13,15 +13,15 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 
-from tracer.core import fmt, ids, portable
+from tracer.core import ids, portable
 from tracer.core.trace import ELEMENT, Node
 from tracer.present.board import elide
-from tracer.present.narrative import Narrative, NodeText
-from tracer.present.views.common import FULL_T, Ctx, gaps, index, pick_rows, token
+from tracer.present.views.common import FULL_T, gaps, index, pick_rows, token
+from tracer.present.views.lessonctx import LessonCtx
 from tracer.present.views.model import Block, Num, Para, Row, Table
 
 LEAD = ("h", "g", "b", "n")
@@ -29,69 +29,6 @@ LEAD = ("h", "g", "b", "n")
 (the batch ``b``; ``n``, the batch and the heads in one axis, as ``nn.MultiheadAttention`` computes)."""
 JOINS = ("concat", "join_heads")
 """Ops whose last axis lays the heads side by side."""
-WHOLE_OPS = ("input", "add", "sub", "mul")
-"""Ops that keep whole numbers whole: their results print as whole numbers when their operands do."""
-
-
-@dataclass(frozen=True)
-class LessonCtx(Ctx):
-    """:class:`Ctx` for any lesson: its narrative, and the token count taken from the tokens, not from ``x``."""
-
-    story: Narrative | None = None
-    said: set[str] = field(default_factory=set, compare=False, repr=False)  # notes already on the page
-    _whole: dict[str, bool] = field(default_factory=dict, init=False, compare=False, repr=False)
-    _hidden: dict[str, np.ndarray | None] = field(default_factory=dict, init=False, compare=False, repr=False)
-
-    @property
-    def t(self) -> int:
-        """Number of tokens."""
-        return len(self.trace.tokens)
-
-    def text(self, node: Node) -> NodeText:
-        """What the narrative says about ``node`` (nothing, for a narrative that does not name it)."""
-        return self.story.node(node.name) if self.story is not None else NodeText()
-
-    def whole(self, node: Node) -> bool:
-        """Whether ``node`` prints as whole numbers, like the numbers it is made from.
-
-        A count marked ``integer``, an input given as whole numbers (a 0/1
-        mask), and the sum, difference or product of such nodes when every
-        entry is whole: the sum of two masks prints ``1`` as its parts do,
-        never ``1.0000`` beside them.
-        """
-        if node.name not in self._whole:
-            self._whole[node.name] = self._is_whole(node)
-        return self._whole[node.name]
-
-    def hidden(self, node: Node) -> np.ndarray | None:
-        """Where ``node``'s entries are hidden keys: the ``-inf`` of the mask it is computed from, else None.
-
-        Walks back through the nodes of the same axes (the scaled scores, the
-        softmax's steps) to a ``masked_fill``: a weight there is an exact 0
-        because its key is masked, not a small weight, and is drawn so.
-        """
-        if node.name not in self._hidden:
-            self._hidden[node.name] = self._find_hidden(node)
-        return self._hidden[node.name]
-
-    def _find_hidden(self, node: Node) -> np.ndarray | None:
-        seen, todo = set(), [node]
-        while todo:
-            n = todo.pop()
-            if n.name in seen or n.axes != node.axes or n.value.shape != node.value.shape:
-                continue
-            seen.add(n.name)
-            if n.op == "masked_fill":
-                return np.isneginf(np.asarray(n.value))
-            todo += [self.trace.node(r.node) for r in n.args]
-        return None
-
-    def _is_whole(self, node: Node) -> bool:
-        if node.attrs.get("integer"):
-            return True
-        if node.op not in WHOLE_OPS or fmt.places(node.value, self.decimals) != 0:
-            return False
-        return node.op == "input" or all(self.whole(self.trace.node(r.node)) for r in node.args)
 
 
 @dataclass(frozen=True)
@@ -167,10 +104,7 @@ def cell(ctx: LessonCtx, node: Node, full: tuple[int, ...]) -> Num:
     """The cell of entry ``full`` (0-based) of ``node``: its step id when entries are steps."""
     v = float(node.value[full])
     sid = ids.render(node.name, node.split, [i + 1 for i in full]) if node.granularity == ELEMENT else ""
-    if np.isfinite(v) and ctx.whole(node):  # token ids, counts, masks and their sums
-        text = str(int(v))
-    else:
-        text = ctx.given(v, node.name) if node.op == "input" else ctx.num(v)
+    text = ctx.value(node, v)
     hide = ctx.hidden(node)
     masked = (node.op in ("max", "maximum") and np.isneginf(v)) or (hide is not None and bool(hide[full]))
     return Num(text, sid, "masked" if masked else ("" if np.isfinite(v) else "bad"))
@@ -335,9 +269,7 @@ def values_table(ctx: LessonCtx, nodes: list[Node], anchor_id: str, section: int
         if node.axes:
             continue
         v = float(node.value)
-        text = portable.check_text(node, ctx.decimals) if node.op == "maxabsdiff" else ctx.num(v)
-        if node.attrs.get("integer") and np.isfinite(v):  # a count
-            text = str(int(v))
+        text = portable.check_text(node, ctx.decimals) if node.op == "maxabsdiff" else ctx.value(node, v)
         value = Num(text, node.name, "" if np.isfinite(v) else "bad")
         what = caption(ctx, node, Part((), "", ""))
         rows.append(Row((Num(what.text, math=True), value)))
