@@ -51,16 +51,21 @@ def within(node: Node) -> bool:
     return b is None or float(node.value) <= b
 
 
-def check_text(node: Node) -> str:
-    """A check's value for print: ``≤ 5.4e-07`` for a bounded one, else the residual (``2.98e-08``)."""
+def check_text(node: Node, decimals: int = fmt.DECIMALS) -> str:
+    """A check's value for print: ``≤ 5.4e-07`` for a bounded one, else the residual (``2.98e-08``).
+
+    The residual is as precise as ``decimals`` ask (:func:`fmt.difference`);
+    a bound is an order of magnitude and keeps one digit.
+    """
     b = bound(node)
+    v = float(node.value)
     if b is None:
-        return fmt.sci(float(node.value))
+        return fmt.difference(v, decimals)
     if node.attrs.get("forms") == TRACED:
-        return f"{fmt.sci(float(node.value))} {'≤' if float(node.value) <= b else '>'} {fmt.sci(b, 1)}"
-    if float(node.value) <= b:
+        return f"{fmt.difference(v, decimals)} {'≤' if v <= b else '>'} {fmt.sci(b, 1)}"
+    if v <= b:
         return f"≤ {fmt.sci(b, 1)}"
-    return f"{fmt.sci(float(node.value))} > {fmt.sci(b, 1)}"
+    return f"{fmt.difference(v, decimals)} > {fmt.sci(b, 1)}"
 
 
 def loop_forms(trace: Trace) -> dict[str, str]:

@@ -31,7 +31,7 @@ def value_text(trace: Trace, step_id: str, decimals: int = DECIMALS) -> str:
     """A step's value as shown in an explanation: inputs as given (0.55), the rest fixed (0.9544)."""
     s = trace[step_id]
     if s.op == "maxabsdiff":
-        return portable.check_text(s.node)
+        return portable.check_text(s.node, decimals)
     if s.op == "input":
         return num(float(s.value), places(s.node.value, decimals))
     return num(float(s.value), decimals)
@@ -63,7 +63,7 @@ def equation(trace: Trace, step: Step, decimals: int = DECIMALS) -> str:
     """The one-line board equation for an element step."""
     node = step.node
     ins = list(step.inputs)
-    v = num(float(step.value), decimals) if node.op != "maxabsdiff" else portable.check_text(node)
+    v = num(float(step.value), decimals) if node.op != "maxabsdiff" else portable.check_text(node, decimals)
     head = f"{step.id} = {step.text}" if step.text else step.id
     if node.granularity != "element":
         return f"{head} {v}" if v.startswith("≤") else f"{head} = {v}"

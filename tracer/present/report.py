@@ -7,10 +7,11 @@ writes each file atomically.  The same trace gives byte-identical files.
 Folder names (:func:`slug`) are stable: ``tutorial`` for the tutorial's
 example, ``<file stem>`` for an inputs file, ``text-<hash>`` for ``--text``
 and ``inputs-<hash>`` for anything else; ``-q<N>`` is added when the focus
-query is not the default 2 and ``-float64`` for double precision.  A
-lesson's folders take its name (its ``folder`` when it names one) for its
-default example (``causal``) and as a prefix otherwise (``causal-words``);
-the tutorial's lesson names ``""``, so its folders are the plain names.
+query is not the default (2, or what the lesson's focus rule picks) and
+``-float64`` for double precision.  A lesson's folders take its name (its
+``folder`` when it names one) for its default example (``causal``) and as a
+prefix otherwise (``causal-words``); the tutorial's lesson names ``""``, so
+its folders are the plain names.
 """
 
 from __future__ import annotations
@@ -71,7 +72,7 @@ def slug(trace: Trace) -> str:
         base = "inputs-" + h.hexdigest()[:10]
     if lesson and kind != "tutorial":
         base = f"{lesson}-{base}"
-    default_q = 2 if len(trace.tokens) >= 2 else 1
+    default_q = trace.meta.get("default_query", 2 if len(trace.tokens) >= 2 else 1)  # a lesson's focus rule
     if trace.query != default_q:
         base += f"-q{trace.query}"
     if trace.dtype != "float32":

@@ -109,7 +109,10 @@ class PackagedLesson:
 
     ``pipeline`` names a module with ``build(values, tokens, query, dtype,
     meta, **prepared)`` and, for a lesson with options, ``prepare(values,
-    **options) -> prepared`` (weights drawn, options validated).  ``package``
+    **options) -> prepared`` (weights drawn, options validated).  The module
+    may declare its focus rule, ``focus(tokens, prepared) -> query``: the
+    query whose row shows the lesson's effect (the last one, for a window),
+    used when the user names none (:func:`focus_query`).  ``package``
     holds the narratives as data files ``narrative.<lang>.toml``.
     ``notebook`` names a module with ``cells(trace)``; ``checker`` a module
     whose ``CHECK`` is the lesson's check description (:attr:`check`).  ``options`` is the
@@ -164,7 +167,12 @@ class PackagedLesson:
         extra = prepare(values, **options) if prepare is not None else {}
         if back is not None:
             extra["backward_pass"] = back
-        trace: Trace = self.module.build(values, example.tokens, example.query, dt, meta, **extra)
+        ruled = focus_query(self.module, len(example.tokens), extra)
+        trace: Trace = self.module.build(
+            values, example.tokens, example.query if example.chosen else ruled, dt, meta, **extra
+        )
+        if hasattr(self.module, "focus"):
+            trace.meta["default_query"] = ruled  # what the rule picks: a report's folder names only another query
         return trace
 
     def trace(self, **options: Any) -> Trace:
@@ -225,6 +233,23 @@ def backward_request(name: str, module: ModuleType, options: dict[str, Any]) -> 
         return Backward(gradient_array(given))
     except InputError as e:
         raise InputError(f"the upstream gradient {e}") from None
+
+
+def focus_query(module: ModuleType, tokens: int, prepared: dict[str, Any]) -> int:
+    """The focus query a pipeline's ``focus`` rule picks for ``tokens`` tokens, else the default one.
+
+    The page's tables, worked equations and figures all follow this one
+    query, so the rule decides where a reader sees the lesson at work.
+    """
+    from tracer.record.inputs import DEFAULT_QUERY
+
+    rule = getattr(module, "focus", None)
+    if rule is None:
+        return min(DEFAULT_QUERY, tokens)
+    q = int(rule(tokens, prepared))
+    if not 1 <= q <= tokens:
+        raise InputError(f"the lesson's focus rule picked query {q}, but there are {tokens} tokens")
+    return q
 
 
 def narrative_file(package: str, lang: str) -> dict[str, Any] | None:

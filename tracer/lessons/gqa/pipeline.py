@@ -36,6 +36,9 @@ from tracer.record.recorder import Recorder, Var
 
 STAGES = ("inputs", "projections", "heads", "attention", "output", "multihead", "cache")
 HEADS, GROUPS, D_OUT = 4, 2, 8
+COUNTS = ("cache.mha", "cache.gqa", "cache.ratio")
+"""The nodes that count: printed as whole numbers."""
+
 SYMS = {"W_query": "W^{Q}", "W_key": "W^{K}", "W_value": "W^{V}", "W_out": "W^{O}"}
 
 
@@ -179,4 +182,7 @@ def build(
     if backward_pass is not None:
         parts = {"hq": hq, "hk": hk, "kh": kh, "vh": vh, "alpha": alpha, "root": root, "up": up, "concat": joined}
         info["backward"] = backward.record(rec, x, w, parts | {"out": out}, backward_pass)
-    return rec.trace({**meta, "lesson": "gqa", "tokens": tokens, "query": query, "stages": list(STAGES), **info})
+    trace = rec.trace({**meta, "lesson": "gqa", "tokens": tokens, "query": query, "stages": list(STAGES), **info})
+    for name in COUNTS:
+        trace.node(name).attrs["integer"] = True  # numbers in the cache, and H / G (G divides H): whole numbers
+    return trace

@@ -49,6 +49,11 @@ def prepare(values: torch.Tensor, window: int = WINDOW, d_out: int = 2, **unknow
     return {"weights": weights, "weights_meta": info, "window": window}
 
 
+def focus(tokens: int, prepared: dict[str, Any]) -> int:
+    """The focus rule: the last query, which of all rows has the most keys outside its window."""
+    return tokens
+
+
 def masks(t: int, w: int) -> tuple[torch.Tensor, torch.Tensor]:
     """The two parts of the hidden entries: ``future`` (j > i) and ``far`` (j <= i - w), as 0/1 tensors."""
     i = torch.arange(t).unsqueeze(1)

@@ -39,14 +39,16 @@ def heatmap(
     xlabel: str = "",
     ylabel: str = "",
     row_ticks: Sequence[str] | None = None,
+    hidden: np.ndarray | None = None,
 ) -> str:
     """SVG of ``values`` (rows: queries, columns: keys); ``cells`` are the numbers written in the cells.
 
     ``ticks`` label the keys and, unless ``row_ticks`` are given (fewer queries than keys: the newest
-    tokens of a key/value cache), the queries too.
+    tokens of a key/value cache), the queries too.  ``hidden`` marks the cells of masked keys: drawn
+    grey like a ``-inf``, so an exact 0 of a hidden key never looks like a small weight.
     """
     r, c = values.shape
-    finite = values[np.isfinite(values)]
+    finite = values[np.isfinite(values) & (True if hidden is None else ~hidden)]
     lo, hi = (float(finite.min()), float(finite.max())) if finite.size else (0.0, 1.0)
     span = hi - lo if hi > lo else 1.0
     labels = [cut(t, 12) for t in ticks] if ticks is not None else []
@@ -62,7 +64,8 @@ def heatmap(
         for j in range(c):
             v = float(values[i, j])
             x, y = left + j * cw, PAD + i * ch
-            fill = blues((v - lo) / span) if math.isfinite(v) else MASKED
+            masked = not math.isfinite(v) or (hidden is not None and bool(hidden[i, j]))
+            fill = MASKED if masked else blues((v - lo) / span)
             mark = rect(x, y, cw, ch, fill, ' stroke="#ffffff" stroke-width="1"')
             if cells is not None:
                 mark += text(x + cw / 2, y + ch / 2 + SIZE * 0.35, cells[i][j], "middle", marks.ink_on(fill))

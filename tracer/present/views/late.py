@@ -160,7 +160,7 @@ def pairs(ctx: Ctx) -> Section:
         portable.within(c) if portable.bound(c) is not None else float(c.value) <= 64 * eps * scale
         for c in checks.values()
     )
-    shown = {n: portable.check_text(c) for n, c in checks.items()}
+    shown = {n: portable.check_text(c, ctx.decimals) for n, c in checks.items()}
     if ok:  # why the exact differences vary and the bounds do not is about the tool: a footnote
         agree = said(s("pairs.agree", dtype=tr.dtype))
         blocks.append(Para(s("pairs.checks", **shown), math=True, notes=(("order", agree),)))

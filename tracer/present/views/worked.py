@@ -24,8 +24,9 @@ from tracer.present.figures.marks import sup
 from tracer.present.views import alts
 from tracer.present.views.common import FULL_T, TOP, alone, heatmap_svg, tex
 from tracer.present.views.layout import board, chunked, sides
+from tracer.present.views.lessonctx import LessonCtx
 from tracer.present.views.model import Block, Equation, Figure, Para
-from tracer.present.views.nodes import LessonCtx, Part, anchor, caption, lead_axes, parts, row_offset, upright
+from tracer.present.views.nodes import Part, anchor, caption, lead_axes, parts, row_offset, upright
 
 SIGNS = {"mul": r"\times", "sub": "-", "add": "+"}
 """LaTeX of the binary ops written out inline."""
@@ -60,7 +61,7 @@ def _id(node: Node, idx: tuple[int, ...]) -> str:
 
 def _val(ctx: LessonCtx, step: Step) -> str:
     v = float(step.value)
-    return tex(ctx.given(v, step.node.name) if step.op == "input" else ctx.num(v))
+    return tex(ctx.value(step.node, v))
 
 
 def _cut(items: list[str]) -> list[str]:
@@ -167,7 +168,7 @@ def equation(ctx: LessonCtx, step: Step) -> Equation:
     else:
         lhs, formula = sides(step, written)
     label = ctx.s("lesson.partial") if extra else ""
-    steps = [*formula, *chain, alone(ctx.num(float(step.value)))]
+    steps = [*formula, *chain, alone(ctx.value(step.node, float(step.value)))]
     return board(anchor(step.id), step.id, lhs, steps, label, extra, note, focus=True)
 
 
@@ -200,7 +201,10 @@ def heatmaps(ctx: LessonCtx, node: Node) -> list[Block]:
     out: list[Block] = []
     for part in parts(ctx, node):
         name = f"fig-{anchor(node.name)}{part.anchor}"
-        svg, small = heatmap_svg(ctx, name, np.asarray(node.value[part.lead]))
+        hide = ctx.hidden(node)
+        svg, small = heatmap_svg(
+            ctx, name, np.asarray(node.value[part.lead]), hidden=None if hide is None else hide[part.lead]
+        )
         cap = _figure_caption(ctx, node, part, "lesson.heat_caption")
         if small:
             cap = Para(cap.text + " " + ctx.s("lesson.heat_small"), math=True)
