@@ -132,3 +132,24 @@ def test_printing_hides_the_panel_and_the_door_styling(browser: Browser) -> None
         assert line == "none"
     finally:
         browser.send("Emulation.setEmulatedMedia", media="")
+
+
+LENGTH = """(() => { document.querySelectorAll('details').forEach(d => d.open = false);
+  return document.documentElement.scrollHeight; })()"""
+
+
+@pytest.mark.parametrize("page", PAGES, ids=lambda p: f"{p.parent.parent.name}-{p.parent.name}")
+def test_a_page_with_its_folds_closed_is_at_most_twelve_screens(browser: Browser, page: Path) -> None:
+    browser.open(page.as_uri(), width=1280, height=900)
+    screens = browser.js(LENGTH) / 900
+    assert screens <= 12, f"{screens:.1f} screens of 900 px"
+    summaries = browser.js("[...document.querySelectorAll('details.fold > summary')].map(s => s.innerText.trim())")
+    assert summaries and all(len(s) > 12 for s in summaries)  # each says what is inside
+    assert browser.js("document.querySelectorAll('section.part > figure.table').length") >= 3  # a stage's first table
+
+
+def test_printing_opens_every_fold(browser: Browser) -> None:
+    browser.open((REPORTS / "gqa" / "en" / "index.html").as_uri())
+    assert browser.js("document.querySelectorAll('details.fold:not([open])').length") > 10
+    browser.send("Page.printToPDF")
+    assert browser.js("document.querySelectorAll('details:not([open])').length") == 0
