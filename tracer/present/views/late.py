@@ -113,7 +113,8 @@ def _heatmap(ctx: Ctx, node: str, links: bool) -> tuple[str, bool]:
     """SVG of a T x T matrix; True when it had to be averaged over blocks."""
     t = ctx.t
     hrefs = [[f"#pair-{i + 1}-{j + 1}" for j in range(t)] for i in range(t)] if links and t <= FULL_T else None
-    return heatmap_svg(ctx, f"fig-{node}", ctx.trace.tensor(node), hrefs)
+    doors = [[f"{node}[{i + 1},{j + 1}]" for j in range(t)] for i in range(t)]
+    return heatmap_svg(ctx, f"fig-{node}", ctx.trace.tensor(node), hrefs, doors=doors)
 
 
 def _matrix_table(ctx: Ctx, node: str, caption: str | Para) -> Table:

@@ -19,6 +19,7 @@ from tracer.errors import InputError
 from tracer.present.facts import fill
 from tracer.present.narrative import Narrative, Stage
 from tracer.present.strings import Strings
+from tracer.present.views import doors
 from tracer.present.views.code import blocks
 from tracer.present.views.common import focus, unfollowed
 from tracer.present.views.lessonctx import LessonCtx
@@ -127,4 +128,5 @@ def build(trace: Trace, story: Narrative, decimals: int = 4) -> Page:
         footer=s("page.footer", version=__version__),
         strings=ui,
         stops=stops(sections),
+        doors=doors.embedded(trace, sections, decimals, s),
     )

@@ -222,6 +222,7 @@ class Page:
     footer: str
     strings: dict[str, str] = field(default_factory=dict)  # the few UI labels the page script needs
     stops: frozenset[str] = frozenset()  # anchors of the blocks the step navigator stops at (see views/stops.py)
+    doors: str = ""  # the panels' data as JSON (see views/doors.py): how each number shown was computed
 
     @property
     def html_lang(self) -> str:

@@ -18,7 +18,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from tracer.core import ids, portable
-from tracer.core.trace import ELEMENT, Node
+from tracer.core.trace import ELEMENT, Node, Step
 from tracer.present.board import elide
 from tracer.present.views.common import FULL_T, gaps, index, pick_rows, token
 from tracer.present.views.lessonctx import LessonCtx
@@ -118,11 +118,26 @@ def header(node: Node, axis: str, n: int) -> Num:
 def cell(ctx: LessonCtx, node: Node, full: tuple[int, ...]) -> Num:
     """The cell of entry ``full`` (0-based) of ``node``: its step id when entries are steps."""
     v = float(node.value[full])
-    sid = ids.render(node.name, node.split, [i + 1 for i in full]) if node.granularity == ELEMENT else ""
+    sid = (
+        ids.render(node.name, node.split, [i + 1 for i in full])
+        if node.granularity == ELEMENT
+        else moved(ctx, node, full)
+    )
     text = ctx.value(node, v)
     hide = ctx.hidden(node)
     masked = (node.op in ("max", "maximum") and np.isneginf(v)) or (hide is not None and bool(hide[full]))
     return Num(text, sid, "masked" if masked else ("" if np.isfinite(v) else "bad"))
+
+
+def moved(ctx: LessonCtx, node: Node, full: tuple[int, ...]) -> str:
+    """The step an entry of a layout node (heads split or joined, recorded whole) shows: its one source entry.
+
+    Such a node computes nothing: each entry is an entry of its input, found
+    through the node's index expressions, so that entry's step is the door
+    the cell opens.  Empty when the entry does not come from exactly one step.
+    """
+    src = Step(ctx.trace, node, full).inputs
+    return src[0] if len(src) == 1 and src[0] in ctx.trace and ctx.trace[src[0]].is_element else ""
 
 
 def pieces(ctx: LessonCtx, node: Node) -> tuple[str, int]:

@@ -16,7 +16,7 @@ import numpy as np
 
 from tracer.core import ids
 from tracer.core.formula import steps as split_steps
-from tracer.core.trace import Node, Step, Trace
+from tracer.core.trace import ELEMENT, Node, Step, Trace
 from tracer.present.board import MAX_TERMS, elide
 from tracer.present.board import terms as shown_terms
 from tracer.present.figures.bars import stacked
@@ -203,7 +203,11 @@ def heatmaps(ctx: LessonCtx, node: Node) -> list[Block]:
         name = f"fig-{anchor(node.name)}{part.anchor}"
         hide = ctx.hidden(node)
         svg, small = heatmap_svg(
-            ctx, name, np.asarray(node.value[part.lead]), hidden=None if hide is None else hide[part.lead]
+            ctx,
+            name,
+            np.asarray(node.value[part.lead]),
+            hidden=None if hide is None else hide[part.lead],
+            doors=_cell_ids(node, part),
         )
         cap = _figure_caption(ctx, node, part, "lesson.heat_caption")
         if small:
@@ -212,6 +216,14 @@ def heatmaps(ctx: LessonCtx, node: Node) -> list[Block]:
         alt = _alt(ctx, alts.heat(ctx, ctx.text(node).alt or ctx.s("lesson.heat_alt"), matrix), part)
         out.append(Figure(name, name, svg, alt, cap))
     return out
+
+
+def _cell_ids(node: Node, part: Part) -> list[list[str]] | None:
+    """The step id of each cell of one head's (i, j) matrix: the doors of its heatmap (none for a slice node)."""
+    if node.granularity != ELEMENT or node.axes[-2:] != ("i", "j") or len(node.axes) != len(part.lead) + 2:
+        return None
+    r, c = node.value.shape[-2:]
+    return [[_id(node, (*part.lead, i, j)) for j in range(c)] for i in range(r)]
 
 
 def bars(ctx: LessonCtx, node: Node) -> list[Block]:
