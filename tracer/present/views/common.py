@@ -227,8 +227,8 @@ def heatmap_svg(
     if t <= HEAT_CELLS and c <= HEAT_CELLS:
         cells = [[ctx.num(v) for v in row] for row in m]
         keys, rows = _ticks(ctx, 0, c), _ticks(ctx, start, t)
-        cells = heat.heatmap(name, m, cells, keys, picked, hrefs, *titles, row_ticks=rows, hidden=hidden, doors=doors)
-        return cells, False
+        svg = heat.heatmap(name, m, cells, keys, picked, hrefs, *titles, row_ticks=rows, hidden=hidden, doors=doors)
+        return svg, False
     br, bc = math.ceil(t / HEAT_BLOCKS), math.ceil(c / HEAT_BLOCKS)
     nr, nc = math.ceil(t / br), math.ceil(c / bc)
     pad = np.full((nr * br, nc * bc), np.nan)
