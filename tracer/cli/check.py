@@ -128,7 +128,8 @@ def check(
 
     if points_file is not None and fmt != "gradescope":
         raise UserError("--points goes with --format gradescope")
-    points = grading.DEFAULT if points_file is None else grading.load(points_file)  # before any submission runs
+    stages = [q.stage for q in SPECS[lesson].quantities]
+    points = grading.DEFAULT if points_file is None else grading.load(points_file, stages)  # before any submission
     pattern = classcheck.pattern_of(spec)
     if pattern is not None:
         classcheck.run_class(pattern, opts, output, force, jobs or _cores(), points)
