@@ -191,7 +191,7 @@ def _outside(trace: Trace, step: Step) -> tuple[str, str, str] | None:
     expression reaches past the operand and the equation shown lacks a
     factor: said here, as ``verify`` says of the node.
     """
-    if step.op in SELECTING or verify.follows(trace, step.node.name):
+    if step.op in SELECTING:
         return None
     bound = step.bound
     for ref in step.node.args:
@@ -200,6 +200,8 @@ def _outside(trace: Trace, step: Step) -> tuple[str, str, str] | None:
         shape = trace.node(ref.node).value.shape
         at = [ids.index_expr(e)(bound) if e != "*" else None for e in ref.index]
         if any(i is not None and not 1 <= i <= n for i, n in zip(at, shape, strict=True)):
+            if verify.follows(trace, step.node.name):  # a boundary by design; recomputed only when one is met
+                return None
             shown = ",".join("*" if i is None else str(i) for i in at)
             return f"{ref.node}[{shown}]", ref.node, "×".join(map(str, shape))
     return None

@@ -17,11 +17,12 @@ lesson runs).
 
 from __future__ import annotations
 
+import inspect
 import math
 from functools import cache
 from importlib.metadata import EntryPoint, entry_points
 from types import ModuleType
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeGuard
 
 from tracer.errors import InputError, unknown
 from tracer.record.lesson import Lesson, PackagedLesson
@@ -82,7 +83,7 @@ def get(name: str) -> Lesson:
         raise
     except Exception as e:  # a broken plug-in is a one-line error, not a traceback
         raise InputError(f"lesson {name!r} ({ep.value}) cannot be loaded: {type(e).__name__}: {e}") from None
-    if not isinstance(lesson, Lesson) or lesson.name != name:
+    if not _is_lesson(lesson) or lesson.name != name:
         raise InputError(f"lesson {name!r} ({ep.value}) is not a Lesson named {name!r}")
     return lesson
 
@@ -98,6 +99,20 @@ def of(trace: Trace) -> Lesson | None:
     if trace.meta.get("captured") or "narrative" in trace.meta or name not in names():
         return None
     return get(str(name))
+
+
+def _is_lesson(obj: object) -> TypeGuard[Lesson]:
+    """Whether ``obj`` has every member of the :class:`Lesson` protocol, looked up without running any.
+
+    ``isinstance(obj, Lesson)`` would call ``hasattr`` on each member, and a
+    lesson's ``check`` is a property that imports its check description
+    (and with it the checker): listing the lessons must not do that.
+    """
+    members = [n for n in vars(Lesson) if not n.startswith("_")]
+    return all(inspect.getattr_static(obj, n, _MISSING) is not _MISSING for n in members)
+
+
+_MISSING = object()
 
 
 def all_lessons() -> list[Lesson]:
