@@ -8,7 +8,7 @@
    focus goes back to the number that opened it) with the step's id, its
    equation with the numbers put in, its operation and its inputs; each
    input is a button again, and a trail at the top leads back.  The data
-   (one JSON block, see tracer/present/views/doors.py) is parsed only when
+   (one JSON block, written by the page builder's doors view) is parsed only when
    the first panel opens. */
 (function () {
   "use strict";
@@ -129,7 +129,7 @@
       li.appendChild(doorTo(i, known(i) ? i + " = " + row(i)[1] : i));
       ins.appendChild(li);
     });
-    if (step[4] > 0) { ins.appendChild(el("li", "door-more", word("more").replace("%(n)s", step[4]))); }
+    if (step[4] > 0) { ins.appendChild(el("li", "door-more", word("more").replace("{n}", step[4]))); }
     fact("inputs", step[3].length ? ins : el("span", "", word("none")));
     body.appendChild(list);
     title.focus();

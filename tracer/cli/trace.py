@@ -20,7 +20,7 @@ def lessons(of: str | None) -> None:
 
     \b
     attn-trace lessons                  every lesson, in course order
-    attn-trace lessons --options rope   lesson rope's options (trace, report ... take them)
+    attn-trace lessons --options rope   rope's own options and their flags
     """
     import textwrap
 

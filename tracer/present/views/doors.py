@@ -44,6 +44,8 @@ MAX_INPUTS = 16
 """Most inputs a panel lists as doors; the rest are counted."""
 WORDS = ("close", "trail", "value", "equation", "op", "inputs", "more", "none")
 """The panel's words (``[door]`` of the locale tables), carried in the data so the page holds them once."""
+COUNT = "{n}"
+"""The slot in the ``more`` word that the page's script fills with how many inputs are not listed."""
 _FIGURE_ID = re.compile(r'data-id="([^"]*)"')
 
 
@@ -92,7 +94,8 @@ def data(trace: Trace, sections: Iterable[Section], decimals: int, s: Strings) -
                 queue.append(i)
     at = {sid: n for n, sid in enumerate(rows)}
     steps = [[op, v, said, [at.get(i, i) for i in listed], more] for op, v, said, listed, more in rows.values()]
-    return {"w": {k: s(f"door.{k}") for k in WORDS}, "ops": list(ops), "ids": list(rows), "s": steps}
+    words = {k: s(f"door.{k}", n=COUNT) for k in WORDS}  # "more" keeps a slot the page's script fills
+    return {"w": words, "ops": list(ops), "ids": list(rows), "s": steps}
 
 
 def embedded(trace: Trace, sections: Iterable[Section], decimals: int, s: Strings) -> str:

@@ -48,11 +48,18 @@ def upright(node: Node) -> Node:
     changes: the node keeps its name, and a node without both ``i`` and
     ``j``, or with them last already, comes back as it is.
     """
-    if "i" not in node.axes or "j" not in node.axes or node.axes[-2:] == ("i", "j"):
+    order = upright_order(node)
+    if order is None:
         return node
-    rest = [p for p, a in enumerate(node.axes) if a not in ("i", "j")]
-    order = [*rest, node.axes.index("i"), node.axes.index("j")]
     return replace(node, axes=tuple(node.axes[p] for p in order), value=np.transpose(node.value, order))
+
+
+def upright_order(node: Node) -> list[int] | None:
+    """The axes permutation :func:`upright` applies (to the node, or to anything laid out like it), or None."""
+    if "i" not in node.axes or "j" not in node.axes or node.axes[-2:] == ("i", "j"):
+        return None
+    rest = [p for p, a in enumerate(node.axes) if a not in ("i", "j")]
+    return [*rest, node.axes.index("i"), node.axes.index("j")]
 
 
 def lead_axes(node: Node) -> tuple[str, ...]:

@@ -26,7 +26,7 @@ from tracer.present.views.common import FULL_T, TOP, alone, heatmap_svg, tex
 from tracer.present.views.layout import board, chunked, sides
 from tracer.present.views.lessonctx import LessonCtx
 from tracer.present.views.model import Block, Equation, Figure, Para
-from tracer.present.views.nodes import Part, anchor, caption, lead_axes, parts, row_offset, upright
+from tracer.present.views.nodes import Part, anchor, caption, lead_axes, parts, row_offset, upright, upright_order
 
 SIGNS = {"mul": r"\times", "sub": "-", "add": "+"}
 """LaTeX of the binary ops written out inline."""
@@ -197,17 +197,19 @@ def _alt(ctx: LessonCtx, alt: str, part: Part) -> str:
 
 def heatmaps(ctx: LessonCtx, node: Node) -> list[Block]:
     """A heatmap of the node's (i, j) matrix, one per head, the focus row outlined (queries down, in any layout)."""
-    node = upright(node)
+    given, node = node, upright(node)
+    hide, order = ctx.hidden(given), upright_order(given)  # the mask is laid out as the node was recorded
+    if hide is not None and order is not None:
+        hide = np.transpose(hide, order)
     out: list[Block] = []
     for part in parts(ctx, node):
         name = f"fig-{anchor(node.name)}{part.anchor}"
-        hide = ctx.hidden(node)
         svg, small = heatmap_svg(
             ctx,
             name,
             np.asarray(node.value[part.lead]),
             hidden=None if hide is None else hide[part.lead],
-            doors=_cell_ids(node, part),
+            doors=_cell_ids(given, part),  # ids name entries in the recorded order: none for a reordered node
         )
         cap = _figure_caption(ctx, node, part, "lesson.heat_caption")
         if small:
