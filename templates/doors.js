@@ -76,6 +76,10 @@
     dialog.appendChild(trailBox);
     dialog.appendChild(body);
     dialog.addEventListener("close", function () {
+      /* "close" is dispatched as a task of its own, after the dialog has shut: by then a quick
+         reader (or a test) may have opened the next number.  Only a panel still shut hands the
+         focus back; a reopened one keeps its own trail and opener (open() starts both afresh). */
+      if (dialog.open) { return; }
       trail = [];
       if (opener && opener.isConnected) { opener.focus(); }
       opener = null;
