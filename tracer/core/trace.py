@@ -104,12 +104,13 @@ class Step:
     binds every axis.  Everything is derived on access from the node.
     """
 
-    __slots__ = ("_trace", "index", "node")
+    __slots__ = ("_inputs", "_trace", "index", "node")
 
     def __init__(self, trace: Trace, node: Node, index: tuple[int, ...]) -> None:
         self._trace = trace
         self.node = node
         self.index = index
+        self._inputs: tuple[str, ...] | None = None  # resolved on first use, kept for the step's life
 
     @property
     def is_element(self) -> bool:
@@ -173,12 +174,14 @@ class Step:
 
     @property
     def inputs(self) -> tuple[str, ...]:
-        """Ids of the steps this one was computed from, in argument order."""
-        out: list[str] = []
-        for ref in self.node.args:
-            out.extend(self._trace._resolve(ref, self.bound, expand=self.is_element))
-        me = self.id
-        return tuple(i for i in dict.fromkeys(out) if i != me)
+        """Ids of the steps this one was computed from, in argument order (resolved once per step object)."""
+        if self._inputs is None:
+            out: list[str] = []
+            for ref in self.node.args:
+                out.extend(self._trace._resolve(ref, self.bound, expand=self.is_element))
+            me = self.id
+            self._inputs = tuple(i for i in dict.fromkeys(out) if i != me)
+        return self._inputs
 
     def __repr__(self) -> str:
         """``Step(omega[2,1] = 0.9544, op='sum', stage='scores')``: the value as pages print it (see reprs)."""
