@@ -13,46 +13,12 @@ from __future__ import annotations
 
 from tracer.compare.check import cachemistakes as K
 from tracer.compare.check import published as P
-from tracer.compare.check import rotations as R
 from tracer.compare.check.context import Context, Hit
 from tracer.compare.check.entry import Entry
+from tracer.compare.check.lessons import Mistake, Spec
 from tracer.compare.check.mistakes import MISTAKES
 
-__all__ = ["BY_CODE", "CATALOGUE", "STRUCTURE", "Entry", "diagnose"]
-
-CATALOGUE: tuple[Entry, ...] = (
-    *MISTAKES,
-    Entry(
-        "rope_style_other",
-        ("rope",),
-        R.other_style,
-    ),
-    Entry(
-        "rope_pairs_mixed",
-        ("rope",),
-        R.pairs_mixed,
-    ),
-    Entry(
-        "rope_direction",
-        ("rope",),
-        R.wrong_direction,
-    ),
-    Entry(
-        "rope_theta_exponent",
-        ("rope",),
-        R.theta_exponent,
-    ),
-    Entry(
-        "rope_positions",
-        ("rope",),
-        R.positions_off,
-    ),
-    Entry(
-        "rope_values",
-        ("rope", "context"),
-        R.values_rotated,
-    ),
-)
+__all__ = ["BY_CODE", "CATALOGUE", "STRUCTURE", "Entry", "diagnose", "entries", "known"]
 
 STRUCTURE: tuple[Entry, ...] = (
     Entry(
@@ -73,8 +39,7 @@ STRUCTURE: tuple[Entry, ...] = (
 )
 """Differences of structure, found outside the stage-by-stage comparison (they have no first divergence)."""
 
-CATALOGUE = (
-    *CATALOGUE,
+PUBLISHED: tuple[Entry, ...] = (
     Entry(
         "mask_inverted",
         ("mask", "scaling", "weights"),
@@ -132,6 +97,9 @@ CATALOGUE = (
     ),
 )
 
+CATALOGUE: tuple[Entry, ...] = (*MISTAKES, *PUBLISHED)
+"""The engine's own entries, which know no lesson; a lesson's own mistakes (its ``Spec.mistakes``) go between them."""
+
 BY_CODE = {e.code: e for e in (*CATALOGUE, *STRUCTURE)}
 
 KVCACHE: tuple[Entry, ...] = tuple(Entry(code, ("generation",), lambda c: None) for code in K.MISTAKES)
@@ -139,9 +107,27 @@ KVCACHE: tuple[Entry, ...] = tuple(Entry(code, ("generation",), lambda c: None) 
 BY_CODE.update({e.code: e for e in KVCACHE})
 
 
+def entries(spec: Spec) -> tuple[Entry, ...]:
+    """The entries tried for lesson ``spec``, in order: the engine's first mistakes, the lesson's own, the published."""
+    return (*MISTAKES, *map(_entry, spec.mistakes), *PUBLISHED)
+
+
+def _entry(m: Mistake) -> Entry:
+    """A lesson's mistake as an entry (it is one already unless the lesson wrote its own kind)."""
+    return m if isinstance(m, Entry) else Entry(m.code, m.stages, m.test)
+
+
+def known() -> dict[str, Entry]:
+    """Code -> entry for every mistake the check can name: the engine's and every installed lesson's own."""
+    from tracer.compare.check.lessons import SPECS
+
+    own = [_entry(m) for spec in SPECS.values() for m in spec.mistakes]
+    return {e.code: e for e in (*CATALOGUE, *own, *STRUCTURE, *KVCACHE)}
+
+
 def diagnose(c: Context, stages: list[str]) -> Hit | None:
     """The first catalogue entry for one of ``stages`` that the student's tensors bear out."""
-    for entry in CATALOGUE:
+    for entry in entries(c.spec):
         if set(stages) & set(entry.stages):
             hit = entry.test(c)
             if hit is not None:

@@ -28,4 +28,9 @@ class Entry:
 
     def said(self, detail: Mapping[str, Arg]) -> Message:
         """The explanation as a message, with the hit's details as its arguments."""
-        return Message(self.key, **detail)
+        return said(self.code, detail)
+
+
+def said(code: str, detail: Mapping[str, Arg]) -> Message:
+    """Mistake ``code``'s sentence as a message (any lesson's), the hit's details as its arguments."""
+    return Message(f"diagnosis.{code}", **detail)

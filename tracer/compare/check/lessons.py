@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from tracer.compare.check.model import Quantity
 from tracer.errors import InputError
@@ -44,6 +44,19 @@ GENERATION = "generation"
 """A module driven through a generation, call by call, its cache carried between calls (:mod:`.generation`)."""
 DRIVERS = (FUNCTION, MODULE, QKV, GENERATION)
 """The ways the check runs a student's code: a lesson's ``driver`` is one of them."""
+
+
+class Mistake(Protocol):
+    """A mistake the check can name (:class:`~.entry.Entry`): its code, the stages where it shows, its test."""
+
+    @property
+    def code(self) -> str: ...
+
+    @property
+    def stages(self) -> tuple[str, ...]: ...
+
+    @property
+    def test(self) -> Callable[[Any], Any]: ...
 
 
 @dataclass(frozen=True)
@@ -82,6 +95,8 @@ class Spec:
     ) = None
     """``(spec, pipeline, inputs, weights, roles, info)`` -> the pipeline's ``build`` arguments with the student's
     weights (:mod:`.reference`); None: the lesson has no weights."""
+    mistakes: tuple[Mistake, ...] = ()
+    """The lesson's own mistakes (each an :class:`~.entry.Entry`), tried after the engine's first ones."""
 
     @property
     def is_class(self) -> bool:

@@ -15,6 +15,7 @@ import numpy as np
 
 from tracer.compare.check import rebuild, resizeref
 from tracer.compare.check.lessons import Q, Spec, qkv
+from tracer.lessons.rope.mistakes import MISTAKES
 
 if TYPE_CHECKING:
     from types import ModuleType
@@ -72,4 +73,5 @@ CHECK = Spec(
     rebuilds=rebuilds,
     at_size=at_size,
     plug=plug,
+    mistakes=MISTAKES,
 )

@@ -1,4 +1,4 @@
-"""The catalogue's hypotheses for lesson ``rope``: queries and keys turned by the wrong rotation.
+"""Lesson rope's own mistakes: queries and keys turned by the wrong rotation (:data:`MISTAKES`, its catalogue entries).
 
 A correct rotation turns pair ``p`` of the token at position ``m = i − 1``
 by ``m θ_p``, ``θ_p = base^(−2(p−1)/d)``, pairs as the checked convention
@@ -17,13 +17,17 @@ from __future__ import annotations
 import numpy as np
 
 from tracer.compare.check.context import Context, Hit
+from tracer.compare.check.entry import Entry
 from tracer.compare.check.resizeref import BASE, turn
 from tracer.message import Message
+
+STAGE = "rope"
+"""The stage where the queries and keys are turned (and the key of the trace's notes on the turn)."""
 
 
 def _tables(c: Context, d: int, start: int = 0, exponent: float = 2.0) -> tuple[np.ndarray, np.ndarray]:
     """cos and sin of ``m θ_p`` for every token (rows) and pair (columns)."""
-    base = float(c.trace.meta.get("rope", {}).get("base", BASE))
+    base = float(c.trace.meta.get(STAGE, {}).get("base", BASE))
     theta = base ** (-exponent * np.arange(d // 2) / d)
     angle = (np.arange(c.tokens) + start)[:, None] * theta[None, :]
     return np.cos(angle), np.sin(angle)
@@ -122,3 +126,14 @@ def values_rotated(c: Context) -> Hit | None:
     too = c.holds(q_rot, q_axes) is not None
     how = Message("word.rope_values_too") if too else Message("word.rope_values_instead")
     return Hit(hit.seen, hit.steps, {"how": how})
+
+
+MISTAKES: tuple[Entry, ...] = (
+    Entry("rope_style_other", (STAGE,), other_style),
+    Entry("rope_pairs_mixed", (STAGE,), pairs_mixed),
+    Entry("rope_direction", (STAGE,), wrong_direction),
+    Entry("rope_theta_exponent", (STAGE,), theta_exponent),
+    Entry("rope_positions", (STAGE,), positions_off),
+    Entry("rope_values", (STAGE, "context"), values_rotated),
+)
+"""In the order they are tried, after the engine's own mistakes and before those seen in published code."""
