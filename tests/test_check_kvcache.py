@@ -26,7 +26,7 @@ def _load(name: str) -> object:
 
 def test_every_kvcache_mistake_has_a_corpus_case_and_a_documented_row() -> None:
     codes = {e.code for e in KVCACHE}
-    assert codes == set(cachemistakes.MISTAKES) and len(codes) == 7
+    assert codes == set(cachemistakes.MISTAKES) and len(codes) == 8
     assert codes <= {expectation(p).get("diagnosis") for p in FILES if expectation(p)["lesson"] == "kvcache"}
     doc = (Path(__file__).parent.parent / "docs" / "check.md").read_text(encoding="utf-8")
     for entry in KVCACHE:
@@ -126,3 +126,13 @@ def test_a_forward_that_takes_the_position_is_given_it_in_the_form_it_names() ->
 @pytest.mark.parametrize("spec", ["kvcache_start_pos.py:Attention", "kvcache_input_pos.py:CausalSelfAttention"])
 def test_a_preallocated_cache_told_its_position_matches(spec: str) -> None:
     assert check(_load(spec), "kvcache").ok
+
+
+def test_values_never_written_and_values_missing_after_the_prompt_are_told_apart() -> None:
+    """Zeros from the first token on change the prompt's call too; zeros after the prompt leave it right."""
+    r = check(_load("kvcache_values_never_stored.py:PreallocatedCache"), "kvcache")
+    assert r.diagnosis == "kv_values_never_stored" and r.first_divergence is not None
+    assert r.first_divergence.run == "call:1-2" and r.hit is not None and r.hit.steps[0] == "step1.cache.v"
+    later = check(_load("kvcache_values_not_stored.py:StaticCacheAttention"), "kvcache")
+    assert later.diagnosis == "kv_values_not_stored" and later.first_divergence is not None
+    assert later.first_divergence.run != "call:1-2"  # the prompt's own values were written

@@ -9,8 +9,9 @@ lesson's trace, which uses the student's weights), weighing the values.  A
 mistake is the diagnosis when its prediction holds every call the
 student's code answered, and the correct cache does not.
 
-One mistake is in what the cache holds instead (:data:`STORED`): a static
-cache whose value slots are left at zero after the prompt.
+Two mistakes are in what the cache holds instead (:data:`STORED`): a static
+cache whose value slots are left at zero after the prompt, or never written at
+all (only the keys are).
 
 A crash is explained only by ``kv_mask_square``: the mask sliced
 ``mask[:n, :n]`` for ``n`` new tokens, which broadcasts harmlessly over one
@@ -82,7 +83,14 @@ def _values_not_stored(v: np.ndarray, prompt: int) -> np.ndarray:
     return out
 
 
-STORED: tuple[tuple[str, Stored], ...] = (("kv_values_not_stored", _values_not_stored),)
+def _values_never_stored(v: np.ndarray, prompt: int) -> np.ndarray:
+    return np.zeros_like(v)  # no value slot ever written, the prompt's neither: every token weighs zeros
+
+
+STORED: tuple[tuple[str, Stored], ...] = (
+    ("kv_values_not_stored", _values_not_stored),
+    ("kv_values_never_stored", _values_never_stored),
+)
 """The mistakes in what the cache holds rather than in which keys a query sees (tried after :data:`HYPOTHESES`)."""
 
 MISTAKES: tuple[str, ...] = (
@@ -92,6 +100,7 @@ MISTAKES: tuple[str, ...] = (
     "kv_attend_before_append",
     "kv_cache_not_kept",
     "kv_values_not_stored",
+    "kv_values_never_stored",
     "kv_appended_twice",
 )
 """Every mistake's code (its sentence is the message ``diagnosis.<code>``): the catalogue's ``KVCACHE`` entries."""
