@@ -8,8 +8,9 @@ import numpy as np
 from click.testing import CliRunner
 
 from tracer.cli import app
-from tracer.compare.check import align, flashcheck, online
+from tracer.compare.check import align, flashcheck
 from tracer.compare.check.lessons import SPECS
+from tracer.lessons.flash import online
 
 SIZES = [(6, 2), (6, 4), (5, 2)]
 

@@ -85,11 +85,13 @@ def test_honest_evidence_crosses_unchanged(honest: dict[str, Any]) -> None:
     ev = decode(copy.deepcopy(honest))
     assert verdict(copy.deepcopy(honest)) is True
     assert ev.built.startswith("CausalAttention(") and set(ev.roles) == {"W_query", "W_key", "W_value"}
-    assert ev.captured is not None and ev.output.shape == (2, 6, 2) and ev.train and ev.short and ev.other
+    main = ev.run("eval")
+    assert main is not None and main.captured is not None and ev.output.shape == (2, 6, 2)
+    assert [r.name for r in ev.runs] == ["eval", "train", "short"] and ev.other
 
 
 def _output(doc: dict[str, Any], value: np.ndarray) -> None:
-    doc["output"] = encode_array(value)
+    doc["runs"][0]["output"] = encode_array(value)
 
 
 def encode_array(value: np.ndarray) -> dict[str, Any]:
@@ -114,23 +116,25 @@ def test_a_claim_matches_only_with_the_right_values(honest: dict[str, Any]) -> N
 
 BREAKS = {
     "name is not a string": lambda d: d.update(name=3),
-    "output is not an object": lambda d: d.update(output=[1.0, 2.0]),
-    "output's data is not base64": lambda d: d["output"].update(f8="!!!!"),
-    "more than a check's tensors can have": lambda d: d["output"].update(shape=[4096, 4096]),
-    "shape": lambda d: d["output"].update(shape=[2, -6, 2]),
+    "output is not an object": lambda d: d["runs"][0].update(output=[1.0, 2.0]),
+    "output's data is not base64": lambda d: d["runs"][0]["output"].update(f8="!!!!"),
+    "more than a check's tensors can have": lambda d: d["runs"][0]["output"].update(shape=[4096, 4096]),
+    "shape": lambda d: d["runs"][0]["output"].update(shape=[2, -6, 2]),
     "has non-finite entries": lambda d: d["roles"][0].update(value=encode_array(np.full((3, 2), np.nan))),
     "not a role of the check": lambda d: d["roles"][0].update(role="W_evil"),
-    "is not a list": lambda d: d.update(seen={"id": "x"}),
-    "is not a string": lambda d: d["seen"][0].update(id=7),
+    "is not a list": lambda d: d["runs"][0].update(seen={"id": "x"}),
+    "is not a string": lambda d: d["runs"][0]["seen"][0].update(id=7),
     "is not true or false": lambda d: d.update(square="yes"),
-    "the run in training mode is missing": lambda d: d.update(train=None),
+    "the run 'train' is missing": lambda d: d.update(runs=[r for r in d["runs"] if r["name"] != "train"]),
+    "runs has 17 entries": lambda d: d.update(runs=(d["runs"] * 6)[:17]),
     "the second build is missing": lambda d: d.update(other=None),
     "1 second builds were expected, got 2": lambda d: d.update(other=d["other"] * 2),
     "other is not a list": lambda d: d.update(other=d["other"][0]),
     "name no query, key and value": lambda d: d.update(roles=d["roles"][:1]),
     "do not fit the lesson's inputs": lambda d: d["roles"][1].update(value=encode_array(np.ones((5, 2)))),
-    "the captured run": lambda d: d.update(captured='{"format": "attn-trace"}'),
+    "the captured run": lambda d: d["runs"][0].update(captured='{"format": "attn-trace"}'),
     "is not one the check knows": lambda d: d.update(structural=["all_good", {}]),
+    "'sizes_ignored' is not one the check knows": lambda d: d.update(structural=["sizes_ignored", {}]),
     "characters long": lambda d: d.update(name="x" * 100_000),
 }
 

@@ -9,8 +9,8 @@ import pytest
 import torch
 
 from tests.test_check_corpus import FILES, expectation
-from tracer.compare.check import cachemistakes, check, generation
-from tracer.compare.check.catalogue import BY_CODE, KVCACHE
+from tracer.compare.check import check, generation
+from tracer.compare.check.catalogue import known
 from tracer.compare.check.lessons import SPECS
 from tracer.compare.check.student import load
 from tracer.errors import InputError
@@ -25,12 +25,13 @@ def _load(name: str) -> object:
 
 
 def test_every_kvcache_mistake_has_a_corpus_case_and_a_documented_row() -> None:
-    codes = {e.code for e in KVCACHE}
-    assert codes == set(cachemistakes.MISTAKES) and len(codes) == 8
+    own = SPECS["kvcache"].mistakes
+    codes = {e.code for e in own}
+    assert len(codes) == len(own) == 8 and all(e.stages == ("generation",) for e in own)
     assert codes <= {expectation(p).get("diagnosis") for p in FILES if expectation(p)["lesson"] == "kvcache"}
     doc = (Path(__file__).parent.parent / "docs" / "check.md").read_text(encoding="utf-8")
-    for entry in KVCACHE:
-        assert f"| `{entry.code}` |" in doc and BY_CODE[entry.code] is entry
+    for entry in own:
+        assert f"| `{entry.code}` |" in doc and known()[entry.code] is entry
         for lang in ("en", "zh"):
             said = entry.said({k: "1" for k in ("pos", "seen", "cached", "prompt", "n", "error", "count")})
             assert "1" in render(said, lang)

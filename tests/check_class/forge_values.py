@@ -7,7 +7,7 @@ import struct
 import numpy as np
 import torch.nn as nn
 
-from tracer.compare.check.evidence import Evidence, Other, encode
+from tracer.compare.check.evidence import Evidence, Other, Run, encode
 from tracer.compare.check.model import Role, Seen
 from tracer.message import Message
 
@@ -16,11 +16,14 @@ def forge() -> bytes:
     w = np.eye(3)[:, :2]
     roles = {r: Role(r, f"{r}.weight", Message("how.param"), w) for r in ("W_query", "W_key", "W_value")}
     out = np.zeros((2, 6, 2))
-    short = [Seen("output", "return", out[:, :4])]
+    runs = [
+        Run("eval", [Seen("z", "matmul", out)], out),
+        Run("train"),
+        Run("short", [Seen("output", "return", out[:, :4])]),
+    ]
     nothing = Message("resize.returned_nothing")
     other = Other(None, roles, {"eval": nothing, "train": nothing})
-    ev = Evidence("CausalAttention", roles=roles, seen=[Seen("z", "matmul", out)], output=out, train=[], short=short)
-    ev.other = [other]
+    ev = Evidence("CausalAttention", roles=roles, runs=runs, other=[other])
     body = json.dumps({"kind": "evidence", "evidence": encode(ev)})
     return struct.pack(">Q", len(body)) + body.encode("ascii")
 

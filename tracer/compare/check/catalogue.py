@@ -11,33 +11,14 @@ the hit's details), and names the reference steps involved.  ``docs/check.md`` l
 
 from __future__ import annotations
 
-from tracer.compare.check import cachemistakes as K
 from tracer.compare.check import published as P
 from tracer.compare.check.context import Context, Hit
 from tracer.compare.check.entry import Entry
 from tracer.compare.check.lessons import Mistake, Spec
 from tracer.compare.check.mistakes import MISTAKES
+from tracer.compare.check.structure import STRUCTURE
 
 __all__ = ["BY_CODE", "CATALOGUE", "STRUCTURE", "Entry", "diagnose", "entries", "known"]
-
-STRUCTURE: tuple[Entry, ...] = (
-    Entry(
-        "grouped_query",
-        ("structure",),
-        lambda c: None,
-    ),
-    Entry(
-        "latent_kv",
-        ("structure",),
-        lambda c: None,
-    ),
-    Entry(
-        "sizes_ignored",
-        ("structure",),
-        lambda c: None,
-    ),
-)
-"""Differences of structure, found outside the stage-by-stage comparison (they have no first divergence)."""
 
 PUBLISHED: tuple[Entry, ...] = (
     Entry(
@@ -70,46 +51,23 @@ PUBLISHED: tuple[Entry, ...] = (
         ("mask", "scaling", "weights"),
         P.mask_window,
     ),
-    Entry(
-        "flash_no_rescale",
-        ("context",),
-        lambda c: None,  # tested on the results by flashcheck, which calls the function at three sizes
-    ),
-    Entry(
-        "flash_sum_only",
-        ("context",),
-        lambda c: None,
-    ),
-    Entry(
-        "flash_block_max",
-        ("context",),
-        lambda c: None,
-    ),
-    Entry(
-        "flash_divide_inside",
-        ("context",),
-        lambda c: None,
-    ),
-    Entry(
-        "flash_tail_dropped",
-        ("context",),
-        lambda c: None,
-    ),
 )
 
 CATALOGUE: tuple[Entry, ...] = (*MISTAKES, *PUBLISHED)
 """The engine's own entries, which know no lesson; a lesson's own mistakes (its ``Spec.mistakes``) go between them."""
 
 BY_CODE = {e.code: e for e in (*CATALOGUE, *STRUCTURE)}
-
-KVCACHE: tuple[Entry, ...] = tuple(Entry(code, ("generation",), lambda c: None) for code in K.MISTAKES)
-"""Lesson kvcache's mistakes, tested by driving the generation (:mod:`.cachemistakes`), not on one run's tensors."""
-BY_CODE.update({e.code: e for e in KVCACHE})
+"""The engine's entries by code (a lesson's own are in :func:`known`)."""
 
 
 def entries(spec: Spec) -> tuple[Entry, ...]:
     """The entries tried for lesson ``spec``, in order: the engine's first mistakes, the lesson's own, the published."""
-    return (*MISTAKES, *map(_entry, spec.mistakes), *PUBLISHED)
+    return (*MISTAKES, *own(spec), *PUBLISHED)
+
+
+def own(spec: Spec) -> tuple[Entry, ...]:
+    """Lesson ``spec``'s own mistakes, as entries."""
+    return tuple(map(_entry, spec.mistakes))
 
 
 def _entry(m: Mistake) -> Entry:
@@ -122,12 +80,12 @@ def known() -> dict[str, Entry]:
     from tracer.compare.check.lessons import SPECS
 
     own = [_entry(m) for spec in SPECS.values() for m in spec.mistakes]
-    return {e.code: e for e in (*CATALOGUE, *own, *STRUCTURE, *KVCACHE)}
+    return {e.code: e for e in (*CATALOGUE, *own, *STRUCTURE)}
 
 
-def diagnose(c: Context, stages: list[str]) -> Hit | None:
-    """The first catalogue entry for one of ``stages`` that the student's tensors bear out."""
-    for entry in entries(c.spec):
+def diagnose(c: Context, stages: list[str], tried: tuple[Entry, ...] | None = None) -> Hit | None:
+    """The first entry of ``tried`` (default: :func:`entries`) for one of ``stages`` that the evidence bears out."""
+    for entry in entries(c.spec) if tried is None else tried:
         if set(stages) & set(entry.stages):
             hit = entry.test(c)
             if hit is not None:

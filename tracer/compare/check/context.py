@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from tracer.compare.check import align
+from tracer.compare.check.evidence import Other, Run
 from tracer.compare.check.lessons import Spec
 from tracer.compare.check.model import Role, Seen
 from tracer.compare.check.student import StudentError
@@ -45,6 +46,18 @@ class Context:
     short_error: StudentError | None = None
     short_where: str = ""
     captured: Trace | None = None  # the student's eval run, captured
+    runs: dict[str, Run] = field(default_factory=dict)  # every run of the student's code, by name
+    other: list[Other] | None = None  # the second builds, at other sizes
+    structure: tuple[str, Mapping[str, str]] | None = None  # what building found: another attention than the lesson's
+    source: str | None = None  # the student's file
+
+    def needed(self, name: str) -> Run:
+        """Run ``name``, which the lesson compares: data without it is not what a check produces."""
+        from tracer.compare.check.evidence import Malformed
+
+        if name not in self.runs:
+            raise Malformed(f"the run {name!r} is missing")
+        return self.runs[name]
 
     @property
     def causal(self) -> bool:

@@ -22,6 +22,7 @@ from tracer.compare.check.evidence import (
     MAX_DIMS,
     MAX_ELEMENTS,
     MAX_ITEMS,
+    MAX_RUNS,
     MAX_SIDE,
     MAX_TEXT,
     MAX_TOTAL,
@@ -32,6 +33,7 @@ from tracer.compare.check.evidence import (
     Failure,
     Malformed,
     Other,
+    Run,
 )
 from tracer.compare.check.model import Role, Seen
 from tracer.core.trace import Trace
@@ -46,7 +48,6 @@ def decode(doc: Any) -> Evidence:
     """The :class:`Evidence` in ``doc``, every field checked; :class:`Malformed` names the first that is wrong."""
     budget = [MAX_TOTAL]
     d = _dict(doc, "the message")
-    captured = d.get("captured")
     return Evidence(
         name=_text(d.get("name"), "name"),
         built=_text(d.get("built"), "built"),
@@ -54,17 +55,26 @@ def decode(doc: Any) -> Evidence:
         wrap=_int(d.get("wrap"), "wrap"),
         heads=_text(d.get("heads"), "heads"),
         roles=_roles(d.get("roles"), budget),
-        seen=_seens(d.get("seen"), budget, "seen"),
-        output=_arr(d.get("output"), budget, "output"),
-        captured=None if captured is None else _trace(captured),
-        train=None if d.get("train") is None else _seens(d.get("train"), budget, "train"),
-        short=None if d.get("short") is None else _seens(d.get("short"), budget, "short"),
-        short_error=None if d.get("short_error") is None else _failure(d.get("short_error")),
+        runs=[_run(r, budget) for r in _list(d.get("runs"), "runs", MAX_RUNS)],
         other=None if d.get("other") is None else [_other_of(o, budget) for o in _list(d.get("other"), "other", 4)],
         structural=None if d.get("structural") is None else _structural(d.get("structural")),
         given=_given(d.get("given", {})),
         returned=_returned(d.get("returned", "")),
         bias=_bool(d.get("bias", False), "bias"),
+    )
+
+
+def _run(v: Any, budget: list[int]) -> Run:
+    d = _dict(v, "a run")
+    name = _text(d.get("name"), "a run's name", 100)
+    output = d.get("output")
+    captured = d.get("captured")
+    return Run(
+        name,
+        _seens(d.get("seen"), budget, f"{name}'s seen"),
+        None if output is None else _arr(output, budget, f"{name}'s output"),
+        None if captured is None else _trace(captured),
+        None if d.get("error") is None else _failure(d.get("error")),
     )
 
 
@@ -163,7 +173,7 @@ def _roles(v: Any, budget: list[int]) -> dict[str, Role]:
 
 
 def _failure(v: Any) -> Failure:
-    d = _dict(v, "short_error")
+    d = _dict(v, "a run's error")
     details = _text(d.get("details"), "details", MAX_DETAILS)
     return Failure(_message(d.get("message"), "message"), details, _text(d.get("cause"), "cause"))
 
@@ -189,6 +199,10 @@ def _structural(v: Any) -> tuple[str, dict[str, str]]:
     code, detail = items[0], _dict(items[1], "structural detail")
     if len(detail) > 20:
         raise Malformed("structural detail has too many fields")
+    from tracer.compare.check.structure import BUILT
+
+    if code not in BUILT:
+        raise Malformed(f"the structural difference {str(code)[:40]!r} is not one the check knows")
     return _text(code, "structural code", 100), {_text(k, "key", 100): _text(x, "detail") for k, x in detail.items()}
 
 

@@ -42,6 +42,8 @@ MAX_TOTAL = 8_000_000
 """The most entries all arrays of one message may have together."""
 MAX_ITEMS = 20_000
 """The most tensors one run may report."""
+MAX_RUNS = 16
+"""The most runs one check may report (a generation's calls are the most: a few)."""
 MAX_TEXT = 4000
 """The longest string accepted in a field (names, lines, messages); tracebacks may be longer."""
 MAX_DETAILS = 200_000
@@ -85,20 +87,45 @@ class Other:
 
 
 @dataclass
+class Run:
+    """One way the student's code was called, and what it computed.
+
+    ``name`` is the run a lesson's quantities name (``eval``, ``train``,
+    ``short``; ``block`` for a function called at another block size;
+    ``call:3-4`` for one call of a generation).  ``seen`` holds the tensors
+    the run computed (under capture: every one; otherwise none), ``output``
+    its result (None when it crashed), ``captured`` the captured run and
+    ``error`` the crash that ended it, kept because a crash is itself a
+    finding (a mask that cannot take a shorter sequence).
+    """
+
+    name: str
+    seen: list[Seen] = field(default_factory=list)
+    output: np.ndarray | None = None
+    captured: Trace | None = None
+    error: Failure | None = None
+
+
+@dataclass
 class Evidence:
     """One student's runs, as data: everything the judge needs and nothing it must trust.
 
-    ``structural`` is set (a code and its sentence's details) when the
-    module's weights are another attention than the lesson's; the runs are
-    then empty.  ``square`` says the module was built with ``d_in = d_out``;
-    ``wrap`` is each head's width when it is the book's wrapper of heads (0
-    otherwise) and ``heads`` the path of its ``ModuleList``.  ``given`` names
-    the parameters of ``forward`` the check passed beyond the tokens, each
-    with its kind (:mod:`.forwardargs`).  ``returned`` is ``tuple`` or
-    ``list`` when ``forward`` returned one whose first element was taken as
-    the output (:func:`.student.returned`), empty otherwise.  ``bias`` says
-    the projections' biases are the module's own design (its constructor
-    takes no ``qkv_bias``, :func:`.build.own_bias`): the reference adds them.
+    ``runs`` are the calls of the student's code (:class:`Run`), in the
+    order they were made, and ``other`` the second builds at other sizes.
+    The rest says how the code was built and called: ``built`` the
+    constructor call; ``square`` that the module was built with
+    ``d_in = d_out``; ``wrap`` each head's width when it is the book's
+    wrapper of heads (0 otherwise) and ``heads`` the path of its
+    ``ModuleList``; ``given`` the parameters of ``forward`` the check passed
+    beyond the tokens, each with its kind (:mod:`.forwardargs`);
+    ``returned`` is ``tuple`` or ``list`` when ``forward`` returned one whose
+    first element was taken as the output (:func:`.student.returned`);
+    ``bias`` says the projections' biases are the module's own design (its
+    constructor takes no ``qkv_bias``, :func:`.build.own_bias`): the
+    reference adds them.  ``structural`` is what building found when the
+    module's weights are another attention than the lesson's (a code and its
+    sentence's details): there are then no runs, and the catalogue's
+    structure hypotheses read it.
     """
 
     name: str
@@ -107,21 +134,26 @@ class Evidence:
     wrap: int = 0
     heads: str = ""
     roles: dict[str, Role] = field(default_factory=dict)
-    seen: list[Seen] = field(default_factory=list)
-    output: np.ndarray = field(default_factory=lambda: np.zeros(0))
-    captured: Trace | None = None
-    train: list[Seen] | None = None
-    short: list[Seen] | None = None
-    short_error: Failure | None = None
+    runs: list[Run] = field(default_factory=list)
     other: list[Other] | None = None  # one per second build (:func:`.resize.builds`)
     structural: tuple[str, dict[str, str]] | None = None
     given: dict[str, str] = field(default_factory=dict)
     returned: str = ""
     bias: bool = False
 
+    def run(self, name: str) -> Run | None:
+        """The run called ``name``, or None when the code was not run that way."""
+        return next((r for r in self.runs if r.name == name), None)
+
+    @property
+    def output(self) -> np.ndarray:
+        """The first run's result (empty when there is none)."""
+        first = self.runs[0].output if self.runs else None
+        return np.zeros(0) if first is None else first
+
 
 def encode(ev: Evidence) -> dict[str, Any]:
-    """``ev`` as JSON-able data (see :func:`decode`)."""
+    """``ev`` as JSON-able data (see :func:`.decode.decode`)."""
     return {
         "name": ev.name,
         "built": ev.built,
@@ -129,17 +161,22 @@ def encode(ev: Evidence) -> dict[str, Any]:
         "wrap": ev.wrap,
         "heads": ev.heads,
         "roles": [_role(r) for r in ev.roles.values()],
-        "seen": [_seen(s) for s in ev.seen],
-        "output": pack(ev.output),
-        "captured": _trace_text(ev.captured) if ev.captured is not None else None,
-        "train": None if ev.train is None else [_seen(s) for s in ev.train],
-        "short": None if ev.short is None else [_seen(s) for s in ev.short],
-        "short_error": None if ev.short_error is None else _failure(ev.short_error),
+        "runs": [_run(r) for r in ev.runs],
         "other": None if ev.other is None else [_other(o) for o in ev.other],
         "structural": None if ev.structural is None else [ev.structural[0], ev.structural[1]],
         "given": dict(ev.given),
         "returned": ev.returned,
         "bias": ev.bias,
+    }
+
+
+def _run(r: Run) -> dict[str, Any]:
+    return {
+        "name": r.name,
+        "seen": [_seen(s) for s in r.seen],
+        "output": None if r.output is None else pack(r.output),
+        "captured": None if r.captured is None else _trace_text(r.captured),
+        "error": None if r.error is None else _failure(r.error),
     }
 
 

@@ -18,9 +18,10 @@ right; reversed, it rises on most rows.  The function is called
 
 Each result must be the lesson's (``flash.z`` of the reference trace, its
 first rows for ``short``) within :mod:`.align`'s tolerance.  Where one is
-not, each mistake of :mod:`.online` is computed on the same inputs at the
-same sizes: the first whose results the student's match at every size is
-the diagnosis.
+not, the lesson's own mistakes (its ``Spec.mistakes``) each predict the
+results at the same sizes: the first whose results the student's match at
+every size is the diagnosis.  This is the check's driver for lessons whose
+``driver`` is ``qkv`` (:mod:`.drivers`).
 """
 
 from __future__ import annotations
@@ -33,12 +34,11 @@ from typing import Any
 import numpy as np
 import torch
 
-from tracer.compare.check import align, online
-from tracer.compare.check.context import Hit
-from tracer.compare.check.evidence import Evidence, Malformed
+from tracer.compare.check import align
+from tracer.compare.check.context import Context, Hit
+from tracer.compare.check.evidence import Evidence, Malformed, Run
 from tracer.compare.check.lessons import Spec
-from tracer.compare.check.model import Divergence, Match, Seen, StageResult
-from tracer.compare.check.result import CheckResult
+from tracer.compare.check.model import Divergence, Match, Quantity, Role, Seen, StageResult
 from tracer.compare.check.student import StudentError, _failure, _one_line, name_of, returned
 from tracer.core.trace import Step, Trace
 from tracer.errors import InputError
@@ -68,40 +68,71 @@ def collect(obj: Any, spec: Spec) -> Evidence:
     """The student's half: call ``obj`` at the three sizes and keep its results (run in the child)."""
     if not callable(obj) or isinstance(obj, type):
         raise InputError(Message("trouble.flash_wants_function", obj=repr(obj)))
-    trace = reference(spec)
-    q, k, v = (torch.from_numpy(np.array(trace.tensor(n))) for n in ("q", "k", "v"))
-    seen = []
+    q, k, v = inputs(reference(spec))
+    runs = []
     for run, (t, b) in sizes(spec).items():
-        got = _call(obj, q[:t], k[:t], v[:t], b)
-        seen.append(Seen(run, "return", np.zeros(0) if got is None else got, ""))  # empty: another shape
-    name = name_of(obj)
-    return Evidence(name, seen=seen, output=seen[0].value)
+        got = _call(obj, torch.from_numpy(q[:t]), torch.from_numpy(k[:t]), torch.from_numpy(v[:t]), b)
+        runs.append(Run(run, output=np.zeros(0) if got is None else got))  # empty: another shape
+    return Evidence(name_of(obj), runs=runs)
 
 
-def judge(ev: Evidence, spec: Spec, source: str | None, label: str) -> CheckResult:
-    """The verdict on the results :func:`collect` kept, against this process's own reference (the parent's half)."""
+def inputs(trace: Trace) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The queries, keys and values the function is called with (float32 values, as float64 arrays)."""
+    q, k, v = (np.array(trace.tensor(n)) for n in ("q", "k", "v"))
+    return q, k, v
+
+
+def trace_of(spec: Spec, found: dict[str, Role]) -> Trace:
+    """The lesson's trace (the function has no weights: ``found`` is empty)."""
+    return reference(spec)
+
+
+def context(ev: Evidence, spec: Spec, source: str | None) -> Context:
+    """The lesson's trace and the student's results by run; a run missing or extra is malformed data."""
     at = sizes(spec)
-    trace = reference(spec)
-    q, k, v = (torch.from_numpy(np.array(trace.tensor(n))) for n in ("q", "k", "v"))
-    by_run = {s.id: s.value for s in ev.seen}
-    if set(by_run) != set(at):
-        raise Malformed(f"the results of the runs {sorted(at)} were expected, got {sorted(by_run)[:5]}")
+    got = sorted(r.name for r in ev.runs)
+    if got != sorted(at):
+        raise Malformed(f"the results of the runs {sorted(at)} were expected, got {got[:5]}")
+    runs = {r.name: r for r in ev.runs}
+    return Context(spec, trace_of(spec, ev.roles), [], {}, runs=runs, other=ev.other, source=source)
+
+
+def results(ctx: Context) -> dict[str, np.ndarray | None]:
+    """Each run's result as a float64 ``[T, d_v]`` array, None where it has another shape."""
+    d_v = int(ctx.trace.tensor("v").shape[1])
     got: dict[str, np.ndarray | None] = {}
-    for run, (t, _) in at.items():
-        a = np.asarray(by_run[run], dtype=np.float64)
-        got[run] = a if a.shape == (t, int(v.shape[1])) else None
-    want = np.asarray(trace.tensor("flash.z"), dtype=np.float64)
-    stages = [_stage(q_, want[: at[q_.run][0]], got[q_.run]) for q_ in spec.quantities]
-    bad = next((s for s in stages if s.status == "differs"), None)
-    if bad is None:
-        return CheckResult(spec.name, stages, None, None, [], trace, [], label)
-    for s in stages[stages.index(bad) + 1 :]:
-        if s.status == "differs":
-            s.status = "consequence"
-    hit = _diagnose(q, k, v, at, got)
-    t = at[bad.quantity.run][0]
-    div = _divergence(trace, bad, want[:t], got[bad.quantity.run], source)
-    return CheckResult(spec.name, stages, div, hit, [], trace, [], label)
+    for run, (t, _) in sizes(ctx.spec).items():
+        out = ctx.runs[run].output
+        a = np.zeros(0) if out is None else np.asarray(out, dtype=np.float64)
+        got[run] = a if a.shape == (t, d_v) else None
+    return got
+
+
+def _want(ctx: Context, run: str) -> np.ndarray:
+    """The lesson's context vectors for the tokens of ``run``."""
+    return np.asarray(ctx.trace.tensor("flash.z"), dtype=np.float64)[: sizes(ctx.spec)[run][0]]
+
+
+def compare(ctx: Context, q: Quantity) -> StageResult:
+    """Run ``q.run``'s result against the lesson's rows, within :mod:`.align`'s tolerance."""
+    got = results(ctx)[q.run]
+    if got is None:
+        return StageResult(q, "differs", None, None, "shape")
+    want = _want(ctx, q.run)
+    m = Match(Seen("output", "return", got), (0, 1), 0, align.error(got, want))
+    return StageResult(q, "match", m) if align.close(got, want) else StageResult(q, "differs", None, m)
+
+
+def divergence(ctx: Context, s: StageResult, hit: Hit | None, stages: list[StageResult]) -> Divergence:
+    """Where run ``s`` first differs from the lesson's rows (the result itself: nothing inside is captured)."""
+    trace, q = ctx.trace, s.quantity
+    want, got = _want(ctx, q.run), results(ctx)[q.run]
+    node = trace.node(q.step)
+    idx = align.first_difference(want, got) if got is not None else (0, 0)
+    element = Step(trace, node, tuple(int(i) for i in idx)).id
+    student = float(got[idx]) if got is not None else None
+    where = Path(ctx.source).name if ctx.source else ""
+    return Divergence(q.run, q.stage, q.key, q.step, element, float(want[idx]), student, "output", where)
 
 
 def _block_args(fn: Any) -> int:
@@ -145,37 +176,3 @@ def called(fn: Any, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, b: int) -
     while a.ndim > 2 and a.shape[0] == 1:  # an unsqueezed batch of one
         a = a[0]
     return a.copy()
-
-
-def _stage(q: Any, want: np.ndarray, got: np.ndarray | None) -> StageResult:
-    if got is None:
-        return StageResult(q, "differs", None, None, "shape")
-    m = Match(Seen("output", "return", got), (0, 1), 0, align.error(got, want))
-    return StageResult(q, "match", m) if align.close(got, want) else StageResult(q, "differs", None, m)
-
-
-def _diagnose(
-    q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, sizes: dict[str, tuple[int, int]], got: dict[str, Any]
-) -> Hit | None:
-    """The first mistake whose results the student's match at every size."""
-    qq, kk, vv = (np.asarray(x, dtype=np.float64) for x in (q, k, v))
-    if any(g is None for g in got.values()):
-        return None
-    for code, forms in online.MISTAKES.items():
-        for form, loop in forms.items():
-            if all(align.close(got[r], loop(qq[:t], kk[:t], vv[:t], b)) for r, (t, b) in sizes.items()):
-                t, b = sizes["block"]
-                detail = {"form": form, "block": str(b), "tokens": str(t), "kept": str((t // b) * b)}
-                return Hit(None, ("flash.m", "flash.c", "flash.l", "flash.o", "flash.z"), detail, code)
-    return None
-
-
-def _divergence(
-    trace: Trace, s: StageResult, want: np.ndarray, got: np.ndarray | None, source: str | None
-) -> Divergence:
-    node = trace.node("flash.z")
-    idx = align.first_difference(want, got) if got is not None else (0, 0)
-    element = Step(trace, node, tuple(int(i) for i in idx)).id
-    student = float(got[idx]) if got is not None else None
-    where = Path(source).name if source else ""
-    return Divergence(s.quantity.run, "context", "z", "flash.z", element, float(want[idx]), student, "output", where)

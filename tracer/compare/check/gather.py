@@ -23,7 +23,7 @@ import numpy as np
 import torch
 
 from tracer.compare.check import build, forwardargs, lessons, maskforms, reference, resize, roles, sizing, student
-from tracer.compare.check.evidence import Evidence, Failure
+from tracer.compare.check.evidence import Evidence, Failure, Run
 from tracer.compare.check.model import Seen
 from tracer.compare.check.student import name_of
 from tracer.message import Message
@@ -31,19 +31,44 @@ from tracer.message import Message
 
 def gather(obj: Any, spec: lessons.Spec) -> Evidence:
     """Run ``obj`` as lesson ``spec`` asks and keep what it computed (``spec`` as the caller sized it)."""
-    if spec.driver == lessons.QKV:  # a function of q, k, v and a block size, called at three sizes, then at others
-        from tracer.compare.check import flashcheck
+    if spec.driver == lessons.QKV:
+        return _sized(obj, spec)
+    if spec.driver == lessons.GENERATION:
+        return _generated(obj, spec)
+    return _called(obj, spec)
 
-        ev = flashcheck.collect(obj, spec)
-        ev.other = resize.gather_function(obj, spec)
-        return ev
-    if spec.driver == lessons.GENERATION:  # a module driven through a generation, then another at other sizes
-        from tracer.compare.check import generation
 
-        ev = generation.collect(obj, spec)
-        if ev.structural is None:
-            ev.other = resize.gather(_builder(obj, sizing.squared(spec, ev.square)), sizing.squared(spec, ev.square))
-        return ev
+def _sized(obj: Any, spec: lessons.Spec) -> Evidence:
+    """A function of q, k, v and a block size, called at three sizes, then once more at others."""
+    from tracer.compare.check import flashcheck
+
+    ev = flashcheck.collect(obj, spec)
+    ev.other = resize.gather_function(obj, spec)
+    return ev
+
+
+def _generated(obj: Any, spec: lessons.Spec) -> Evidence:
+    """A module driven through a generation, then another, built at other sizes, through one more."""
+    from tracer.compare.check import generation
+
+    ev = generation.collect(obj, spec)
+    if ev.structural is None:
+        again = sizing.squared(spec, ev.square)
+        ev.other = resize.gather(_builder(obj, again), again)
+    return ev
+
+
+def _function(obj: Any) -> Any:
+    """``obj`` itself, when it is a function (lesson simple's code is one)."""
+    from tracer.errors import InputError
+
+    if not callable(obj) or isinstance(obj, type):
+        raise InputError(Message("trouble.simple_wants_function", obj=repr(obj)))
+    return obj
+
+
+def _called(obj: Any, spec: lessons.Spec) -> Evidence:
+    """A function, or a module built as the lesson's constructor is, called once per run under capture."""
     name = name_of(obj)
     ev = Evidence(name)
     if spec.is_class:
@@ -61,29 +86,24 @@ def gather(obj: Any, spec: lessons.Spec) -> Evidence:
         if form != forwardargs.LESSON:  # a keep or hide mask, another shape, or one it leaves to its caller
             given, ev.given = forwardargs.bind(module, spec, mask=form)
     else:
-        from tracer.errors import InputError
-
-        if not callable(obj) or isinstance(obj, type):
-            raise InputError(Message("trouble.simple_wants_function", obj=repr(obj)))
-        module, fn, given, form = None, obj, None, forwardargs.LESSON
+        module, fn, given, form = None, _function(obj), None, forwardargs.LESSON
     x = reference.inputs(spec)
     main = student.run(fn, x, spec.seed, given)
     if main.error is not None:
         raise main.error
-    ev.seen, ev.captured = main.seen, main.trace
-    ev.output = student.output_array(main.output, name)
+    ev.runs.append(Run("eval", main.seen, student.output_array(main.output, name), main.trace))
     ev.returned = type(main.output).__name__ if student.returned(main.output) is not main.output else ""
     if module is None:
         return ev
     if any(q.run == "train" for q in spec.quantities):
         module.train()
-        ev.train = student.run(module, x, spec.seed, given).seen
+        ev.runs.append(Run("train", student.run(module, x, spec.seed, given).seen))
         module.eval()
     if spec.short:
         short = student.call(module, x[..., : spec.short, :], spec.seed, given)
         crash = short.error
-        ev.short_error = Failure(crash.message, crash.details, crash.cause) if crash is not None else None
-        ev.short = [_output(short.output)] if crash is None else []
+        failure = Failure(crash.message, crash.details, crash.cause) if crash is not None else None
+        ev.runs.append(Run("short", [_output(short.output)] if crash is None else [], error=failure))
     if spec.rebuilds is not None:
         ev.other = resize.gather(_builder(obj, spec), spec, form)
     return ev

@@ -7,8 +7,10 @@ goes in as the calls :data:`CALLS` (a prompt of two tokens, tokens 3 and 4
 one at a time, then tokens 5 and 6 in one call, as a prompt fed in pieces or
 a draft being verified does).  Every call's context rows are compared with
 the lesson's trace run on the same calls, which are the rows of full causal
-attention; the first call that differs is named, and :mod:`.cachemistakes`
-says which mistake predicts every call's result.
+attention; the first call that differs is named, and the lesson's own
+mistakes (its ``Spec.mistakes``) say which predicts every call's result.
+This is the check's driver for lessons whose ``driver`` is ``generation``
+(:mod:`.drivers`).
 
 Two ways of keeping the cache are understood (``docs/check.md``):
 
@@ -37,10 +39,10 @@ from typing import Any
 import numpy as np
 import torch
 
-from tracer.compare.check import align, build, cachemistakes, deadline, lessons, reference, roles, sizing
-from tracer.compare.check.evidence import Evidence, Failure, Malformed
+from tracer.compare.check import align, build, deadline, lessons, reference, roles
+from tracer.compare.check.context import Context, Hit
+from tracer.compare.check.evidence import Evidence, Failure, Run
 from tracer.compare.check.model import Divergence, Match, Quantity, Seen, StageResult
-from tracer.compare.check.result import CheckResult
 from tracer.compare.check.student import StudentError, name_of, raised, returned
 from tracer.core.trace import Step
 from tracer.message import Message
@@ -162,9 +164,9 @@ def rows(out: np.ndarray, n: int, d: int) -> np.ndarray | None:
 def collect(obj: Any, spec: lessons.Spec) -> Evidence:
     """The student's half (run in the child): build the module, find its weights, run the generation, keep data.
 
-    Each call's result is a :class:`~.model.Seen` ``call<n>``; a call that
-    raised is ``op="raised"`` with the crash kept as ``short_error`` (a
-    generation ends at its first crash).
+    Each call is a :class:`~.evidence.Run` named after its tokens
+    (``call:3-4``, the run its quantity names); a call that raised keeps its
+    crash and ends the generation.
     """
     name = name_of(obj)
     ev = Evidence(name)
@@ -175,84 +177,80 @@ def collect(obj: Any, spec: lessons.Spec) -> Evidence:
         return ev
     ev.bias = spec.bias
     calls = generate(module, reference.inputs(spec), convention(module), spec.seed, spec.calls)
-    for n, call in enumerate(calls, start=1):
-        if call.error is not None:
-            ev.seen.append(Seen(f"call{n}", "raised", np.zeros(0), ""))
-            ev.short_error = Failure(call.error.message, call.error.details, call.error.cause)
-        else:
-            assert call.out is not None
-            ev.seen.append(Seen(f"call{n}", "return", call.out, ""))
-    if calls and calls[0].out is not None:
-        ev.output = calls[0].out
+    for (a, b), call in zip(spec.calls, calls, strict=False):
+        crash = None if call.error is None else Failure(call.error.message, call.error.details, call.error.cause)
+        ev.runs.append(Run(_run(a, b), output=call.out, error=crash))
     return ev
 
 
-def judge(ev: Evidence, spec: lessons.Spec, label: str) -> CheckResult:
-    """The verdict (the parent's half): every call's context rows against the lesson's, the mistake named."""
-    if ev.square and spec.is_class:
-        spec = sizing.sized(spec, spec.d_out, spec.d_out)
-    found = ev.roles
-    if any(r not in found for r in roles.QKV):
-        raise Malformed("the weights found name no query, key and value")
-    try:
-        trace = reference.reference(spec, found)
-    except (ValueError, IndexError, KeyError, RuntimeError, TypeError) as e:
-        raise Malformed(f"the weights found do not fit the lesson's inputs ({type(e).__name__})") from None
-    by_id = {s.id: s for s in ev.seen}
-    calls: list[Call] = []
-    for n in range(1, len(spec.calls) + 1):
-        seen = by_id.get(f"call{n}")
-        if seen is None:
-            break
-        if seen.op == "raised":
-            crash = ev.short_error or Failure(Message("trouble.check_failed"))
-            calls.append(Call(None, StudentError(crash.message, crash.details, crash.cause)))
-            break
-        calls.append(Call(np.asarray(seen.value, dtype=np.float64)))
-    got: list[np.ndarray | None] = []
-    stages: list[StageResult] = []
-    first: tuple[int, StageResult] | None = None
-    for n, (a, b) in enumerate(spec.calls, start=1):
-        q = Quantity(f"call{n}", "generation", f"step{n}.z", run=f"call:{a}-{b}")
-        want = trace.tensor(f"step{n}.z")
-        call = calls[n - 1] if n <= len(calls) else None
-        mine = rows(call.out, *want.shape) if call is not None and call.out is not None else None
+def _run(a: int, b: int) -> str:
+    """The name of the call on tokens ``a..b`` (1-based)."""
+    return f"call:{a}-{b}"
+
+
+def quantities(spec: lessons.Spec) -> tuple[Quantity, ...]:
+    """One quantity per call: its context rows, the lesson's step ``step<n>.z``."""
+    return tuple(
+        Quantity(f"call{n}", "generation", f"step{n}.z", run=_run(a, b)) for n, (a, b) in enumerate(spec.calls, start=1)
+    )
+
+
+def context(ev: Evidence, spec: lessons.Spec, source: str | None) -> Context:
+    """The lesson's trace on the same calls, with the student's weights, and the calls the code answered."""
+    trace = reference.checked(spec, ev.roles)
+    return Context(spec, trace, [], ev.roles, runs={r.name: r for r in ev.runs}, other=ev.other, source=source)
+
+
+def _rows(ctx: Context, q: Quantity) -> np.ndarray | None:
+    """Call ``q.run``'s context rows in the lesson's shape (None: not made, a crash, or another shape)."""
+    run = ctx.runs.get(q.run)
+    if run is None or run.output is None:
+        return None
+    return rows(np.asarray(run.output, dtype=np.float64), *ctx.trace.tensor(q.step).shape)
+
+
+def compare(ctx: Context, q: Quantity) -> StageResult:
+    """Call ``q.run``'s context rows against the lesson's; a call the generation never reached is not compared."""
+    if q.run not in ctx.runs:
+        return StageResult(q, "not compared")
+    mine = _rows(ctx, q)
+    held = Match(Seen(_shown(q), "return", mine), (0, 1)) if mine is not None else None
+    if mine is not None and align.close(mine, ctx.trace.tensor(q.step)):
+        return StageResult(q, "match", held)
+    return StageResult(q, "differs", None, held)
+
+
+def _shown(q: Quantity) -> str:
+    """How the call of ``q`` is named to the student: ``forward(x[:, 2:3])``."""
+    a, b = (int(n) for n in q.run.partition(":")[2].split("-"))
+    return f"forward(x[:, {a - 1}:{b}])"
+
+
+def answers(ctx: Context) -> tuple[list[np.ndarray | None], StudentError | None]:
+    """Every call's rows (None where not answered), and the crash of the first call that is not right, if it crashed."""
+    got, error, first = [], None, True
+    for q in quantities(ctx.spec):
+        mine = _rows(ctx, q)
         got.append(mine)
-        if call is None:
-            stages.append(StageResult(q, "not compared"))
-            continue
-        ok = mine is not None and align.close(mine, want)
-        held = Match(Seen(f"forward(x[:, {a - 1}:{b}])", "return", mine), (0, 1)) if mine is not None else None
-        stage = StageResult(q, "match" if ok else ("differs" if first is None else "consequence"))
-        stage.match, stage.nearest = (held, None) if ok else (None, held)
-        if not ok and first is None:
-            first = (n, stage)
-        stages.append(stage)
-    if first is None:
-        return CheckResult(spec.name, stages, None, None, list(found.values()), trace, [], label, None, ev.built)
-    n, stage = first
-    error = calls[n - 1].error if n <= len(calls) else None
-    hit = cachemistakes.diagnose(trace, spec.calls, got, error)
-    if error is not None and hit is None:
-        raise error  # a crash no mistake of the catalogue explains: trouble, as any crash
-    div = _divergence(trace, spec.calls[n - 1], stage, got[n - 1], error)
-    return CheckResult(spec.name, stages, div, hit, list(found.values()), trace, [], label, None, ev.built)
+        run = ctx.runs.get(q.run)
+        if first and run is not None and (mine is None or not align.close(mine, ctx.trace.tensor(q.step))):
+            first = False
+            if run.error is not None:
+                error = StudentError(run.error.message, run.error.details, run.error.cause)
+    return got, error
 
 
-def _divergence(
-    trace: Any, call: tuple[int, int], stage: StageResult, mine: np.ndarray | None, error: StudentError | None
-) -> Divergence:
-    """Where ``call`` (its first and last token) first differs: the lesson's entry, the student's value beside it."""
-    q = stage.quantity
-    want = np.asarray(trace.tensor(q.step), dtype=np.float64)
+def divergence(ctx: Context, s: StageResult, hit: Hit | None, stages: list[StageResult]) -> Divergence:
+    """Where call ``s`` first differs: the lesson's entry, the student's value beside it, the crash's cause."""
+    q = s.quantity
+    want = np.asarray(ctx.trace.tensor(q.step), dtype=np.float64)
+    mine = _rows(ctx, q)
     if mine is not None:
         idx = align.first_difference(want, mine)
         student: float | None = float(mine[idx])
     else:
         idx, student = (0, 0), None
-    a, b = call
-    element = Step(trace, trace.node(q.step), tuple(int(i) for i in idx)).id
-    note = error.cause if error is not None else ""
-    return Divergence(
-        q.run, q.stage, q.key, q.step, element, float(want[idx]), student, f"forward(x[:, {a - 1}:{b}])", "", note
-    )
+    element = Step(ctx.trace, ctx.trace.node(q.step), tuple(int(i) for i in idx)).id
+    crash = ctx.runs[q.run].error if q.run in ctx.runs else None
+    note = crash.cause if crash is not None else ""
+    return Divergence(q.run, q.stage, q.key, q.step, element, float(want[idx]), student, _shown(q), "", note)

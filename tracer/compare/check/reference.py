@@ -84,3 +84,20 @@ def reference(spec: Spec, roles: dict[str, Role]) -> Trace:
     extra = spec.plug(spec, module, x, w, roles, {"kind": "student", "d_out": spec.d_out})
     trace = module.build(x, tokens, 2, torch.float32, meta, **extra)
     return trace
+
+
+def checked(spec: Spec, found: dict[str, Role]) -> Trace:
+    """:func:`reference` with weights a child sent: ones that name no query, key and value, or do not fit, are refused.
+
+    The refusal is :class:`~.evidence.Malformed`: data that is not what a run
+    of the check produces.
+    """
+    from tracer.compare.check.evidence import Malformed
+    from tracer.compare.check.roles import QKV
+
+    if spec.is_class and any(r not in found for r in QKV):
+        raise Malformed("the weights found name no query, key and value")
+    try:
+        return reference(spec, found)
+    except (ValueError, IndexError, KeyError, RuntimeError, TypeError) as e:
+        raise Malformed(f"the weights found do not fit the lesson's inputs ({type(e).__name__})") from None

@@ -15,6 +15,7 @@ import numpy as np
 
 from tracer.compare.check import resizeref
 from tracer.compare.check.lessons import QKV, Q, Spec
+from tracer.lessons.flash.mistakes import MISTAKES
 
 if TYPE_CHECKING:
     from tracer.compare.check.model import Role
@@ -50,4 +51,5 @@ CHECK = Spec(
     driver=QKV,
     rebuilds=rebuilds,
     at_size=at_size,
+    mistakes=MISTAKES,
 )

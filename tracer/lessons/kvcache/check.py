@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from tracer.compare.check import rebuild, resizeref
 from tracer.compare.check.lessons import GENERATION, Spec
+from tracer.lessons.kvcache.mistakes import MISTAKES
 
 if TYPE_CHECKING:
     from types import ModuleType
@@ -58,10 +59,11 @@ CHECK = Spec(
     2,
     1,
     True,
-    (),  # every call's context rows: tracer.compare.check.generation drives the generation
+    (),  # every call's context rows, one quantity per call: the generation driver makes them from CALLS
     driver=GENERATION,
     calls=CALLS,
     rebuilds=rebuilds,
     at_size=resizeref.causal,
     plug=plug,
+    mistakes=MISTAKES,
 )

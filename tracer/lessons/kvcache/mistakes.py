@@ -1,4 +1,4 @@
-"""The classic mistakes of a KV cache, each a prediction of every call's context rows (lesson ``kvcache``).
+"""Lesson kvcache's own mistakes, each a prediction of every call's context rows (:data:`MISTAKES`).
 
 A mistake changes which cached keys a new token's query attends to.  Each
 hypothesis below says, for the new token at 0-based position ``p`` (row
@@ -9,7 +9,7 @@ lesson's trace, which uses the student's weights), weighing the values.  A
 mistake is the diagnosis when its prediction holds every call the
 student's code answered, and the correct cache does not.
 
-Two mistakes are in what the cache holds instead (:data:`STORED`): a static
+Two mistakes are in what the cache holds instead: a static
 cache whose value slots are left at zero after the prompt, or never written at
 all (only the keys are).
 
@@ -25,8 +25,9 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from tracer.compare.check import align
-from tracer.compare.check.context import Hit
+from tracer.compare.check import align, generation
+from tracer.compare.check.context import Context, Hit
+from tracer.compare.check.entry import Entry
 from tracer.core.trace import Trace
 
 Sees = Callable[[int, int, int, int], np.ndarray]
@@ -63,16 +64,6 @@ def _not_kept_offset(c: int, a: int, b: int, p: int) -> np.ndarray:
     return a - 1 + np.arange(n)[np.arange(n) <= p]
 
 
-HYPOTHESES: tuple[tuple[str, Sees], ...] = (
-    ("kv_mask_not_offset", _from_row0),
-    ("kv_offset_per_call", _per_call),
-    ("kv_attend_before_append", _before),
-    ("kv_cache_not_kept", _not_kept),
-    ("kv_cache_not_kept", _not_kept_offset),
-    ("kv_appended_twice", _twice),
-)
-"""The mistakes whose calls all return, in the order they are tried."""
-
 Stored = Callable[[np.ndarray, int], np.ndarray]
 """``stored(v, prompt)``: the value rows the cache holds, when it does not hold the tokens' own values."""
 
@@ -85,25 +76,6 @@ def _values_not_stored(v: np.ndarray, prompt: int) -> np.ndarray:
 
 def _values_never_stored(v: np.ndarray, prompt: int) -> np.ndarray:
     return np.zeros_like(v)  # no value slot ever written, the prompt's neither: every token weighs zeros
-
-
-STORED: tuple[tuple[str, Stored], ...] = (
-    ("kv_values_not_stored", _values_not_stored),
-    ("kv_values_never_stored", _values_never_stored),
-)
-"""The mistakes in what the cache holds rather than in which keys a query sees (tried after :data:`HYPOTHESES`)."""
-
-MISTAKES: tuple[str, ...] = (
-    "kv_mask_not_offset",
-    "kv_mask_square",
-    "kv_offset_per_call",
-    "kv_attend_before_append",
-    "kv_cache_not_kept",
-    "kv_values_not_stored",
-    "kv_values_never_stored",
-    "kv_appended_twice",
-)
-"""Every mistake's code (its sentence is the message ``diagnosis.<code>``): the catalogue's ``KVCACHE`` entries."""
 
 
 def predict(
@@ -131,30 +103,63 @@ def predict(
     return out
 
 
-def diagnose(
-    trace: Trace, calls: Sequence[tuple[int, int]], got: Sequence[np.ndarray | None], error: Exception | None
-) -> Hit | None:
-    """The mistake that predicts every call the student's code answered (and, for a crash, the crash)."""
-    answered = [(n, g) for n, g in enumerate(got) if g is not None]
-    if error is not None:
-        n = len(answered)
-        a, b = calls[n]
-        square = b > a and a > 1 and any(w in str(error) for w in ("size of tensor", "shape", "broadcast"))
-        fits = all(align.close(g, r) for (_, g), r in zip(answered, predict(trace, calls, _correct), strict=False))
-        if square and fits:
-            detail = {"n": str(b - a + 1), "cached": str(a - 1), "error": getattr(error, "cause", str(error))}
-            return Hit(None, (f"step{n + 1}.mask", f"step{n + 1}.omega"), detail, "kv_mask_square")
+def mask_square(c: Context) -> Hit | None:
+    """The crash of a call of several tokens after a prompt, every call before it right: ``mask[:n, :n]``."""
+    got, error = generation.answers(c)
+    calls = c.spec.calls
+    answered = [g for g in got if g is not None]
+    if error is None or len(answered) >= len(calls):
         return None
-    right = predict(trace, calls, _correct)
-    tried = [(code, sees, None) for code, sees in HYPOTHESES] + [(code, _correct, fn) for code, fn in STORED]
-    for code, sees, stored in tried:
-        guess = predict(trace, calls, sees, stored)
-        if all(align.close(g, guess[n]) for n, g in answered) and not all(
-            align.close(guess[n], right[n]) for n, _ in answered
-        ):
-            steps = _steps(calls, guess, right, "cache.v" if stored is not None else "mask")
-            return Hit(None, steps, _detail(calls, sees, guess, right), code)
-    return None
+    n = len(answered)
+    a, b = calls[n]
+    square = b > a and a > 1 and any(w in str(error) for w in ("size of tensor", "shape", "broadcast"))
+    fits = all(align.close(g, r) for g, r in zip(answered, predict(c.trace, calls, _correct), strict=False))
+    if not (square and fits):
+        return None
+    detail = {"n": str(b - a + 1), "cached": str(a - 1), "error": error.cause}
+    return Hit(None, (f"step{n + 1}.mask", f"step{n + 1}.omega"), detail)
+
+
+def borne_out(*forms: tuple[Sees, Stored | None]) -> Callable[[Context], Hit | None]:
+    """The test of a mistake made in any of ``forms``: its prediction holds every call the code answered.
+
+    The correct cache must not hold them all too (a mistake that changes
+    nothing on these calls says nothing), and a crash is left to
+    :func:`mask_square`.
+    """
+
+    def test(c: Context) -> Hit | None:
+        got, error = generation.answers(c)
+        if error is not None:
+            return None
+        calls = c.spec.calls
+        answered = [(n, g) for n, g in enumerate(got) if g is not None]
+        right = predict(c.trace, calls, _correct)
+        for sees, stored in forms:
+            guess = predict(c.trace, calls, sees, stored)
+            if all(align.close(g, guess[n]) for n, g in answered) and not all(
+                align.close(guess[n], right[n]) for n, _ in answered
+            ):
+                steps = _steps(calls, guess, right, "cache.v" if stored is not None else "mask")
+                return Hit(None, steps, _detail(calls, sees, guess, right))
+        return None
+
+    return test
+
+
+STAGE = ("generation",)
+
+MISTAKES: tuple[Entry, ...] = (
+    Entry("kv_mask_square", STAGE, mask_square),
+    Entry("kv_mask_not_offset", STAGE, borne_out((_from_row0, None))),
+    Entry("kv_offset_per_call", STAGE, borne_out((_per_call, None))),
+    Entry("kv_attend_before_append", STAGE, borne_out((_before, None))),
+    Entry("kv_cache_not_kept", STAGE, borne_out((_not_kept, None), (_not_kept_offset, None))),
+    Entry("kv_appended_twice", STAGE, borne_out((_twice, None))),
+    Entry("kv_values_not_stored", STAGE, borne_out((_correct, _values_not_stored))),
+    Entry("kv_values_never_stored", STAGE, borne_out((_correct, _values_never_stored))),
+)
+"""Lesson kvcache's own mistakes, in the order they are tried (each call's rows predicted, or the crash explained)."""
 
 
 def _first(calls: Sequence[tuple[int, int]], guess: list[np.ndarray], right: list[np.ndarray]) -> tuple[int, int]:

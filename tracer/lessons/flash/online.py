@@ -5,7 +5,8 @@ returns the context vectors ``[T, d_v]`` of causal attention (scores
 scaled by ``sqrt(d_k)``), computed with one loop over the key blocks, all
 rows at once, the way FlashAttention does, except for the one mistake it
 makes on purpose.  ``check --lesson flash`` compares the student's results
-with :func:`correct` and, where they differ, with each mistake's.
+with the lesson's and, where they differ, with each mistake's
+(:mod:`.mistakes`).
 """
 
 from __future__ import annotations
