@@ -126,3 +126,16 @@ def test_unknown_lesson() -> None:
 def test_simple_wants_a_function() -> None:
     with pytest.raises(tracer.InputError, match="checks a function"):
         tracer.check(Causal, lesson="simple")
+
+
+def test_a_hiding_fill_is_the_same_hidden_key_as_minus_infinity() -> None:
+    """-1e4 and below (BERT's -10000, d2l's -1e6, -1e9, finfo.min) hide a key as -inf does; -10 does not."""
+    import numpy as np
+
+    from tracer.compare.check import align
+
+    ref = np.array([1.0, -np.inf, -np.inf, -np.inf])
+    assert align.close(np.array([1.0, -1e4, -1e9, np.finfo(np.float32).min]), ref)
+    assert not align.close(np.array([1.0, -10.0, -1e9, -1e9]), ref)
+    assert not align.close(np.array([-1e6, -1e6, -1e6, -1e6]), ref)  # a visible score is never hidden
+    assert align.error(np.array([1.0, -1e6, -np.inf, -1e9]), ref) == 0.0

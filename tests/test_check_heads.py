@@ -133,3 +133,24 @@ def test_a_grouped_fused_projection_is_cut_by_its_widths_only_when_named_as_fuse
         roles.assign(Fused("mixer"), 3, 8, out_proj=False, grouped=True)
     with pytest.raises(InputError):  # outside lesson gqa the 16-wide matrix is no fused projection of width 8
         roles.assign(Fused("qkv"), 3, 8, out_proj=False)
+
+
+def test_a_merged_batch_heads_layout_is_aligned_stage_by_stage() -> None:
+    """d2l's transpose_qkv keeps (b·heads, T, d) throughout: scores, masked scaled scores and weights are compared.
+
+    Its mask is a finite fill (-1e6) where the lesson has -inf: the same hidden
+    key, so the masked scores match instead of being skipped; its two
+    single-mistake copies are named at their own stage.
+    """
+    from tracer.compare.check import check
+
+    corpus = Path(__file__).parent / "check_corpus"
+    right, _ = load(f"{corpus / 'multihead_d2l_transpose_qkv.py'}:MultiHeadAttention")
+    r = tracer.check(right, "multihead")
+    status = {s.quantity.key: s.status for s in r.stages}
+    assert r.ok and "not compared" not in status.values()
+    assert status["omega"] == status["masked_scaled"] == status["alpha"] == "match"
+    for name, stage, code in (("mask_zero", "mask", "mask_zero"), ("scale_d", "scaling", "scale_wrong")):
+        wrong, _ = load(f"{corpus / f'multihead_d2l_{name}.py'}:MultiHeadAttention")
+        w = tracer.check(wrong, "multihead")
+        assert w.first_divergence is not None and w.first_divergence.stage == stage and w.diagnosis == code

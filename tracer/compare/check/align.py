@@ -22,18 +22,34 @@ from tracer.compare.check.model import Match, Seen
 
 RTOL = 1e-4
 ATOL = 1e-5
+HIDDEN = -1e4
+"""A score at or below this hides its key as −∞ does: ``exp`` of it is 0, whatever the row's other scores.
+
+Code masks with a large finite number as often as with −∞: BERT's
+extended masks add −10000, d2l fills −1e6, the Annotated Transformer
+−1e9, Hugging Face ``torch.finfo(dtype).min``.  Where the lesson holds −∞
+a student's entry this low is the same hidden key, so the masked scores are
+compared, not skipped as computed another way."""
+
+
+def same(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Entry by entry: within tolerance, infinities of one sign, NaN with NaN, or −∞ against a hiding fill."""
+    with np.errstate(invalid="ignore"):
+        hidden = ((a == -np.inf) & (b <= HIDDEN)) | ((b == -np.inf) & (a <= HIDDEN))
+    out: np.ndarray = np.isclose(a, b, rtol=RTOL, atol=ATOL, equal_nan=True) | hidden
+    return out
 
 
 def close(a: np.ndarray, b: np.ndarray) -> bool:
-    """Every entry within tolerance; infinities equal when their signs are, NaN equal to NaN."""
-    return bool(np.isclose(a, b, rtol=RTOL, atol=ATOL, equal_nan=True).all())
+    """Every entry the same (:func:`same`)."""
+    return bool(same(a, b).all())
 
 
 def error(a: np.ndarray, b: np.ndarray) -> float:
-    """max |a - b|, with equal infinities counting 0 and any other non-finite mismatch counting inf."""
-    same = (a == b) | (np.isnan(a) & np.isnan(b))
+    """max |a - b|, with the same entries (:func:`same`) counting 0 and any other non-finite mismatch counting inf."""
+    same_ = (a == b) | (np.isnan(a) & np.isnan(b)) | (same(a, b) & ~np.isfinite(a + b))
     with np.errstate(invalid="ignore", over="ignore"):
-        d = np.where(same, 0.0, np.abs(a - b))
+        d = np.where(same_, 0.0, np.abs(a - b))
     d = np.where(np.isnan(d), np.inf, d)
     return float(d.max()) if d.size else 0.0
 
@@ -147,15 +163,14 @@ def nearest(ref: np.ndarray, axes: Sequence[str], seen: Iterable[Seen], lead: in
 def distance(m: Match, ref: np.ndarray) -> tuple[int, float]:
     """How far a reading is from ``ref``: entries out of tolerance, then max |difference|."""
     got = m.view()
-    return int((~np.isclose(got, ref, rtol=RTOL, atol=ATOL, equal_nan=True)).sum()), error(got, ref)
+    return int((~same(got, ref)).sum()), error(got, ref)
 
 
 def gaps(ref: np.ndarray, got: np.ndarray) -> np.ndarray:
     """|got - ref| entry by entry in float64: 0 within tolerance, an inf or NaN against a number infinite."""
     with np.errstate(invalid="ignore", over="ignore"):
         gap = np.abs(got.astype(np.float64) - ref.astype(np.float64))
-    same = np.isclose(got, ref, rtol=RTOL, atol=ATOL, equal_nan=True)
-    return np.where(same, 0.0, np.where(np.isnan(gap), np.inf, gap))
+    return np.where(same(got, ref), 0.0, np.where(np.isnan(gap), np.inf, gap))
 
 
 def first_difference(ref: np.ndarray, got: np.ndarray, shows: np.ndarray | None = None) -> tuple[int, ...]:
