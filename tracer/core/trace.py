@@ -24,6 +24,7 @@ import numpy as np
 import numpy.typing as npt
 
 from tracer.core import formula, hooks, ids
+from tracer.core.reads import Box, Reads
 from tracer.core.verdict import Verification
 from tracer.errors import StepNotFound
 
@@ -176,12 +177,18 @@ class Step:
     def inputs(self) -> tuple[str, ...]:
         """Ids of the steps this one was computed from, in argument order (resolved once per step object)."""
         if self._inputs is None:
-            out: list[str] = []
-            for ref in self.node.args:
-                out.extend(self._trace._resolve(ref, self.bound, expand=self.is_element))
-            me = self.id
-            self._inputs = tuple(i for i in dict.fromkeys(out) if i != me)
+            self._inputs = tuple(self.reads())
         return self._inputs
+
+    def reads(self) -> Reads:
+        """:attr:`inputs` as a sequence that writes an id only when asked: its length costs no id.
+
+        A page that lists the first 16 of a 512-key softmax's inputs, or a
+        board equation that writes out five terms, renders those, not 512.
+        """
+        bound, expand = self.bound, self.is_element
+        boxes = [b for b in (self._trace._box(ref, bound, expand) for ref in self.node.args) if b is not None]
+        return Reads(boxes, self.node.name, lambda: self.id)
 
     def __repr__(self) -> str:
         """``Step(omega[2,1] = 0.9544, op='sum', stage='scores')``: the value as pages print it (see reprs)."""
@@ -378,29 +385,30 @@ class Trace:
         hooks.call("save", self, path)
 
     # -- helpers -----------------------------------------------------------
-    def _resolve(self, ref: Ref, bound: Mapping[str, int], expand: bool) -> list[str]:
-        """Ids a reference points at, given the reading step's bound axes (1-based)."""
+    def _box(self, ref: Ref, bound: Mapping[str, int], expand: bool) -> Box | None:
+        """The entries a reference selects, given the reading step's bound axes (1-based); None: none.
+
+        An axis read at ``*`` takes every index when the step is an element
+        (``expand``) and ends the selection otherwise (a slice reads a slice);
+        an index outside the operand selects nothing.
+        """
         op = self._nodes[ref.node]
         if ref.index is None:
-            return [op.name]
-        per_axis: list[list[int]] = []
+            return (op.name, op.split, None)
+        prefix: list[list[int]] = []
+        stopped = False
         for expr, size in zip(ref.index, op.value.shape, strict=True):
             if expr == "*":
-                per_axis.append(list(range(1, size + 1)) if expand else [])
-                continue
-            i = ids.index_expr(expr)(bound)
-            if i is None:
-                per_axis.append([])
-                continue
-            if not 1 <= i <= size:
-                return []
-            per_axis.append([i])
-        prefix: list[list[int]] = []
-        for choices in per_axis:
-            if not choices:
-                break
-            prefix.append(choices)
-        return [ids.render(op.name, op.split, list(c)) for c in product(*prefix)]
+                choices = list(range(1, size + 1)) if expand else []
+            else:
+                i = ids.index_expr(expr)(bound)
+                if i is not None and not 1 <= i <= size:
+                    return None
+                choices = [] if i is None else [i]
+            stopped = stopped or not choices
+            if not stopped:
+                prefix.append(choices)
+        return (op.name, op.split, prefix)
 
     @staticmethod
     def _grammar(node: Node) -> str:

@@ -83,7 +83,7 @@ def data(trace: Trace, sections: Iterable[Section], decimals: int, s: Strings) -
         step = trace[sid]
         if not step.is_element:
             continue
-        ins = list(step.inputs)
+        ins = step.reads()  # counted whole, written out only as far as the panel lists them
         listed = ins[:MAX_INPUTS]
         said = printable(equation(trace, step, decimals)).removeprefix(f"{sid} = ")  # the panel's title is the id
         op = ops.setdefault(step.op, len(ops))
