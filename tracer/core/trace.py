@@ -33,6 +33,8 @@ Values = npt.NDArray[np.floating[Any]]
 
 ELEMENT = "element"  # every entry of the node is a step of its own
 TENSOR = "tensor"  # the node is one step (matrix-form results, comparisons)
+FOUND = 1 << 16
+"""How many looked-up ids a trace remembers (a page's few thousand fit; a loop over millions stays bounded)."""
 
 
 @dataclass(frozen=True)
@@ -211,6 +213,7 @@ class Trace:
         self._recorded: Trace | None = None
         self.shown_form: Trace | None = None
         """This trace as pages print it (:func:`tracer.core.portable.shown` keeps it here, made once)."""
+        self._found: dict[str, tuple[Node, tuple[int, ...]]] = {}  # ids looked up already (see __getitem__)
         for n in nodes:
             if n.name in self._nodes:
                 raise ValueError(f"duplicate node {n.name}")
@@ -266,6 +269,22 @@ class Trace:
 
     # -- steps -------------------------------------------------------------
     def __getitem__(self, step_id: str) -> Step:
+        """The step an id names; :class:`~tracer.errors.StepNotFound` says what is wrong with a bad one.
+
+        A page looks the same ids up many times (a value, then its equation,
+        then as another step's input): each id is parsed and checked once and
+        remembered, up to :data:`FOUND` ids, after which the memory starts over.
+        """
+        hit = self._found.get(step_id)
+        if hit is not None:
+            return Step(self, *hit)
+        step = self._find(step_id)
+        if len(self._found) >= FOUND:
+            self._found.clear()
+        self._found[step_id] = (step.node, step.index)
+        return step
+
+    def _find(self, step_id: str) -> Step:
         try:
             name, segments, index = ids.parse(step_id)
         except ValueError as e:
