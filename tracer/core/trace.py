@@ -107,13 +107,14 @@ class Step:
     binds every axis.  Everything is derived on access from the node.
     """
 
-    __slots__ = ("_inputs", "_trace", "index", "node")
+    __slots__ = ("_inputs", "_reads", "_trace", "index", "node")
 
     def __init__(self, trace: Trace, node: Node, index: tuple[int, ...]) -> None:
         self._trace = trace
         self.node = node
         self.index = index
         self._inputs: tuple[str, ...] | None = None  # resolved on first use, kept for the step's life
+        self._reads: Reads | None = None
 
     @property
     def is_element(self) -> bool:
@@ -187,10 +188,13 @@ class Step:
 
         A page that lists the first 16 of a 512-key softmax's inputs, or a
         board equation that writes out five terms, renders those, not 512.
+        Made once per step object, like :attr:`inputs`.
         """
-        bound, expand = self.bound, self.is_element
-        boxes = [b for b in (self._trace._box(ref, bound, expand) for ref in self.node.args) if b is not None]
-        return Reads(boxes, self.node.name, lambda: self.id)
+        if self._reads is None:
+            bound, expand = self.bound, self.is_element
+            boxes = [b for b in (self._trace._box(ref, bound, expand) for ref in self.node.args) if b is not None]
+            self._reads = Reads(boxes, self.node.name, lambda: self.id)
+        return self._reads
 
     def __repr__(self) -> str:
         """``Step(omega[2,1] = 0.9544, op='sum', stage='scores')``: the value as pages print it (see reprs)."""

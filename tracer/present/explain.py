@@ -88,13 +88,14 @@ def equation(trace: Trace, step: Step, decimals: int = DECIMALS) -> str:
     node = step.node
     ins = step.reads()  # only the ids the equation writes out are rendered
     v = num(float(step.value), decimals) if node.op != "maxabsdiff" else portable.check_text(node, decimals)
-    head = f"{step.id} = {step.text}" if step.text else step.id
+    text = step.text  # indices filled in: worked out once
+    head = f"{step.id} = {text}" if text else step.id
     if node.granularity != "element":
         return f"{head} {v}" if v.startswith("≤") else f"{head} = {v}"
-    vals = [value_text(trace, i, decimals) if i is not None else "…" for i in _shown(ins)]  # elided already
     op = node.op
     if op == "input":
         return f"{step.id} = {value_text(trace, step.id, decimals)}"
+    vals = [value_text(trace, i, decimals) if i is not None else "…" for i in _shown(ins)]  # elided already
     if len(ins) == 1 and (op == "write" or trace[ins[0]].node.name.endswith(".put")):
         src = trace[ins[0]]  # an entry written through indexing, or a stacked number: the step it came from
         while src.op == "write" and len(src.inputs) == 1 and trace[src.inputs[0]].op == "write":
