@@ -142,8 +142,6 @@ def test_a_merged_batch_heads_layout_is_aligned_stage_by_stage() -> None:
     key, so the masked scores match instead of being skipped; its two
     single-mistake copies are named at their own stage.
     """
-    from tracer.compare.check import check
-
     corpus = Path(__file__).parent / "check_corpus"
     right, _ = load(f"{corpus / 'multihead_d2l_transpose_qkv.py'}:MultiHeadAttention")
     r = tracer.check(right, "multihead")

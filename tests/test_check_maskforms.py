@@ -136,7 +136,9 @@ def test_a_forward_without_a_mask_is_called_as_before() -> None:
     [
         (Ignored, "mask", "mask_missing"),  # three identical outputs: the additive form, as before
         (AfterSoftmax, "mask_keep", "mask_after_softmax"),  # nearest with the mask it reads: its mistake named
-        (BothReadings, "mask", None),
+        # its first masked_fill (mask == 0, filled with -1e9) hides exactly the keys the lesson keeps: a -1e9 fill
+        # is a hidden key as -inf is, so that intermediate is the inverted mask's scores, and it is named
+        (BothReadings, "mask", "mask_inverted"),
         (Transposed, "mask_keep", None),
     ],
 )

@@ -18,7 +18,7 @@ from tracer.compare.check.lessons import Mistake, Spec
 from tracer.compare.check.mistakes import MISTAKES
 from tracer.compare.check.structure import STRUCTURE
 
-__all__ = ["BY_CODE", "CATALOGUE", "STRUCTURE", "Entry", "diagnose", "entries", "known"]
+__all__ = ["CATALOGUE", "STRUCTURE", "Entry", "diagnose", "entries", "known"]
 
 PUBLISHED: tuple[Entry, ...] = (
     Entry(
@@ -55,9 +55,6 @@ PUBLISHED: tuple[Entry, ...] = (
 
 CATALOGUE: tuple[Entry, ...] = (*MISTAKES, *PUBLISHED)
 """The engine's own entries, which know no lesson; a lesson's own mistakes (its ``Spec.mistakes``) go between them."""
-
-BY_CODE = {e.code: e for e in (*CATALOGUE, *STRUCTURE)}
-"""The engine's entries by code (a lesson's own are in :func:`known`)."""
 
 
 def entries(spec: Spec) -> tuple[Entry, ...]:
