@@ -25,7 +25,7 @@ from typing import Any
 
 import torch
 
-from tracer.compare.check import deadline, roles, wrapper
+from tracer.compare.check import config, convention, deadline, roles, wrapper
 from tracer.compare.check.lessons import Spec
 from tracer.compare.check.sizing import sized, wrapped
 from tracer.compare.check.student import StudentError, _failure, _shape, name_of
@@ -34,7 +34,7 @@ from tracer.message import Message
 
 ALIASES: dict[str, tuple[str, ...]] = {
     "d_in": ("d_in", "in_dim", "input_dim", "dim_in", "in_features", "d_input"),
-    "d_out": ("d_out", "out_dim", "output_dim", "dim_out", "out_features", "d_output"),
+    "d_out": ("d_out", "out_dim", "output_dim", "dim_out", "out_features", "d_output", "num_hiddens"),
     "context_length": (
         "context_length", "context_len", "block_size", "max_len", "max_seq_len", "seq_len", "max_length", "n_ctx",
     ),
@@ -49,7 +49,7 @@ ALIASES: dict[str, tuple[str, ...]] = {
 }  # fmt: skip
 """The names each of the lesson's arguments goes by (``qkv_bias`` is recognised, and left at its default)."""
 
-WIDTH = ("d_model", "embed_dim", "n_embd", "emb_dim", "hidden_size", "dim", "d_embed", "embedding_dim")
+WIDTH = ("d_model", "embed_dim", "n_embd", "emb_dim", "hidden_size", "dim", "d_embed", "embedding_dim", "n_state")
 """Names of one width used for both ``d_in`` and ``d_out``."""
 
 
@@ -66,34 +66,65 @@ def _params(obj: Any) -> list[inspect.Parameter] | None:
     return [p for p in sig.parameters.values() if p.kind in kinds]
 
 
+INDEX = ("layer_idx", "layer_id", "layer_index", "block_idx", "idx")
+"""Names of a constructor parameter that says which layer of a model this is: the check builds layer 0."""
+
+
 def plan(obj: Any, values: dict[str, Any], order: Sequence[str]) -> tuple[tuple[Any, ...], dict[str, Any]]:
     """The positional and keyword arguments ``obj`` is called with (``values`` by the book's names)."""
+    args, kwargs, _ = _plan(obj, values, order)
+    return args, kwargs
+
+
+def _plan(
+    obj: Any, values: dict[str, Any], order: Sequence[str], batch: int = 2
+) -> tuple[tuple[Any, ...], dict[str, Any], dict[str, str]]:
+    """:func:`plan`, and how each keyword argument that is an object of the check's making is shown.
+
+    A constructor that takes a configuration object (:func:`.config.parameter`)
+    gets one filled from ``values`` (:func:`.config.make`; ``batch``: the
+    samples a preallocated cache must hold), and a layer index the first
+    layer's; every other parameter is matched by name as below.
+    """
     params = _params(obj)
     if params is None:
-        return tuple(values[n] for n in order), {}
+        return tuple(values[n] for n in order), {}, {}
     role = {alias: name for name, aliases in ALIASES.items() for alias in aliases}
+    conf = config.parameter(obj, params)
     width = [p.name for p in params if p.name.lower() in WIDTH]
-    if width and values.get("d_in") != values.get("d_out"):
-        raise Square(f"{name_of(obj)} takes one width ({width[0]}) for its inputs and outputs: it maps d to d")
+    if (width or conf) and values.get("d_in") != values.get("d_out"):
+        one = width[0] if width else conf[0].name if conf else ""
+        raise Square(f"{name_of(obj)} takes one width ({one}) for its inputs and outputs: it maps d to d")
     kwargs: dict[str, Any] = {}
+    shown: dict[str, str] = {}
     for p in params:
+        if conf is not None and p is conf[0]:
+            kwargs[p.name], shown[p.name] = config.make(conf[1], values, batch, name_of(obj))
+            continue
+        if p.name.lower() in INDEX and p.default is inspect.Parameter.empty:
+            kwargs[p.name] = 0
+            continue
         name = role.get(p.name) or role.get(p.name.lower())
         if p.name.lower() in WIDTH:
             name = "d_out"
         if name is None or name not in values:
             if p.default is inspect.Parameter.empty:
-                return tuple(values[n] for n in order), {}  # a required parameter of its own: by position
+                return tuple(values[n] for n in order), {}, {}  # a required parameter of its own: by position
             continue
         if name == "qkv_bias":
             continue
         if p.kind is inspect.Parameter.POSITIONAL_ONLY:
-            return tuple(values[n] for n in order), {}
+            return tuple(values[n] for n in order), {}, {}
         kwargs[p.name] = values[name]
+    if conf is not None:
+        return (), kwargs, shown
     named = {role.get(k) or role.get(k.lower()) or "d_out" for k in kwargs} | ({"d_in"} if width else set())
     needed = {"d_in", "d_out", "num_heads", "num_kv_groups", "window_size"} & set(order)  # not context_length, dropout
+    if "d_out" in named:  # no input width: the module infers it (lazy layers) or maps d to d (its weights say)
+        needed.discard("d_in")
     if not kwargs or not needed <= named:  # some size has no name here: by position
-        return tuple(values[n] for n in order), {}
-    return (), kwargs
+        return tuple(values[n] for n in order), {}, {}
+    return (), kwargs, shown
 
 
 def own_bias(obj: Any) -> bool:
@@ -144,17 +175,23 @@ def misplaced(obj: Any, order: Sequence[str]) -> str | None:
     return None
 
 
-def called(obj: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> str:
-    """How ``obj`` was called, as Python: ``CausalAttention(d_in=3, d_out=2, context_length=6, dropout=0.5)``."""
-    parts = [repr(a) for a in args] + [f"{k}={v!r}" for k, v in kwargs.items()]
+def called(obj: Any, args: tuple[Any, ...], kwargs: dict[str, Any], shown: dict[str, str] | None = None) -> str:
+    """How ``obj`` was called, as Python: ``CausalAttention(d_in=3, d_out=2, context_length=6, dropout=0.5)``.
+
+    ``shown`` writes an argument of the check's making (a configuration) as it was made.
+    """
+    shown = shown or {}
+    parts = [repr(a) for a in args] + [f"{k}={shown.get(k, repr(v))}" for k, v in kwargs.items()]
     return f"{name_of(obj)}({', '.join(parts)})"
 
 
-def build(obj: Any, values: dict[str, Any], order: Sequence[str], seed: int) -> tuple[torch.nn.Module, str]:
+def build(
+    obj: Any, values: dict[str, Any], order: Sequence[str], seed: int, batch: int = 2
+) -> tuple[torch.nn.Module, str]:
     """``obj`` called with the lesson's sizes under ``torch.manual_seed(seed)``, and how it was called."""
     if not callable(obj):
         raise InputError(Message("trouble.not_factory", name=name_of(obj)))
-    args, kwargs = plan(obj, values, order)
+    args, kwargs, shown = _plan(obj, values, order, batch)
     if args and (why := misplaced(obj, order)):
         raise InputError(why)
     if args:
@@ -165,7 +202,7 @@ def build(obj: Any, values: dict[str, Any], order: Sequence[str], seed: int) -> 
             raise InputError(said) from None
         except ValueError:
             pass
-    how = called(obj, args, kwargs)
+    how = called(obj, args, kwargs, shown)
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
         try:
@@ -175,6 +212,9 @@ def build(obj: Any, values: dict[str, Any], order: Sequence[str], seed: int) -> 
         except BaseException as e:  # SystemExit too: the student's code, not ours
             import traceback
 
+            lacking = [config.unfilled(obj, v, name_of(obj)) for v in kwargs.values()]
+            if isinstance(e, AttributeError) and any(lacking):  # a field the lesson's sizes do not fix
+                raise next(x for x in lacking if x is not None) from None
             crash = _failure(e)
             raise StudentError(Message("trouble.raised", who=how, error=crash), traceback.format_exc(), crash) from None
     if not isinstance(module, torch.nn.Module):
@@ -186,6 +226,7 @@ def _built(obj: Any, spec: Spec) -> tuple[torch.nn.Module, str, dict[str, Any], 
     """The module built with ``spec``'s sizes, how it was called, its roles, its wrapper heads, and the spec used."""
     module, built = build(obj, dict(zip(spec.signature, spec.args, strict=True)), spec.signature, spec.seed)
     module.eval()
+    convention.materialise(module, spec, spec.seed)  # lazy layers get their shapes from one call
     heads = wrapper.heads_of(module, spec.heads) if spec.multi else None
     if heads is not None:  # the book's wrapper: a ModuleList of causal heads (and maybe a projection over them)
         found = wrapper.assign(heads[0], heads[1], spec.d_in, spec.d_out)
@@ -194,9 +235,31 @@ def _built(obj: Any, spec: Spec) -> tuple[torch.nn.Module, str, dict[str, Any], 
         spec = wrapped(spec, width, "W_out" in found)
     else:
         found = roles.assign(module, spec.d_in, spec.d_out, out_proj=spec.multi, grouped=spec.grouped)
+        if not spec.multi:
+            _no_projection(module, found, spec)
     if any(b in found for b in roles.BIAS.values()) and own_bias(obj):
         spec = replace(spec, bias=True)
     return module, built, found, heads, spec
+
+
+def _no_projection(module: torch.nn.Module, found: dict[str, Any], spec: Spec) -> None:
+    """Refuse, in one line, a module with an output projection checked against a lesson of one head without one.
+
+    A published layer (Llama's ``o_proj``, GPT-2's ``c_proj``) ends with a
+    projection over its heads; a lesson of one head has none, so its result
+    can never be the layer's, and the lessons with heads are the ones that
+    fit it.
+    """
+    used = {r.param.split("[", 1)[0] for r in found.values()}
+    for p in roles.params(module):
+        if p.value.ndim == 2 and p.name not in used and roles.base(p) in roles.OUT:
+            from tracer.compare.check.lessons import SPECS
+
+            headed = ", ".join(n for n, s in SPECS.items() if s.multi)
+            said = Message(
+                "trouble.projection_extra", name=type(module).__name__, param=p.name, lesson=spec.name, headed=headed
+            )
+            raise InputError(said)
 
 
 def module_for(obj: Any, spec: Spec) -> tuple[torch.nn.Module, str, dict[str, Any], Any, Spec, bool]:
@@ -209,5 +272,7 @@ def module_for(obj: Any, spec: Spec) -> tuple[torch.nn.Module, str, dict[str, An
         square = sized(spec, spec.d_out, spec.d_out)
         try:
             return (*_built(obj, square), True)
-        except InputError:
+        except InputError as again:
+            if isinstance(e, Square):  # it could only be built square: what went wrong so is the news
+                raise again from None
             raise e from None

@@ -12,13 +12,17 @@ the value the lesson itself would use at the call's ``T`` tokens:
   sample, ``(b, T)`` as Hugging Face passes them; ``positions``,
   ``input_pos``, ``cache_position`` one row ``(T,)``; ``start_pos`` and the
   like the int 0 (lesson rope's ``m = i − 1``);
-- rotary tables (lesson rope only): ``cos`` and ``sin`` of ``m θ_p`` with
+- rotary tables: ``cos`` and ``sin`` of ``m θ_p`` with
   the lesson's ``θ_p = 10000^(−2(p−1)/d)``, ``(b, T, d)`` laid out for the
   checked ``--rope-style`` (``half``: Hugging Face's ``cat(freqs, freqs)``;
   ``interleaved``: each angle twice, ``repeat_interleave``);
-  ``position_embeddings`` the pair ``(cos, sin)``; ``freqs_cis`` Meta's
-  complex ``e^(i m θ_p)``, ``(T, d/2)``, whatever the style (the pairing is
-  the code's own reshape);
+  ``position_embeddings`` the pair ``(cos, sin)`` (or nanochat's half-width
+  pair); ``freqs_cis`` Meta's complex ``e^(i m θ_p)``, ``(T, d/2)``, whatever
+  the style (the pairing is the code's own reshape), or gpt-fast's real
+  pairs; llama2.c's ``freqs_cos`` and ``freqs_sin``.  A lesson that turns
+  nothing gives the same tables at angle 0 (the identity rotation), so a
+  layer whose model owns the rotation computes the lesson's attention
+  (:mod:`.argvalues` makes every value);
 - the causal mask (every lesson that masks): ``mask``, ``attn_mask``,
   ``attention_mask``, ``causal_mask``, ``(T, T)`` for the one-head lessons
   and ``(1, 1, T, T)`` for the multi-head ones, in one of three forms
@@ -31,6 +35,8 @@ the value the lesson itself would use at the call's ``T`` tokens:
   nor the shape (the Annotated Transformer's layer widens a ``(1, T, T)``
   mask with ``unsqueeze(1)``): :mod:`.maskforms` tries them and ``bind`` is
   told the one chosen (:class:`Mask`);
+- d2l's ``valid_lens``: ``i + 1`` for query row ``i``, how its decoder masks
+  causally;
 - the keys' and values' tokens (``key``, ``value``, ``keys``, ``values``,
   ``k``, ``v``, as ``forward(query, key, value, mask)`` takes them): the
   tokens themselves, since the lesson is self-attention;
@@ -56,10 +62,17 @@ from typing import Any, NamedTuple
 
 import torch
 
+from tracer.compare.check.argvalues import FORMS
+from tracer.compare.check.argvalues import MASKS as ALL_MASKS
+from tracer.compare.check.argvalues import ROTARY as ROTARY
+from tracer.compare.check.argvalues import STILL as STILL
+from tracer.compare.check.argvalues import value as value
 from tracer.compare.check.lessons import Spec
-from tracer.compare.check.resizeref import BASE
 from tracer.errors import InputError
 from tracer.message import Message
+
+MASKS = FORMS
+"""The causal mask's forms, in the order they are tried: additive float, boolean keep, boolean hide."""
 
 TABLE: dict[str, tuple[str, ...]] = {
     "position_ids": ("position_ids", "pos_ids"),
@@ -68,10 +81,15 @@ TABLE: dict[str, tuple[str, ...]] = {
     "cos": ("cos",),
     "sin": ("sin",),
     "cos_sin": ("position_embeddings", "cos_sin", "rotary_pos_emb", "rope_cache"),
+    "cos_sin_half": (),  # the pair's other form: never asked for by name, chosen by trying (:mod:`.maskforms`)
     "freqs_cis": ("freqs_cis", "freqs_complex", "freq_cis"),
+    "freqs_pairs": (),
+    "freqs_cos": ("freqs_cos",),
+    "freqs_sin": ("freqs_sin",),
+    **{k: () for k in STILL},  # a rotary table at angle 0, for a lesson that turns nothing
     "mask": ("mask", "attn_mask", "attention_mask", "causal_mask", "attn_bias"),
-    "mask_keep": (),  # a mask's other forms: never asked for by name, chosen by trying (:mod:`.maskforms`)
-    "mask_hide": (),
+    **{k: () for k in ALL_MASKS[1:]},  # a mask's other forms: never asked for by name, chosen by trying
+    "valid_lens": ("valid_lens", "valid_len", "dec_valid_lens"),
     "tokens": ("key", "value", "keys", "values", "k", "v"),
     "true": ("is_causal", "causal"),
     "false": ("use_cache", "output_attentions", "need_weights", "return_attention", "return_weights"),
@@ -83,13 +101,26 @@ TABLE: dict[str, tuple[str, ...]] = {
 """Kind -> the parameter names (lower case) that take it."""
 
 KIND = {name: kind for kind, names in TABLE.items() for name in names}
-ROTARY = ("cos", "sin", "cos_sin", "freqs_cis")
+ALTERNATIVES = {"cos_sin": ("cos_sin", "cos_sin_half"), "freqs_cis": ("freqs_cis", "freqs_pairs")}
+"""A rotary kind asked for by name -> the forms its callers give it in (:mod:`.maskforms` tries each)."""
+
+
+def alternatives(kind: str) -> tuple[str, ...]:
+    """The forms tried for a parameter of ``kind`` (``still_`` ones for a lesson that turns nothing); ``()``: one."""
+    still = kind.startswith("still_")
+    forms = ALTERNATIVES.get(kind.removeprefix("still_"), ())
+    return tuple(f"still_{f}" for f in forms) if still else forms
+
+
 GROUPS = {
     "positions": ("position_ids", "positions", "start"),
     "rotary": ROTARY,
+    "still": STILL,
     "mask": ("mask",),
     "mask_keep": ("mask_keep",),
     "mask_hide": ("mask_hide",),
+    "mask_band": ("mask_band", "mask_keep_band", "mask_hide_band"),
+    "valid_lens": ("valid_lens",),
     "flags": ("true", "false", "none"),
     "tokens": ("tokens",),
 }
@@ -140,10 +171,10 @@ def kinds(module: Any, spec: Spec, optional: tuple[str, ...] = ()) -> dict[str, 
         params += [p for p in inspect.signature(forward).parameters.values() if p.name in optional]
     for p in params:
         kind = KIND.get(p.name.lower())
-        if kind in ROTARY and not spec.rotary:
-            kind = None
+        if kind in ROTARY and not spec.rotary:  # a lesson that turns nothing: the caller's rotation by angle 0
+            kind = f"still_{kind}"
         if kind is None:
-            known = ", ".join(ns[0] for k, ns in TABLE.items() if ns and (k not in ROTARY or spec.rotary))
+            known = ", ".join(ns[0] for ns in TABLE.values() if ns)
             said = Message(
                 "trouble.forward_requires", module=_name(module), param=p.name, lesson=spec.name, known=known
             )
@@ -156,85 +187,53 @@ def _name(module: Any) -> str:
     return type(module).__name__ if isinstance(module, torch.nn.Module) else str(getattr(module, "__name__", module))
 
 
-def value(kind: str, x: torch.Tensor, spec: Spec, width: int, rank: int = 0) -> Any:
-    """The value of ``kind`` for a call on ``x`` (``(b, T, d_in)`` or ``(T, d_in)``); ``width``: the rotary's ``d``,
-    ``rank``: the mask's number of axes (0: the lesson's)."""
-    t = int(x.shape[-2])
-    lead = tuple(int(n) for n in x.shape[:-2])
-    at = torch.arange(t)
-    if kind == "position_ids":
-        return at.expand(*lead, t).clone()
-    if kind == "positions":
-        return at
-    if kind == "start":
-        return 0
-    if kind in ROTARY:
-        return _rotary(kind, at, lead, spec.style or "half", width, x.dtype)
-    if kind in MASKS:
-        return _mask(kind, t, x.dtype, spec.multi, rank)
-    if kind == "tokens":  # self-attention: the keys and values come from the same tokens as the queries
-        return x
-    return {"true": True, "false": False, "none": None}[kind]
-
-
-MASKS = ("mask", "mask_keep", "mask_hide")
-"""The causal mask's forms, in the order they are tried: additive float, boolean keep, boolean hide."""
-
 RANKS = (2, 3, 4)
 """The shapes a caller may give the mask in: ``(T, T)``, ``(1, T, T)`` (the Annotated Transformer's
-``subsequent_mask``, which the layer widens with ``unsqueeze(1)``), ``(1, 1, T, T)``."""
+``subsequent_mask``, which the layer widens with ``unsqueeze(1)``), ``(1, 1, T, T)``; each of the last two
+also with the batch as its first axis (``batched``: Hugging Face's ``(b, 1, T, T)``)."""
 
 
 class Mask(NamedTuple):
-    """How a mask is passed: its form (:data:`MASKS`), its number of axes (0: the lesson's), and the
-    parameters with a default that get it all the same (a mask the code leaves to its caller)."""
+    """How the further arguments are passed where callers differ: the mask's form (:data:`MASKS`), its number
+    of axes (0: the lesson's) and whether the first is the batch's, the parameters with a default that get it
+    all the same (a mask the code leaves to its caller), and the form of each rotary table that has several
+    (``(parameter, kind)`` pairs, :data:`ALTERNATIVES`)."""
 
     form: str = "mask"
     rank: int = 0
     optional: tuple[str, ...] = ()
+    batched: bool = False
+    tables: tuple[tuple[str, str], ...] = ()
 
 
 LESSON = Mask()
 """The lesson's own way: an additive mask in the lesson's shape, passed only where ``forward`` requires one."""
 
 
-def _mask(kind: str, t: int, dtype: torch.dtype, multi: bool, rank: int = 0) -> torch.Tensor:
-    """The causal mask over ``t`` tokens in form ``kind``, ``(T, T)`` or, for the multi-head lessons, ``(1, 1, T, T)``;
-    with ``rank``, ``(T, T)`` behind ``rank − 2`` leading axes of one.
-
-    ``mask``: 0 where token i may attend and −inf above the diagonal (to be
-    added); ``mask_keep``: True where it may attend, on and below the
-    diagonal (the Annotated Transformer's ``subsequent_mask``, read by
-    ``masked_fill(mask == 0, …)``); ``mask_hide``: True above the diagonal
-    (torch's boolean ``attn_mask`` of hidden places, ``masked_fill(mask, …)``).
-    """
-    hide = torch.ones(t, t, dtype=torch.bool).triu(1)
-    cut = {"mask": torch.zeros(t, t, dtype=dtype).masked_fill(hide, float("-inf")), "mask_keep": ~hide}.get(kind, hide)
-    rank = rank or (4 if multi else 2)
-    return cut.view(*(1,) * (rank - 2), t, t)
+def kind_of(kind: str, mask: Mask, name: str) -> str:
+    """The kind passed to parameter ``name``, asked for as ``kind``, under the choice ``mask``."""
+    if kind == "mask":
+        return mask.form
+    return dict(mask.tables).get(name, kind)
 
 
-def _rotary(kind: str, at: torch.Tensor, lead: tuple[int, ...], style: str, d: int, dtype: torch.dtype) -> Any:
-    """``cos``, ``sin``, the pair, or ``freqs_cis`` of ``m θ_p`` for positions ``at`` (from 0)."""
-    theta = BASE ** (-2.0 * torch.arange(d // 2, dtype=torch.float64) / d)
-    angle = at.to(torch.float64)[:, None] * theta[None, :]
-    if kind == "freqs_cis":
-        return torch.polar(torch.ones_like(angle), angle).to(torch.complex64)
-    wide = torch.cat((angle, angle), dim=-1) if style == "half" else angle.repeat_interleave(2, dim=-1)
-    cos, sin = (f(wide).to(dtype).expand(*lead, *wide.shape).clone() for f in (torch.cos, torch.sin))
-    return {"cos": cos, "sin": sin, "cos_sin": (cos, sin)}[kind]
-
-
-def width(spec: Spec, d_out: int | None = None) -> int:
-    """The rotary tables' ``d``: lesson rope's one head is ``d_out`` wide (``d_out`` of a rebuilt module)."""
-    return d_out if d_out is not None else spec.d_out
+def width(spec: Spec, d_out: int | None = None, heads: int | None = None) -> int:
+    """The rotary tables' ``d``: one head's width, ``d_out / heads`` (of a rebuilt module: its own sizes)."""
+    return (d_out if d_out is not None else spec.d_out) // (heads or spec.heads or 1)
 
 
 Arguments = Callable[[torch.Tensor], tuple[tuple[Any, ...], dict[str, Any]]]
 """The positional and keyword arguments of one call on the tokens ``x`` (``x`` first)."""
 
 
-def bind(module: Any, spec: Spec, d: int | None = None, mask: Mask = LESSON) -> tuple[Arguments | None, dict[str, str]]:
+def bind(
+    module: Any,
+    spec: Spec,
+    d: int | None = None,
+    mask: Mask = LESSON,
+    heads: int | None = None,
+    window: int | None = None,
+) -> tuple[Arguments | None, dict[str, str]]:
     """How to call ``module`` on the tokens (None: ``forward(x)``), and what it is given beyond them (name -> kind).
 
     ``mask`` says how every mask is passed (its form, one of :data:`MASKS`,
@@ -246,17 +245,17 @@ def bind(module: Any, spec: Spec, d: int | None = None, mask: Mask = LESSON) -> 
     passed by position where they can be, so the capture names them after
     the student's parameters.
     """
-    given = {name: mask.form if kind == "mask" else kind for name, kind in kinds(module, spec, mask.optional).items()}
+    given = {name: kind_of(kind, mask, name) for name, kind in kinds(module, spec, mask.optional).items()}
     if not given:
         return None, {}
     params = inspect.signature(getattr(module, "forward", module)).parameters
-    rot = width(spec, d)
+    rot = width(spec, d, heads)
 
     def arguments(x: torch.Tensor) -> tuple[tuple[Any, ...], dict[str, Any]]:
         args: list[Any] = [x]
         kwargs: dict[str, Any] = {}
         for name, kind in given.items():
-            got = value(kind, x, spec, rot, mask.rank)
+            got = value(kind, x, spec, rot, mask.rank, mask.batched, window)
             if params[name].kind is inspect.Parameter.KEYWORD_ONLY or name in mask.optional:  # by name: past defaults
                 kwargs[name] = got
             else:
@@ -264,3 +263,53 @@ def bind(module: Any, spec: Spec, d: int | None = None, mask: Mask = LESSON) -> 
         return tuple(args), kwargs
 
     return arguments, given
+
+
+Span = Callable[[torch.Tensor, int, int], dict[str, Any]]
+"""The keyword arguments of a generation's call on tokens ``a..b`` (1-based), given its new tokens."""
+
+ROWS = {
+    **dict.fromkeys(("cos", "sin", "cos_sin", *ALL_MASKS), -2),
+    **dict.fromkeys(("freqs_cis", "freqs_pairs", "freqs_cos", "freqs_sin", "positions"), 0),
+    **dict.fromkeys(("valid_lens", "position_ids"), -1),
+    "cos_sin_half": 1,
+}
+"""The axis of the positions (a mask's: of the queries) in each kind's value (:mod:`.argvalues`)."""
+
+
+def spans(module: Any, spec: Spec, d: int | None = None, heads: int | None = None) -> Span | None:
+    """What a generation passes each call of ``module`` beyond the new tokens (None: nothing, or what it cannot).
+
+    A call on tokens ``a..b`` sees the keys of tokens ``1..b``: the rotary
+    tables are those of positions ``a − 1 .. b − 1``, and the mask is the
+    lesson's rows ``a..b`` over keys ``1..b`` (Meta's ``(T_new, start_pos +
+    T_new)``).  The cache and the position are the generation's own
+    (:mod:`.generation`), which overrides what is made here for them.
+    """
+    try:
+        given = kinds(module, spec)
+    except InputError:
+        return None
+    if not given:
+        return None
+    rot = width(spec, d, heads)
+
+    def span(x_new: torch.Tensor, a: int, b: int) -> dict[str, Any]:
+        whole = torch.zeros(*x_new.shape[:-2], b, x_new.shape[-1], dtype=x_new.dtype)
+        out: dict[str, Any] = {}
+        for name, kind in given.items():
+            got = x_new if kind == "tokens" else value(kind, whole, spec, rot)
+            out[name] = _rows(kind.removeprefix("still_"), got, a - 1)
+        return out
+
+    return span
+
+
+def _rows(kind: str, got: Any, start: int) -> Any:
+    """``got`` (made for positions from 0) from position ``start`` on: the new tokens' rows."""
+    if isinstance(got, tuple):
+        return tuple(_rows(kind, g, start) for g in got)
+    if not isinstance(got, torch.Tensor) or kind not in ROWS:
+        return got
+    axis = ROWS[kind]
+    return got.narrow(axis, start, got.shape[axis] - start).contiguous()

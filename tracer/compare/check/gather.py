@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from tracer.compare.check import build, forwardargs, lessons, maskforms, reference, resize, roles, sizing, student
+from tracer.compare.check import build, convention, forwardargs, lessons, reference, resize, roles, sizing, student
 from tracer.compare.check.evidence import Evidence, Failure, Run
 from tracer.compare.check.model import Seen
 from tracer.compare.check.student import name_of
@@ -81,10 +81,8 @@ def _called(obj: Any, spec: lessons.Spec) -> Evidence:
         ev.wrap = spec.d_out // spec.heads if heads is not None else 0
         ev.heads = heads[0] if heads is not None else ""
         fn: Any = module
-        given, ev.given = forwardargs.bind(module, spec)
-        form = maskforms.choose(module, spec, reference.inputs(spec), ev.roles, ev.given)
-        if form != forwardargs.LESSON:  # a keep or hide mask, another shape, or one it leaves to its caller
-            given, ev.given = forwardargs.bind(module, spec, mask=form)
+        how = convention.settle(module, spec, ev.roles)  # its further arguments, as its own callers pass them
+        given, ev.given, form = how.arguments(), how.given, how.forms
     else:
         module, fn, given, form = None, _function(obj), None, forwardargs.LESSON
     x = reference.inputs(spec)
@@ -105,7 +103,8 @@ def _called(obj: Any, spec: lessons.Spec) -> Evidence:
         failure = Failure(crash.message, crash.details, crash.cause) if crash is not None else None
         ev.runs.append(Run("short", [_output(short.output)] if crash is None else [], error=failure))
     if spec.rebuilds is not None:
-        ev.other = resize.gather(_builder(obj, spec), spec, form)
+        pairs = spec.rotary or any(k in forwardargs.ROTARY or k in forwardargs.STILL for k in ev.given.values())
+        ev.other = resize.gather(_builder(obj, spec), spec, form, pairs)
     return ev
 
 

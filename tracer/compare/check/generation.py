@@ -39,11 +39,11 @@ from typing import Any
 import numpy as np
 import torch
 
-from tracer.compare.check import align, build, deadline, lessons, reference, roles
+from tracer.compare.check import align, build, deadline, forwardargs, lessons, reference, roles
 from tracer.compare.check.context import Context, Hit
 from tracer.compare.check.evidence import Evidence, Failure, Run
 from tracer.compare.check.model import Divergence, Match, Quantity, Seen, StageResult
-from tracer.compare.check.student import StudentError, name_of, raised, returned
+from tracer.compare.check.student import StudentError, fitted, name_of, raised, returned
 from tracer.core.trace import Step
 from tracer.message import Message
 
@@ -110,8 +110,13 @@ def generate(
     how: tuple[str, str],
     seed: int,
     spans: tuple[tuple[int, int], ...],
+    further: forwardargs.Span | None = None,
 ) -> list[Call]:
-    """Run every call of ``spans`` (a lesson's ``calls``) on ``module``; a call that raises ends the generation."""
+    """Run every call of ``spans`` (a lesson's ``calls``) on ``module``; a call that raises ends the generation.
+
+    ``further`` makes what each call is passed beyond the new tokens, the
+    cache and the position (rotary tables, a mask: :func:`.forwardargs.spans`).
+    """
     kind, param = how
     at = position(module)
     ask = {"use_cache": True} if kind == "passed" and _takes(module, "use_cache") else {}  # GPT-2's present
@@ -126,10 +131,11 @@ def generate(
     with torch.random.fork_rng(devices=[]), torch.no_grad():
         torch.manual_seed(seed)
         for a, b in spans:
-            x_new = x[:, a - 1 : b, :]
+            x_new = fitted(module, x[:, a - 1 : b, :])  # contiguous, as its callers' tensors are
             try:
                 given = {param: cache, **ask} if kind == "passed" else {param: True} if param else {}
-                out = _guard(module, x_new, {**given, **_where(at, a, b, x_new.shape[0])})
+                extra = further(x_new, a, b) if further is not None else {}
+                out = _guard(module, x_new, {**extra, **given, **_where(at, a, b, x_new.shape[0])})
                 if kind == "passed":
                     if not isinstance(out, tuple) or len(out) != 2:
                         raise StudentError(Message("trouble.cache_not_pair", param=param, type=type(out).__name__))
@@ -176,7 +182,8 @@ def collect(obj: Any, spec: lessons.Spec) -> Evidence:
         ev.structural = (e.code, dict(e.detail))
         return ev
     ev.bias = spec.bias
-    calls = generate(module, reference.inputs(spec), convention(module), spec.seed, spec.calls)
+    further = forwardargs.spans(module, spec)
+    calls = generate(module, reference.inputs(spec), convention(module), spec.seed, spec.calls, further)
     for (a, b), call in zip(spec.calls, calls, strict=False):
         crash = None if call.error is None else Failure(call.error.message, call.error.details, call.error.cause)
         ev.runs.append(Run(_run(a, b), output=call.out, error=crash))

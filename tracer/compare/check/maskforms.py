@@ -48,58 +48,88 @@ Cost: two or three calls more, only for a ``forward`` that requires a mask.
 
 from __future__ import annotations
 
+import itertools
 from typing import Any
 
 import numpy as np
 import torch
 
-from tracer.compare.check import align, forwardargs, reference, student
+from tracer.compare.check import align, argvalues, forwardargs, reference, student
 from tracer.compare.check.forwardargs import LESSON, RANKS, Mask
 from tracer.compare.check.lessons import Spec
 from tracer.compare.check.model import Match, Role, Seen
 
 
 def choose(module: Any, spec: Spec, x: torch.Tensor, found: dict[str, Role], given: dict[str, str]) -> Mask:
-    """How to pass ``module`` its mask: the form and shape under which its output is the lesson's (or nearest it).
+    """How to pass ``module`` its further arguments where callers differ: the mask's form and shape, and the form
+    of each rotary table, under which its output is the lesson's (or nearest it).
 
     ``given`` is what ``forward`` is passed beyond the tokens
-    (:func:`.forwardargs.bind`).  A required mask is tried in each form of
-    :data:`.forwardargs.MASKS` in the lesson's shape, then in the other
-    shapes of :data:`.forwardargs.RANKS`; the first under which the output
-    is the lesson's wins; when none is, the nearest of all (ties to the
-    earlier: the lesson's shape, then the additive form).  A mask
-    parameter with a default (a mask the code leaves to its caller) is left
-    at its default when the output is the lesson's so; otherwise it is
-    tried as a required one is (so a mistake is diagnosed under the mask a
-    caller passes, and a layer that ignores it is still ``mask_missing``).
+    (:func:`.forwardargs.bind`).  The candidates (:func:`candidates`) are
+    tried in order; the first under which the output is the lesson's wins;
+    when none is, the nearest of all (ties to the earlier: the lesson's
+    shape, then the additive form).  A mask parameter with a default (a mask
+    the code leaves to its caller) is left at its default when the output is
+    the lesson's so; otherwise it is tried as a required one is (so a
+    mistake is diagnosed under the mask a caller passes, and a layer that
+    ignores it is still ``mask_missing``).
     """
     optional = tuple(forwardargs.optional_masks(module))
     required = "mask" in given.values()
-    if not required and not optional:
+    tables = [(name, forms) for name, k in given.items() if (forms := forwardargs.alternatives(k))]
+    if not required and not optional and not tables:
         return LESSON
     want = _lesson_output(spec, found)
     if want is None:
         return LESSON
     ref, axes = want
+    if not required and not optional:
+        masks = [[Mask()]]
+    else:
+        masks = candidates(spec, optional)
+        if not required and _agrees(_output(module, spec, x, Mask(tables=_first(tables))), ref, axes):
+            return Mask(tables=_first(tables))  # it masks by itself: its caller passes nothing
+    ran: list[tuple[Mask, tuple[int, float]]] = []
+    for tier in masks:
+        for m in tier:
+            for chosen in itertools.product(*(((n, f) for f in fs) for n, fs in tables)):
+                tried = m._replace(tables=tuple(chosen))
+                near = _near(_output(module, spec, x, tried), ref, axes)
+                if near is None:
+                    continue
+                k = align.distance(near, ref)
+                if k[0] == 0:
+                    return tried
+                ran.append((tried, k))
+    weights = _lesson_output(spec, found, "weights")
+    for tried, _ in ran:  # more or less than the lesson after the mask (a projection): the lesson's weights inside
+        if weights is not None and _inside(module, spec, x, tried, *weights):
+            return tried
+    return min(ran, key=lambda mk: mk[1], default=(LESSON, (0, 0.0)))[0]  # a shape that scrambles it comes out far
+
+
+def _inside(module: Any, spec: Spec, x: torch.Tensor, mask: Mask, ref: np.ndarray, axes: tuple[str, ...]) -> bool:
+    """True when, called as ``mask`` says, the module makes the lesson's output ``ref`` on its way (captured)."""
+    run = student.run(module, x, spec.seed, forwardargs.bind(module, spec, mask=mask)[0])
+    return run.error is None and align.find(ref, axes, run.seen) is not None
+
+
+def _first(tables: list[tuple[str, tuple[str, ...]]]) -> tuple[tuple[str, str], ...]:
+    return tuple((n, fs[0]) for n, fs in tables)
+
+
+def candidates(spec: Spec, optional: tuple[str, ...] = ()) -> list[list[Mask]]:
+    """The masks tried, shape by shape: the lesson's shape first, then the other ranks, then with the batch.
+
+    Each shape in every form of :data:`.forwardargs.MASKS` that fits the
+    lesson: the causal ones, and for a lesson with a window the band ones
+    after them (a windowed model's caller builds the band into the mask).
+    """
     lesson = 4 if spec.multi else 2
     ranks = (0, *(r for r in RANKS if r != lesson))
-    tiers: list[list[Mask]] = [[Mask(form, rank, optional) for form in forwardargs.MASKS] for rank in ranks]
-    if not required and _agrees(_output(module, spec, x, LESSON), ref, axes):
-        return LESSON  # it masks by itself: its caller passes nothing
-    readings: list[list[tuple[Mask, tuple[int, float]]]] = []
-    for tier in tiers:
-        got = []
-        for m in tier:
-            near = _near(_output(module, spec, x, m), ref, axes)
-            if near is None:
-                continue
-            k = align.distance(near, ref)
-            if k[0] == 0:
-                return m
-            got.append((m, k))
-        readings.append(got)
-    ran = [mk for got in readings for mk in got]  # a shape that scrambles the output by accident comes out far
-    return min(ran, key=lambda mk: mk[1], default=(LESSON, (0, 0.0)))[0]
+    shapes = [(r, False) for r in ranks] + [(r, True) for r in ranks if (r or lesson) > 2]
+    forms = [f for f in argvalues.MASKS if spec.windowed or not f.endswith("_band")]
+    return [[Mask(form, rank, optional, batched) for form in forms] for rank, batched in shapes]
 
 
 def _agrees(out: np.ndarray | None, ref: np.ndarray, axes: tuple[str, ...]) -> bool:
@@ -113,9 +143,13 @@ def _near(out: np.ndarray | None, ref: np.ndarray, axes: tuple[str, ...]) -> Mat
     return None if out is None else align.nearest(ref, axes, [Seen("output", "return", out, "")])
 
 
-def _lesson_output(spec: Spec, found: dict[str, Role]) -> tuple[np.ndarray, tuple[str, ...]] | None:
-    """The lesson's output (its last quantity of the main run) from the module's weights, and its axes."""
-    last = [q for q in spec.quantities if q.run == "eval"][-1]
+def _lesson_output(spec: Spec, found: dict[str, Role], stage: str = "") -> tuple[np.ndarray, tuple[str, ...]] | None:
+    """The lesson's output (its last quantity of the main run) from the module's weights, and its axes;
+    with ``stage``, its first quantity of that stage (``weights``: the attention weights the mask shapes)."""
+    main = [q for q in spec.quantities if q.run == "eval" and (not stage or q.stage == stage)]
+    if not main:
+        return None
+    last = main[0] if stage else main[-1]
     try:
         node = reference.reference(spec, found).node(last.step)
     except (ValueError, IndexError, KeyError, RuntimeError, TypeError):  # weights that do not fit: the judge says so
@@ -125,7 +159,7 @@ def _lesson_output(spec: Spec, found: dict[str, Role]) -> tuple[np.ndarray, tupl
 
 def _output(module: Any, spec: Spec, x: torch.Tensor, mask: Mask) -> np.ndarray | None:
     """The module's output on ``x`` given the mask as ``mask`` says (None: it raised, or returned no float tensor)."""
-    arguments = forwardargs.bind(module, spec, mask=mask)[0]
+    arguments = forwardargs.bind(module, spec, mask=mask)[0]  # the lesson's sizes, its heads and window
     run = student.call(module, x, spec.seed, arguments)
     out = student.returned(run.output)
     if run.error is not None or not isinstance(out, torch.Tensor) or not out.is_floating_point():

@@ -27,6 +27,7 @@ import torch
 
 from tracer.compare.check import (
     align,
+    convention,
     flashcheck,
     forwardargs,
     generation,
@@ -112,28 +113,38 @@ def hit(spec: Spec, others: list[Other]) -> Hit | None:
     return Hit(None, (), {"sizes": other[0], "detail": other[1]}, "sizes_ignored")
 
 
-def gather(build: Callable[[dict[str, Any]], Any], spec: Spec, mask: Mask = LESSON) -> list[Other]:
+def gather(build: Callable[[dict[str, Any]], Any], spec: Spec, mask: Mask = LESSON, pairs: bool = False) -> list[Other]:
     """The student's half: each second build made with ``build(sizes)``, its weights found, called (:func:`_one`).
 
     A mask it requires is given in the form chosen at the lesson's sizes
-    (``mask``, :mod:`.maskforms`).
+    (``mask``, :mod:`.maskforms`).  ``pairs``: the module turns its queries
+    and keys pair by pair (it takes rotary tables), so sizes with an odd head
+    width are not ones it can take: its build starts at the fallback sizes.
 
     Only data comes back (:class:`Other`); :func:`judge` compares it with the
     lesson computed from those weights on inputs of its own.
     """
-    return [_first_taken(build, spec, sized, mask) for sized in alternatives(spec)]
+    return [_first_taken(build, spec, sized, mask, pairs) for sized in alternatives(spec)]
 
 
 def _first_taken(
-    build: Callable[[dict[str, Any]], Any], spec: Spec, sized: tuple[dict[str, Any], ...], mask: Mask
+    build: Callable[[dict[str, Any]], Any],
+    spec: Spec,
+    sized: tuple[dict[str, Any], ...],
+    mask: Mask,
+    pairs: bool = False,
 ) -> Other:
     """The build at the first of ``sized`` that the module takes (built and called without failing), or the first's.
 
     ``Other.tried`` says which sizes were used, so the judge computes the
-    lesson at the same ones.
+    lesson at the same ones.  With ``pairs``, sizes of an odd head width are
+    passed over (unless they are the last): code that turns pairs cannot
+    take them, and may compute something else there without failing.
     """
     first: Other | None = None
     for n, got in enumerate(sized):
+        if pairs and n < len(sized) - 1 and _odd(spec, got):
+            continue
         other = _one(build, spec, got, mask)
         other.tried = n
         if first is not None:
@@ -143,6 +154,14 @@ def _first_taken(
         first = first or other
     assert first is not None
     return first
+
+
+def _odd(spec: Spec, got: dict[str, Any]) -> bool:
+    """True when the sizes ``got`` give each head an odd width (one a rotation of pairs cannot take)."""
+    if "d_out" not in got:
+        return False
+    heads = int(got.get("num_heads", 1)) if spec.multi else 1
+    return bool((got["d_out"] // max(heads, 1)) % 2)
 
 
 def _failure(spec: Spec, other: Other) -> Message | None:
@@ -166,16 +185,19 @@ def _one(build: Callable[[dict[str, Any]], Any], spec: Spec, got: dict[str, Any]
     except InputError as e:
         return Other(Message("resize.cannot_build", problem=_said(e)))
     x = _inputs(spec, got)
+    convention.materialise(module, spec, SEED, got)  # lazy layers get their shapes from one call
     try:
         found = _roles(module, spec, got)
     except InputError as e:
         return Other(Message("resize.weights_unfit", problem=_said(e)))
     module.eval()
     if spec.driver == GENERATION:
-        return Other(None, found, {"eval": _generated(module, x, got["calls"])})
+        further = forwardargs.spans(module, spec, got["d_out"], got.get("num_heads"))
+        return Other(None, found, {"eval": _generated(module, x, got["calls"], further)})
     results: dict[str, np.ndarray | Message] = {}
     try:
-        given = forwardargs.bind(module, spec, got["d_out"], mask)[0]  # its further arguments, made at the new sizes
+        heads, window = got.get("num_heads"), got.get("window_size")  # its further arguments, at the new sizes
+        given = forwardargs.bind(module, spec, got["d_out"], mask, heads, window)[0]
     except InputError as e:  # a factory that builds another forward at these sizes
         return Other(Message("resize.cannot_build", problem=_said(e)))
     for mode in _modes(spec):
@@ -211,10 +233,15 @@ def gather_function(fn: Any, spec: Spec) -> list[Other]:
     return [Other(None, {}, {"eval": value})]
 
 
-def _generated(module: torch.nn.Module, x: torch.Tensor, spans: tuple[tuple[int, int], ...]) -> np.ndarray | Message:
+def _generated(
+    module: torch.nn.Module,
+    x: torch.Tensor,
+    spans: tuple[tuple[int, int], ...],
+    further: forwardargs.Span | None = None,
+) -> np.ndarray | Message:
     """The context rows of every call of ``spans`` joined along the tokens, or what went wrong."""
     try:
-        calls = generation.generate(module, x, generation.convention(module), SEED, spans)
+        calls = generation.generate(module, x, generation.convention(module), SEED, spans, further)
     except student.StudentError as e:  # the reset crashed, or a call returned no float tensor
         reset = e.message.args.get("who") == Message("trouble.the_reset")
         return Message("resize.reset_raised", error=e.cause) if reset else NO_TENSOR

@@ -44,9 +44,35 @@ WORD = {"W_query": Message("word.query"), "W_key": Message("word.key"), "W_value
 """A weight's role as a sentence names it (``the key weight``)."""
 
 NAMES = {
-    "W_query": ("w_query", "query", "q_proj", "to_q", "q", "wq", "w_q", "q_linear", "linear_q", "query_proj", "proj_q"),
-    "W_key": ("w_key", "key", "k_proj", "to_k", "k", "wk", "w_k", "k_linear", "linear_k", "key_proj", "proj_k"),
-    "W_value": ("w_value", "value", "v_proj", "to_v", "v", "wv", "w_v", "v_linear", "linear_v", "value_proj", "proj_v"),
+    "W_query": (
+        "w_query",
+        "query",
+        "q_proj",
+        "to_q",
+        "q",
+        "wq",
+        "w_q",
+        "q_linear",
+        "linear_q",
+        "query_proj",
+        "proj_q",
+        "c_q",
+    ),
+    "W_key": ("w_key", "key", "k_proj", "to_k", "k", "wk", "w_k", "k_linear", "linear_k", "key_proj", "proj_k", "c_k"),
+    "W_value": (
+        "w_value",
+        "value",
+        "v_proj",
+        "to_v",
+        "v",
+        "wv",
+        "w_v",
+        "v_linear",
+        "linear_v",
+        "value_proj",
+        "proj_v",
+        "c_v",
+    ),
 }
 """Names a weight goes by, per role (compared in lower case with the parameter's own name or its layer's)."""
 

@@ -117,7 +117,23 @@ Arguments = Callable[[torch.Tensor], tuple[tuple[Any, ...], dict[str, Any]]] | N
 """What ``fn`` is called with on the tokens ``x`` (:func:`.forwardargs.bind`); None: ``fn(x)``."""
 
 
-def _arguments(x: torch.Tensor, arguments: Arguments) -> tuple[tuple[Any, ...], dict[str, Any]]:
+def fitted(fn: Any, x: torch.Tensor) -> torch.Tensor:
+    """``x`` as the module ``fn`` takes it: contiguous, in the dtype and on the device of its parameters.
+
+    A slice of the lesson's tokens (the shorter run's ``x[..., :4, :]``, a
+    generation's new tokens) is a view with the strides of the whole; code
+    that calls ``.view`` on its input (GPT-2's ``Conv1D``) needs it laid out
+    afresh, as its own callers' tensors are.  A module in half precision, or
+    on another device, gets the tokens there.
+    """
+    first = next(iter(fn.parameters()), None) if isinstance(fn, torch.nn.Module) else None
+    if first is not None and first.is_floating_point():
+        x = x.to(dtype=first.dtype, device=first.device)
+    return x.contiguous()
+
+
+def _arguments(fn: Any, x: torch.Tensor, arguments: Arguments) -> tuple[tuple[Any, ...], dict[str, Any]]:
+    x = fitted(fn, x)
     return arguments(x) if arguments is not None else ((x,), {})
 
 
@@ -125,7 +141,7 @@ def run(fn: Callable[..., Any], x: torch.Tensor, seed: int | None, arguments: Ar
     """Call ``fn(x)`` (or with ``arguments(x)``) under torch capture; a crash is kept in the run, not raised."""
     from tracer.compare.check.captured import capture, seen
 
-    args, kwargs = _arguments(x, arguments)  # made before the capture: not the student's tensors
+    args, kwargs = _arguments(fn, x, arguments)  # made before the capture: not the student's tensors
     with torch.random.fork_rng(devices=[]), torch.no_grad():
         if seed is not None:
             torch.manual_seed(seed)
@@ -140,7 +156,7 @@ def run(fn: Callable[..., Any], x: torch.Tensor, seed: int | None, arguments: Ar
 
 def call(fn: Callable[..., Any], x: torch.Tensor, seed: int | None, arguments: Arguments = None) -> Run:
     """Call ``fn(x)`` (or with ``arguments(x)``) without capture (only its result is compared); a crash is kept."""
-    args, kwargs = _arguments(x, arguments)
+    args, kwargs = _arguments(fn, x, arguments)
     with torch.random.fork_rng(devices=[]), torch.no_grad():
         if seed is not None:
             torch.manual_seed(seed)
