@@ -202,3 +202,56 @@ def test_an_error_carrying_a_message_reads_as_english_and_keeps_the_message() ->
     assert messages.render(e.said, "zh") == "没有这个文件：attn.py"
     plain = InputError("must be at least 1", arg="dim")
     assert str(plain) == "dim must be at least 1" and plain.said is None
+
+
+def test_every_installed_lessons_own_tables_have_every_key_in_every_language() -> None:
+    """A lesson's own table (a plug-in's too: its tests call the same function) passes what ours pass."""
+    from tracer.compare.check.lessons import SPECS
+    from tracer.record import registry
+
+    for name in registry.names():
+        said = [e.key for e in SPECS[name].mistakes] if name in SPECS else []
+        assert messages.gaps(name, said) == [], name
+
+
+@pytest.fixture
+def own_tables(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """A lesson ``mine`` whose package (``tmp_path/mine_pkg``) holds the message tables a test writes."""
+    import sys
+
+    from tracer.record import registry
+    from tracer.record.lesson import PackagedLesson
+
+    (tmp_path / "mine_pkg").mkdir()
+    (tmp_path / "mine_pkg" / "__init__.py").write_text("")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    mine = PackagedLesson(name="mine", summary="s", pipeline="mine_pkg", package="mine_pkg")
+    found, listed = registry.get, registry.names
+    monkeypatch.setattr(registry, "get", lambda name: mine if name == "mine" else found(name))
+    monkeypatch.setattr(registry, "names", lambda: [*listed(), "mine"])
+    messages.lesson_table.cache_clear()
+    yield tmp_path / "mine_pkg"
+    messages.lesson_table.cache_clear()
+    sys.modules.pop("mine_pkg", None)
+
+
+def test_a_lesson_says_its_own_sentences_under_its_namespace(own_tables: Path) -> None:
+    (own_tables / "messages.en.toml").write_text('[diagnosis]\nodd = "odd by {n}"\n', encoding="utf-8")
+    (own_tables / "messages.zh.toml").write_text('[diagnosis]\nodd = "差了 {n}"\n', encoding="utf-8")
+    said = Message("lesson.mine.diagnosis.odd", n=3)
+    assert messages.render(said, "en") == "odd by 3" and messages.render(said, "zh") == "差了 3"
+    assert messages.gaps("mine", ["lesson.mine.diagnosis.odd"]) == []
+    with pytest.raises(MissingString):  # its keys live under its name only, never among ours
+        messages.render(Message("diagnosis.odd", n=3), "en")
+    with pytest.raises(MissingString):
+        messages.render(Message("lesson.mine.diagnosis.even"), "en")
+
+
+def test_a_lesson_sentence_without_its_translation_fails_the_test(own_tables: Path) -> None:
+    (own_tables / "messages.en.toml").write_text('[diagnosis]\nodd = "odd by {n}"\nlost = "x"\n', encoding="utf-8")
+    (own_tables / "messages.zh.toml").write_text('[diagnosis]\nodd = "差了 {m}"\n', encoding="utf-8")
+    assert messages.gaps("mine", ["lesson.mine.diagnosis.odd", "lesson.mine.diagnosis.said"]) == [
+        "lesson.mine.diagnosis.lost is missing from the 'zh' table",
+        "lesson.mine.diagnosis.odd fills ['m'] in 'zh' but ['n'] in 'en'",
+        "lesson.mine.diagnosis.said is in no table",
+    ]

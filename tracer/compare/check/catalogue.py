@@ -7,6 +7,8 @@ order, only those that apply to the stage of the first divergence; the first
 one borne out is the diagnosis.  Each has one sentence, the message
 ``diagnosis.<code>`` of the message tables (its ``{name}`` fields filled from
 the hit's details), and names the reference steps involved.  ``docs/check.md`` lists them.
+A lesson's own mistakes (its check description's ``mistakes``) come after
+them (:func:`entries`), said by the lesson's own table.
 """
 
 from __future__ import annotations
@@ -16,9 +18,11 @@ from tracer.compare.check import published as P
 from tracer.compare.check import rotations as R
 from tracer.compare.check.context import Context, Hit
 from tracer.compare.check.entry import Entry
+from tracer.compare.check.lessons import SPECS, Spec
 from tracer.compare.check.mistakes import MISTAKES
+from tracer.errors import InputError
 
-__all__ = ["BY_CODE", "CATALOGUE", "STRUCTURE", "Entry", "diagnose"]
+__all__ = ["BY_CODE", "CATALOGUE", "STRUCTURE", "Entry", "diagnose", "entries", "entry"]
 
 CATALOGUE: tuple[Entry, ...] = (
     *MISTAKES,
@@ -139,11 +143,33 @@ KVCACHE: tuple[Entry, ...] = tuple(Entry(code, ("generation",), lambda c: None) 
 BY_CODE.update({e.code: e for e in KVCACHE})
 
 
+def own(spec: Spec) -> tuple[Entry, ...]:
+    """Lesson ``spec``'s own mistakes, each an :class:`Entry` (anything else in its description is one line)."""
+    wrong = [e for e in spec.mistakes if not isinstance(e, Entry)]
+    if wrong:
+        raise InputError(f"lesson {spec.name!r} lists a mistake that is not an Entry: {wrong[0]!r}")
+    return tuple(e for e in spec.mistakes if isinstance(e, Entry))
+
+
+def entries(spec: Spec) -> tuple[Entry, ...]:
+    """The hypotheses tried for lesson ``spec``, in order: the catalogue's, then the lesson's own."""
+    return (*CATALOGUE, *own(spec))
+
+
+def entry(code: str, lesson: str) -> Entry:
+    """The entry of mistake ``code`` as lesson ``lesson`` knows it: its own first, then the catalogue's."""
+    mine = own(SPECS[lesson]) if lesson in SPECS else ()
+    found = next((e for e in mine if e.code == code), None) or BY_CODE.get(code)
+    if found is None:
+        raise KeyError(f"lesson {lesson!r} knows no mistake {code!r}")
+    return found
+
+
 def diagnose(c: Context, stages: list[str]) -> Hit | None:
-    """The first catalogue entry for one of ``stages`` that the student's tensors bear out."""
-    for entry in CATALOGUE:
-        if set(stages) & set(entry.stages):
-            hit = entry.test(c)
+    """The first hypothesis for one of ``stages`` (:func:`entries`) that the student's tensors bear out."""
+    for e in entries(c.spec):
+        if set(stages) & set(e.stages):
+            hit = e.test(c)
             if hit is not None:
-                return Hit(hit.seen, hit.steps, hit.detail, entry.code, hit.where)
+                return Hit(hit.seen, hit.steps, hit.detail, e.code, hit.where)
     return None

@@ -17,8 +17,8 @@ with the student's weights.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any, Protocol
 
 from tracer.compare.check.model import Quantity
 from tracer.errors import InputError
@@ -44,6 +44,23 @@ GENERATION = "generation"
 """A module driven through a generation, call by call, its cache carried between calls (:mod:`.generation`)."""
 DRIVERS = (FUNCTION, MODULE, QKV, GENERATION)
 """The ways the check runs a student's code: a lesson's ``driver`` is one of them."""
+
+
+class Mistake(Protocol):
+    """A lesson's own mistake as its description holds it: a :class:`~.entry.Entry` (named here by its shape,
+    since an entry's test reads a :class:`~.context.Context`, which holds this description)."""
+
+    @property
+    def code(self) -> str: ...
+
+    @property
+    def stages(self) -> tuple[str, ...]: ...
+
+    @property
+    def lesson(self) -> str: ...
+
+    @property
+    def key(self) -> str: ...
 
 
 @dataclass(frozen=True)
@@ -82,6 +99,16 @@ class Spec:
     ) = None
     """``(spec, pipeline, inputs, weights, roles, info)`` -> the pipeline's ``build`` arguments with the student's
     weights (:mod:`.reference`); None: the lesson has no weights."""
+    mistakes: tuple[Mistake, ...] = ()
+    """The lesson's own mistakes, each a hypothesis (:class:`~.entry.Entry`: a code, the stages where it shows,
+    the test that predicts the wrong values and looks for them), tried after the catalogue's; each is said by
+    the lesson's own message table, ``diagnosis.<code>`` (``docs/lessons.md``)."""
+
+    def __post_init__(self) -> None:
+        """Mark the lesson's own mistakes as its own, so that their sentences come from its table."""
+        if any(e.lesson != self.name for e in self.mistakes):
+            own = tuple(replace(e, lesson=self.name) for e in self.mistakes)  # type: ignore[type-var]
+            object.__setattr__(self, "mistakes", own)
 
     @property
     def is_class(self) -> bool:

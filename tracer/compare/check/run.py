@@ -24,7 +24,7 @@ from tracer.compare.check import (
     student,
     wrapper,
 )
-from tracer.compare.check.catalogue import BY_CODE, diagnose
+from tracer.compare.check.catalogue import BY_CODE, diagnose, entry
 from tracer.compare.check.context import Context, Hit
 from tracer.compare.check.evidence import Evidence, Malformed
 from tracer.compare.check.gather import gather
@@ -248,8 +248,7 @@ def _first(ctx: Context, stages: list[StageResult]) -> tuple[StageResult | None,
     hit = diagnose(ctx, [s.quantity.stage for s in group])
     if hit is None:
         return head, None
-    entry = BY_CODE[hit.code]
-    for stage in entry.stages:
+    for stage in entry(hit.code, ctx.spec.name).stages:
         for s in group:
             if s.quantity.stage == stage:
                 return s, hit
