@@ -115,7 +115,7 @@ def test_check_passes_its_solution_with_exit_0(site: Path) -> None:
     out = run(site, "-m", "tracer", "check", str(PLUGIN / "solution.py") + ":attention", "--lesson", "temperature")
     assert out.returncode == 0, out.stderr
     assert "MATCHES the lesson at every stage (4 quantities compared)" in out.stdout
-    assert "scores divided by τ" in out.stdout  # the lesson's own stage, named by its own table
+    assert "scores / τ" in out.stdout  # the lesson's own stage, named by its own table
 
 
 @pytest.mark.parametrize(
