@@ -139,20 +139,27 @@ def test_check_names_the_mistake_of_a_one_mistake_copy_with_exit_1(
     assert said.returncode == 1 and "[tau_multiplied]" in said.stdout
 
 
-def test_a_lesson_without_a_check_description_says_so_in_one_line(site: Path) -> None:
-    """The plug-in without its ``checker``: ``check`` refuses in one line (exit 2), naming the lessons it can check."""
+@pytest.mark.parametrize(
+    ("lang", "said"),
+    [
+        ("en", "Error: lesson 'temperature' has no check yet: check knows simple, trainable,"),
+        ("zh", "Error: 课程 temperature 还没有检查：能检查的课程有 simple, trainable,"),
+    ],
+)
+def test_a_lesson_without_a_check_description_says_so_in_one_line(site: Path, lang: str, said: str) -> None:
+    """The plug-in without its ``checker``: ``check`` refuses in one line (exit 2) in the reader's language."""
     code = (
         "import dataclasses, sys\n"
         "from tracer.record import registry\n"
         "found = registry.get\n"
         "bare = dataclasses.replace(found('temperature'), checker=None)\n"
         "registry.get = lambda name: bare if name == 'temperature' else found(name)\n"
-        "sys.argv = ['attn-trace', 'check', 'x.py:f', '--lesson', 'temperature']\n"
+        f"sys.argv = ['attn-trace', 'check', 'x.py:f', '--lesson', 'temperature', '--lang', {lang!r}]\n"
         "from tracer.cli import main\n"
         "main()\n"
     )
     out = run(site, "-c", code)
-    assert out.returncode == 2 and "lesson 'temperature' has no check yet: check knows simple," in out.stderr
+    assert out.returncode == 2 and out.stderr.startswith(said), out.stderr
     assert len(out.stderr.strip().splitlines()) == 1
 
 

@@ -255,3 +255,21 @@ def test_a_lesson_sentence_without_its_translation_fails_the_test(own_tables: Pa
         "lesson.mine.diagnosis.odd fills ['m'] in 'zh' but ['n'] in 'en'",
         "lesson.mine.diagnosis.said is in no table",
     ]
+
+
+@pytest.mark.parametrize(("asked", "said"), [("zh", "zh"), ("en", "en"), ("zh,en", "zh"), ("all", "en"), (None, "en")])
+def test_a_command_says_an_error_that_is_a_message_in_the_language_of_its_lang(asked: str | None, said: str) -> None:
+    """The one rule of every command (``cli.group.Command``): a message error is rendered in ``--lang``'s language."""
+    import click
+
+    from tracer.cli.group import Command, UserError
+
+    def fails(lang: str | None) -> None:
+        raise InputError(Message("trouble.no_file", file="a.py"))
+
+    cmd = Command("x", params=[click.Option(["--lang"])], callback=fails)
+    ctx = cmd.make_context("x", ["--lang", asked] if asked else [])
+    with pytest.raises(UserError) as e:
+        cmd.invoke(ctx)
+    assert e.value.message == messages.render(Message("trouble.no_file", file="a.py"), said)
+    assert ("没有" in e.value.message) == (said == "zh")
