@@ -122,7 +122,7 @@ def test_check_passes_its_solution_with_exit_0(site: Path) -> None:
     ("lang", "sentence"),
     [
         ("en", "The scores are multiplied by the temperature τ = 2 instead of divided by it"),
-        ("zh", "分数乘以了温度 τ = 2，而不是除以它"),
+        ("zh", "注意力分数乘以了温度 τ = 2，而不是除以它"),
     ],
 )
 def test_check_names_the_mistake_of_a_one_mistake_copy_with_exit_1(

@@ -273,3 +273,17 @@ def test_a_command_says_an_error_that_is_a_message_in_the_language_of_its_lang(a
         cmd.invoke(ctx)
     assert e.value.message == messages.render(Message("trouble.no_file", file="a.py"), said)
     assert ("没有" in e.value.message) == (said == "zh")
+
+
+def test_a_masked_entry_is_said_in_the_readers_language_without_reading_english_back() -> None:
+    """``explain`` and the check write a masked entry's words from the page tables (they were a regex's work)."""
+    import tracer
+    from tracer.present.explain import equation
+    from tracer.present.strings import Strings
+
+    t = tracer.trace_lesson("causal")
+    masked = next(st for st in t.steps() if st.op == "masked_fill" and st.index == (0, 3))
+    kept = next(st for st in t.steps() if st.op == "masked_fill" and st.index == (3, 0))
+    assert "(masked: mask 1" in equation(t, masked) and "(kept: mask 0" in equation(t, kept)
+    assert "（被遮住：掩码 1" in equation(t, masked, s=Strings("zh"))
+    assert "（保留：掩码 0" in equation(t, kept, s=Strings("zh"))

@@ -21,12 +21,13 @@ if TYPE_CHECKING:
     from tracer.compare.check.result import CheckResult
 
 ZH_FORMULA: tuple[tuple[re.Pattern[str], Any], ...] = (
-    (re.compile(r"\(masked: mask (\S+), score (\S+)\)"), r"（被遮住：掩码 \1，分数 \2）"),
-    (re.compile(r"\(kept: mask (\S+), score (\S+)\)"), r"（保留：掩码 \1，分数 \2）"),
     (re.compile(r" unless (.+?), then -inf"), lambda m: f"（当 {m.group(1).replace(' or ', ' 或 ')} 时为 -inf）"),
     (re.compile(r"head outputs side by side: "), "各头的输出并排："),
 )
-"""The English words of the lessons' formulas (a mask's rule, a kept or masked entry) as Chinese."""
+"""The English words left in the lessons' formulas (a mask's rule, the heads' concatenation), as Chinese.
+
+They are the pipelines' node texts, recorded in the trace; keying them means recording the rule as
+structure (a masked entry's own words are keys already: ``explain.entry_masked``, ``explain.entry_kept``)."""
 
 
 def formula(s: Strings, text: str) -> str:
@@ -106,7 +107,7 @@ def divergence_lines(s: Strings, r: CheckResult, decimals: int = 4) -> list[str]
     lines = [s("check.differs", stage=stage_name(s, d.stage, r.lesson), quantity=d.quantity, step=d.step)]
     if d.run != "eval":
         lines.append(f"  ({run_label(s, r, d.run)})")
-    lines.append(f"  {s('check.lesson_value')}: {formula(s, equation(r.trace, r.trace[d.element], decimals))}")
+    lines.append(f"  {s('check.lesson_value')}: {formula(s, equation(r.trace, r.trace[d.element], decimals, s))}")
     if d.note == "shared":
         lines.append(f"  {s('check.your_value')}: {s('check.your_shared')}")
     elif d.note and d.run.startswith("call:"):
@@ -119,7 +120,7 @@ def divergence_lines(s: Strings, r: CheckResult, decimals: int = 4) -> list[str]
         shown = tensor_name(s, d.student_id)
         origin = s("check.made_at", id=shown, where=d.where) if d.where else s("check.made", id=shown)
         if d.student_step is not None and r.student is not None:
-            said = formula(s, equation(r.student, r.student[d.student_step], decimals))
+            said = formula(s, equation(r.student, r.student[d.student_step], decimals, s))
         else:
             said = f"{d.element} = {num(d.student, decimals)}"
         lines.append(f"  {s('check.your_value')}: {said}  ({origin})")
