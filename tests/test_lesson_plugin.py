@@ -53,6 +53,8 @@ def test_its_entry_point_comes_from_its_pyproject(site: Path) -> None:
     assert {p.name for p in (site / "attn_lesson_temperature").glob("*.toml")} == {
         "narrative.en.toml",
         "narrative.zh.toml",
+        "messages.en.toml",
+        "messages.zh.toml",
     }
 
 
@@ -100,10 +102,64 @@ def test_options_reach_it_and_bad_ones_are_one_line(site: Path) -> None:
     assert out.returncode == 2 and out.stderr.strip() == "Error: lesson 'temperature' takes no option window"
 
 
-def test_check_says_plainly_that_it_has_no_check_yet(site: Path) -> None:
-    """Its check description awaits the check loop (docs/lessons.md): until then one honest line, exit 2."""
-    out = run(site, "-m", "tracer", "check", "x.py:f", "--lesson", "temperature")
-    assert out.returncode == 2 and "lesson 'temperature' has no check yet" in out.stderr
+def mistaken(tmp_path: Path) -> Path:
+    """A copy of the plug-in's ``solution.py`` with one mistake: the scores multiplied by τ, not divided."""
+    right = (PLUGIN / "solution.py").read_text(encoding="utf-8")
+    wrong = right.replace("torch.softmax(scores / TAU", "torch.softmax(scores * TAU")
+    assert wrong != right
+    (tmp_path / "wrong.py").write_text(wrong, encoding="utf-8")
+    return tmp_path / "wrong.py"
+
+
+def test_check_passes_its_solution_with_exit_0(site: Path) -> None:
+    out = run(site, "-m", "tracer", "check", str(PLUGIN / "solution.py") + ":attention", "--lesson", "temperature")
+    assert out.returncode == 0, out.stderr
+    assert "MATCHES the lesson at every stage (4 quantities compared)" in out.stdout
+    assert "scores / τ" in out.stdout  # the lesson's own stage, named by its own table
+
+
+@pytest.mark.parametrize(
+    ("lang", "sentence"),
+    [
+        ("en", "The scores are multiplied by the temperature τ = 2 instead of divided by it"),
+        ("zh", "注意力分数乘以了温度 τ = 2，而不是除以它"),
+    ],
+)
+def test_check_names_the_mistake_of_a_one_mistake_copy_with_exit_1(
+    site: Path, tmp_path: Path, lang: str, sentence: str
+) -> None:
+    wrong = mistaken(tmp_path)
+    asked = ("check", f"{wrong}:attention", "--lesson", "temperature", "--lang", lang)
+    out = run(site, "-m", "tracer", *asked, "--format", "json")
+    assert out.returncode == 1, out.stderr
+    verdict = json.loads(out.stdout)
+    assert verdict["diagnosis"]["code"] == "tau_multiplied" and verdict["first_divergence"]["stage"] == "cooling"
+    assert verdict["diagnosis"]["sentence"].startswith(sentence)
+    said = run(site, "-m", "tracer", *asked)
+    assert said.returncode == 1 and "[tau_multiplied]" in said.stdout
+
+
+@pytest.mark.parametrize(
+    ("lang", "said"),
+    [
+        ("en", "Error: lesson 'temperature' has no check yet: check knows simple, trainable,"),
+        ("zh", "Error: 课程 temperature 还没有检查：能检查的课程有 simple, trainable,"),
+    ],
+)
+def test_a_lesson_without_a_check_description_says_so_in_one_line(site: Path, lang: str, said: str) -> None:
+    """The plug-in without its ``checker``: ``check`` refuses in one line (exit 2) in the reader's language."""
+    code = (
+        "import dataclasses, sys\n"
+        "from tracer.record import registry\n"
+        "found = registry.get\n"
+        "bare = dataclasses.replace(found('temperature'), checker=None)\n"
+        "registry.get = lambda name: bare if name == 'temperature' else found(name)\n"
+        f"sys.argv = ['attn-trace', 'check', 'x.py:f', '--lesson', 'temperature', '--lang', {lang!r}]\n"
+        "from tracer.cli import main\n"
+        "main()\n"
+    )
+    out = run(site, "-c", code)
+    assert out.returncode == 2 and out.stderr.startswith(said), out.stderr
     assert len(out.stderr.strip().splitlines()) == 1
 
 
@@ -111,3 +167,39 @@ def test_its_own_tests_pass_installed(site: Path) -> None:
     out = run(site, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:xdist", "tests", cwd=PLUGIN)
     assert out.returncode == 0, out.stdout[-2000:]
     assert " passed" in out.stdout and "failed" not in out.stdout
+
+
+@pytest.mark.slow
+def test_pip_install_editable_into_a_new_environment(tmp_path: Path) -> None:
+    """``pip install -e`` of the plug-in into an environment of its own, beside attn-trace: listed, reported, checked.
+
+    The new environment is made with ``python -m venv`` and sees attn-trace
+    and its dependencies (torch among them) as installed in this one, through
+    a ``.pth`` line that adds this environment's site folder (so nothing is
+    downloaded); the plug-in itself is installed into it by pip, editable,
+    from a copy of ``examples/lesson_plugin``, exactly as a teacher would.
+    """
+    env = tmp_path / "env"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(env)], check=True)
+    (site_dir,) = (env / "lib").glob("python*/site-packages")
+    ours = [p for p in sys.path if p.endswith("site-packages") and Path(p).is_dir()]
+    (site_dir / "beside_attn_trace.pth").write_text("".join(f"import site; site.addsitedir({p!r})\n" for p in ours))
+    source = tmp_path / "lesson_plugin"
+    shutil.copytree(PLUGIN, source, ignore=shutil.ignore_patterns("build", "*.egg-info", "__pycache__"))
+    python = str(env / "bin" / "python")
+    pip = [sys.executable, "-m", "pip", "--python", python, "install", "-q", "--no-deps", "--no-build-isolation"]
+    done = subprocess.run([*pip, "--no-index", "-e", str(source)], capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stderr
+
+    def attn_trace(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([python, "-m", "tracer", *args], cwd=tmp_path, capture_output=True, text=True)
+
+    listed = attn_trace("lessons")
+    assert listed.returncode == 0 and "temperature" in listed.stdout.split(), listed.stderr
+    for lang in ("en", "zh"):
+        out = attn_trace("report", "--lesson", "temperature", "--format", "all", "--lang", lang, "-o", f"r-{lang}")
+        assert out.returncode == 0 and (tmp_path / f"r-{lang}" / "index.html").is_file(), out.stderr
+    assert attn_trace("notebook", "--lesson", "temperature", "-o", "t.ipynb").returncode == 0
+    assert attn_trace("check", f"{source / 'solution.py'}:attention", "--lesson", "temperature").returncode == 0
+    out = attn_trace("check", f"{mistaken(tmp_path)}:attention", "--lesson", "temperature")
+    assert out.returncode == 1 and "[tau_multiplied]" in out.stdout, out.stderr

@@ -64,9 +64,9 @@ def test_every_key_the_code_uses_is_in_every_table_with_the_fields_it_passes() -
     keys = used()
     assert len(keys) > 100  # the scan found the check's messages
     for key, passed in sorted(keys.items()):
-        for lang in LANGS:
-            assert key in messages.table(lang), f"{key} is missing from messages.{lang}.toml"
-        fields = messages.fields(messages.table("en")[key])
+        for lang in LANGS:  # a lesson's own key (lesson.<name>.) is in that lesson's table
+            assert isinstance(messages.sentence(key, lang), str)  # raises MissingString when no table has it
+        fields = messages.fields(messages.sentence(key, "en"))
         for names in passed - {None}:
             assert names == fields, f"{key} is written with {sorted(fields)} but passed {sorted(names or ())}"
 
@@ -86,7 +86,7 @@ def test_the_catalogue_sentences_fill_every_field_from_their_details() -> None:
     """Each diagnosis key has a sentence in both languages that names only fields, never a stray brace."""
     for entry in known().values():
         for lang in LANGS:
-            text = messages.table(lang)[entry.key]
+            text = messages.sentence(entry.key, lang)
             fields = messages.fields(text)
             filled = render_with(entry.said(dict.fromkeys(fields, "7")), lang)
             assert ("{" not in filled.replace("{p}", "") and "7" in filled) or not fields, (entry.code, lang)
@@ -202,3 +202,88 @@ def test_an_error_carrying_a_message_reads_as_english_and_keeps_the_message() ->
     assert messages.render(e.said, "zh") == "没有这个文件：attn.py"
     plain = InputError("must be at least 1", arg="dim")
     assert str(plain) == "dim must be at least 1" and plain.said is None
+
+
+def test_every_installed_lessons_own_tables_have_every_key_in_every_language() -> None:
+    """A lesson's own table (a plug-in's too: its tests call the same function) passes what ours pass."""
+    from tracer.compare.check.lessons import SPECS
+    from tracer.record import registry
+
+    for name in registry.names():
+        said = [e.key for e in SPECS[name].mistakes] if name in SPECS else []
+        assert messages.gaps(name, said) == [], name
+
+
+@pytest.fixture
+def own_tables(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """A lesson ``mine`` whose package (``tmp_path/mine_pkg``) holds the message tables a test writes."""
+    import sys
+
+    from tracer.record import registry
+    from tracer.record.lesson import PackagedLesson
+
+    (tmp_path / "mine_pkg").mkdir()
+    (tmp_path / "mine_pkg" / "__init__.py").write_text("")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    mine = PackagedLesson(name="mine", summary="s", pipeline="mine_pkg", package="mine_pkg")
+    found, listed = registry.get, registry.names
+    monkeypatch.setattr(registry, "get", lambda name: mine if name == "mine" else found(name))
+    monkeypatch.setattr(registry, "names", lambda: [*listed(), "mine"])
+    messages.lesson_table.cache_clear()
+    yield tmp_path / "mine_pkg"
+    messages.lesson_table.cache_clear()
+    sys.modules.pop("mine_pkg", None)
+
+
+def test_a_lesson_says_its_own_sentences_under_its_namespace(own_tables: Path) -> None:
+    (own_tables / "messages.en.toml").write_text('[diagnosis]\nodd = "odd by {n}"\n', encoding="utf-8")
+    (own_tables / "messages.zh.toml").write_text('[diagnosis]\nodd = "差了 {n}"\n', encoding="utf-8")
+    said = Message("lesson.mine.diagnosis.odd", n=3)
+    assert messages.render(said, "en") == "odd by 3" and messages.render(said, "zh") == "差了 3"
+    assert messages.gaps("mine", ["lesson.mine.diagnosis.odd"]) == []
+    with pytest.raises(MissingString):  # its keys live under its name only, never among ours
+        messages.render(Message("diagnosis.odd", n=3), "en")
+    with pytest.raises(MissingString):
+        messages.render(Message("lesson.mine.diagnosis.even"), "en")
+
+
+def test_a_lesson_sentence_without_its_translation_fails_the_test(own_tables: Path) -> None:
+    (own_tables / "messages.en.toml").write_text('[diagnosis]\nodd = "odd by {n}"\nlost = "x"\n', encoding="utf-8")
+    (own_tables / "messages.zh.toml").write_text('[diagnosis]\nodd = "差了 {m}"\n', encoding="utf-8")
+    assert messages.gaps("mine", ["lesson.mine.diagnosis.odd", "lesson.mine.diagnosis.said"]) == [
+        "lesson.mine.diagnosis.lost is missing from the 'zh' table",
+        "lesson.mine.diagnosis.odd fills ['m'] in 'zh' but ['n'] in 'en'",
+        "lesson.mine.diagnosis.said is in no table",
+    ]
+
+
+@pytest.mark.parametrize(("asked", "said"), [("zh", "zh"), ("en", "en"), ("zh,en", "zh"), ("all", "en"), (None, "en")])
+def test_a_command_says_an_error_that_is_a_message_in_the_language_of_its_lang(asked: str | None, said: str) -> None:
+    """The one rule of every command (``cli.group.Command``): a message error is rendered in ``--lang``'s language."""
+    import click
+
+    from tracer.cli.group import Command, UserError
+
+    def fails(lang: str | None) -> None:
+        raise InputError(Message("trouble.no_file", file="a.py"))
+
+    cmd = Command("x", params=[click.Option(["--lang"])], callback=fails)
+    ctx = cmd.make_context("x", ["--lang", asked] if asked else [])
+    with pytest.raises(UserError) as e:
+        cmd.invoke(ctx)
+    assert e.value.message == messages.render(Message("trouble.no_file", file="a.py"), said)
+    assert ("没有" in e.value.message) == (said == "zh")
+
+
+def test_a_masked_entry_is_said_in_the_readers_language_without_reading_english_back() -> None:
+    """``explain`` and the check write a masked entry's words from the page tables (they were a regex's work)."""
+    import tracer
+    from tracer.present.explain import equation
+    from tracer.present.strings import Strings
+
+    t = tracer.trace_lesson("causal")
+    masked = next(st for st in t.steps() if st.op == "masked_fill" and st.index == (0, 3))
+    kept = next(st for st in t.steps() if st.op == "masked_fill" and st.index == (3, 0))
+    assert "(masked: mask 1" in equation(t, masked) and "(kept: mask 0" in equation(t, kept)
+    assert "（被遮住：掩码 1" in equation(t, masked, s=Strings("zh"))
+    assert "（保留：掩码 0" in equation(t, kept, s=Strings("zh"))

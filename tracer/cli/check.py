@@ -18,6 +18,8 @@ import click
 
 from tracer.cli.group import UserError, app, status, write_output
 from tracer.cli.options import LessonChoice, Limit
+from tracer.errors import InputError
+from tracer.message import Message
 from tracer.present.strings import LANGS
 from tracer.record import registry
 
@@ -104,9 +106,8 @@ def check(
     from tracer.compare.check.lessons import SPECS
 
     if lesson not in SPECS:  # a lesson from a package that describes no check (docs/lessons.md)
-        raise UserError(
-            f"lesson {lesson!r} has no check yet: check knows {', '.join(n for n in registry.names() if n in SPECS)}"
-        )
+        known = ", ".join(n for n in registry.names() if n in SPECS)
+        raise InputError(Message("trouble.no_check", lesson=lesson, known=known))
     sizes = {k: v for k, v in (("d_in", d_in), ("d_out", d_out), ("heads", heads)) if v is not None}
     if rope_style is not None and not SPECS[lesson].rotary:
         turned = ", ".join(n for n, s in SPECS.items() if s.rotary)
@@ -140,16 +141,11 @@ def check(
 def _single(spec: str, opts: object, output: str | None, force: bool, points: object) -> None:
     from tracer import checking, classout
     from tracer.compare.check.student import validate
-    from tracer.errors import InputError
     from tracer.grading import Points
-    from tracer.present.messages import render
     from tracer.textsafe import printable
 
     assert isinstance(opts, checking.Options) and isinstance(points, Points)
-    try:
-        validate(spec)
-    except InputError as e:  # FILE.py:NAME that names no file: said in the language asked for
-        raise UserError(render(e.said, opts.lang) if e.said is not None else str(e)) from None
+    validate(spec)  # FILE.py:NAME that names no file: said in the language asked for (group.Command)
     checking.warm(opts.lesson)
     v = checking.check_file(spec, opts)
     if opts.verbose and v.output.strip():

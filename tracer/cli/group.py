@@ -72,10 +72,29 @@ def _parsed(parse: Callable[[], list[str]], ctx: click.Context) -> list[str]:
 
 
 class Command(click.Command):
-    """A command whose bad options or arguments are reported in one line."""
+    """A command whose bad options or arguments are reported in one line, and its errors in the reader's language."""
 
     def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
         return _parsed(lambda: super(Command, self).parse_args(ctx, args), ctx)
+
+    def invoke(self, ctx: click.Context) -> Any:
+        """Run the command; an error that carries a message is said in the language of its ``--lang``."""
+        try:
+            return super().invoke(ctx)
+        except TracerError as e:
+            if e.said is None:
+                raise  # words already (the group makes them one line)
+            from tracer.present.messages import render
+
+            raise UserError(render(e.said, reader_lang(ctx))) from None
+
+
+def reader_lang(ctx: click.Context) -> str:
+    """The language a command's reader asked for: its ``--lang`` (the first, of a list), else English."""
+    from tracer.present.strings import LANGS
+
+    asked = str(ctx.params.get("lang") or "").split(",")[0].strip()
+    return asked if asked in LANGS else LANGS[0]
 
 
 class App(click.Group):

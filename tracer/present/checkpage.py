@@ -97,7 +97,7 @@ def card(r: CheckResult, s: Strings, x: StageResult, n: int) -> Card:
         origin = tensor_name(s, m.seen.id) + (f" @ {m.seen.where}" if m.seen.where else "")
     return Card(
         anchor=f"q{n}",
-        stage=stage_name(s, q.stage),
+        stage=stage_name(s, q.stage, r.lesson),
         step=q.step,
         latex=r.trace[q.step].latex,
         status=x.status.replace(" ", "-"),
@@ -124,8 +124,10 @@ def context(r: CheckResult, lang: str) -> dict[str, Any]:
         verdict["structure"] = f"[{r.hit.code}] {r.sentence(lang)}"
     else:
         assert d is not None
-        verdict["headline"] = s("check.differs", stage=stage_name(s, d.stage), quantity=d.quantity, step=d.step)
-        verdict["equation"] = formula(s, equation(r.trace, r.trace[d.element]))
+        verdict["headline"] = s(
+            "check.differs", stage=stage_name(s, d.stage, r.lesson), quantity=d.quantity, step=d.step
+        )
+        verdict["equation"] = formula(s, equation(r.trace, r.trace[d.element], s=s))
         if d.note == "shared":
             verdict["yours"] = s("check.your_shared")
         elif d.note and d.run.startswith("call:"):  # lesson kvcache: a call of the generation raised
@@ -137,13 +139,13 @@ def context(r: CheckResult, lang: str) -> dict[str, Any]:
         else:
             said = f"{d.element} = {num(d.student)}"
             if d.student_step is not None and r.student is not None:
-                said = formula(s, equation(r.student, r.student[d.student_step]))
+                said = formula(s, equation(r.student, r.student[d.student_step], s=s))
             shown = tensor_name(s, d.student_id)
             verdict["yours"] = said + (f"  ({s('check.made_at', id=shown, where=d.where)})" if d.where else "")
         verdict["run"] = run_label(s, r, d.run) if d.run != "eval" else ""
         verdict["diagnosis"] = f"[{r.hit.code}] {r.sentence(lang)}" if r.hit else s("check.no_diagnosis")
         verdict["steps"] = ", ".join(r.hit.steps) if r.hit else ""
-        verdict["consequences"] = ", ".join(stage_name(s, c) for c in r.consequences) or s("check.none")
+        verdict["consequences"] = ", ".join(stage_name(s, c, r.lesson) for c in r.consequences) or s("check.none")
     roles = [
         s("check.role_line", role=x.role, param=x.param, how=messages.render(x.how, lang))
         for x in r.roles

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from tracer.core.fmt import num
 from tracer.present.explain import equation
-from tracer.present.messages import render
+from tracer.present.messages import LESSON, lesson_table, render
 from tracer.present.strings import Strings
 from tracer.present.termtext import fit, pad
 
@@ -21,12 +21,13 @@ if TYPE_CHECKING:
     from tracer.compare.check.result import CheckResult
 
 ZH_FORMULA: tuple[tuple[re.Pattern[str], Any], ...] = (
-    (re.compile(r"\(masked: mask (\S+), score (\S+)\)"), r"（被遮住：掩码 \1，分数 \2）"),
-    (re.compile(r"\(kept: mask (\S+), score (\S+)\)"), r"（保留：掩码 \1，分数 \2）"),
     (re.compile(r" unless (.+?), then -inf"), lambda m: f"（当 {m.group(1).replace(' or ', ' 或 ')} 时为 -inf）"),
     (re.compile(r"head outputs side by side: "), "各头的输出并排："),
 )
-"""The English words of the lessons' formulas (a mask's rule, a kept or masked entry) as Chinese."""
+"""The English words left in the lessons' formulas (a mask's rule, the heads' concatenation), as Chinese.
+
+They are the pipelines' node texts, recorded in the trace; keying them means recording the rule as
+structure (a masked entry's own words are keys already: ``explain.entry_masked``, ``explain.entry_kept``)."""
 
 
 def formula(s: Strings, text: str) -> str:
@@ -45,9 +46,15 @@ def tensor_name(s: Strings, name: str | None) -> str:
 MARK = {"match": "✓", "differs": "✗", "skipped": "·", "consequence": "✗", "not compared": "–"}
 
 
-def stage_name(s: Strings, stage: str) -> str:
-    """A check stage's name in the strings' language."""
-    return s(f"check.stage_{stage}")
+def stage_name(s: Strings, stage: str, lesson: str) -> str:
+    """A check stage's name in the strings' language: lesson ``lesson``'s own word for it, else the package's.
+
+    A lesson may compare a stage the built-in lessons do not have (lesson
+    ``temperature``'s cooled scores): its message table names it under
+    ``stage.<stage>``; every other stage is ``check.stage_<stage>``.
+    """
+    own = lesson_table(lesson, s.lang).get(f"{LESSON}{lesson}.stage.{stage}")
+    return own if own is not None else s(f"check.stage_{stage}")
 
 
 def run_label(s: Strings, r: CheckResult, run: str) -> str:
@@ -97,10 +104,10 @@ def divergence_lines(s: Strings, r: CheckResult, decimals: int = 4) -> list[str]
     """The first divergence: lesson equation, the student's value, where it came from."""
     d = r.first_divergence
     assert d is not None
-    lines = [s("check.differs", stage=stage_name(s, d.stage), quantity=d.quantity, step=d.step)]
+    lines = [s("check.differs", stage=stage_name(s, d.stage, r.lesson), quantity=d.quantity, step=d.step)]
     if d.run != "eval":
         lines.append(f"  ({run_label(s, r, d.run)})")
-    lines.append(f"  {s('check.lesson_value')}: {formula(s, equation(r.trace, r.trace[d.element], decimals))}")
+    lines.append(f"  {s('check.lesson_value')}: {formula(s, equation(r.trace, r.trace[d.element], decimals, s))}")
     if d.note == "shared":
         lines.append(f"  {s('check.your_value')}: {s('check.your_shared')}")
     elif d.note and d.run.startswith("call:"):
@@ -113,7 +120,7 @@ def divergence_lines(s: Strings, r: CheckResult, decimals: int = 4) -> list[str]
         shown = tensor_name(s, d.student_id)
         origin = s("check.made_at", id=shown, where=d.where) if d.where else s("check.made", id=shown)
         if d.student_step is not None and r.student is not None:
-            said = formula(s, equation(r.student, r.student[d.student_step], decimals))
+            said = formula(s, equation(r.student, r.student[d.student_step], decimals, s))
         else:
             said = f"{d.element} = {num(d.student, decimals)}"
         lines.append(f"  {s('check.your_value')}: {said}  ({origin})")
@@ -138,7 +145,7 @@ def text(r: CheckResult, lang: str = "en", verbose: bool = False) -> str:
             out.append(f"  {s('check.steps')}: {', '.join(r.hit.steps)}")
         else:
             out.append(f"  {s('check.diagnosis')}: {s('check.no_diagnosis')}")
-        later = ", ".join(stage_name(s, x) for x in r.consequences) or s("check.none")
+        later = ", ".join(stage_name(s, x, r.lesson) for x in r.consequences) or s("check.none")
         out.append(f"  {s('check.consequence')}: {later}")
     out += ["", s("check.stages")]
     for x in r.stages:
@@ -148,7 +155,7 @@ def text(r: CheckResult, lang: str = "en", verbose: bool = False) -> str:
         said = s(f"check.note_{x.note}") if x.note else ""
         extra = f"  ({said})" if said else ""
         run = f" [{run_label(s, r, q.run)}]" if q.run != "eval" else ""
-        name = pad(stage_name(s, q.stage), 18)  # in terminal columns: a Chinese name's characters take two
+        name = pad(stage_name(s, q.stage, r.lesson), 18)  # in terminal columns: a Chinese name's characters take two
         out.append(f"  {MARK[x.status]} {name} {q.step:<20} {status_name(s, x.status)}{run}{tail}{extra}")
     for note in r.notes:
         out.append(r.note(s, note))

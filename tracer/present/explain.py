@@ -83,8 +83,11 @@ def _shown(ids: Sequence[str]) -> list[str | None]:
     return [ids[k] if k is not None else None for k in elide(len(ids))]
 
 
-def equation(trace: Trace, step: Step, decimals: int = DECIMALS) -> str:
-    """The one-line board equation for an element step."""
+def equation(trace: Trace, step: Step, decimals: int = DECIMALS, s: Strings | None = None) -> str:
+    """The one-line board equation for an element step; its few words (a masked entry's) in ``s``'s language.
+
+    Without ``s`` the words are English (the pages' door panels).
+    """
     node = step.node
     ins = step.reads()  # only the ids the equation writes out are rendered
     v = num(float(step.value), decimals) if node.op != "maxabsdiff" else portable.check_text(node, decimals)
@@ -102,7 +105,7 @@ def equation(trace: Trace, step: Step, decimals: int = DECIMALS) -> str:
             src = trace[src.inputs[0]]  # carried over unchanged from the buffer's earlier state: skip to its last write
         while src.node.name.endswith(".put") and len(src.inputs) == 1:
             src = trace[src.inputs[0]]
-        return f"{step.id} = {equation(trace, src, decimals)}"
+        return f"{step.id} = {equation(trace, src, decimals, s)}"
     if op in ("mul", "div", "sub", "add") and len(vals) == 2:
         sign = {"mul": "×", "div": "/", "sub": "−", "add": "+"}[op]
         return f"{head} = {vals[0]} {sign} {factor(vals[1])} = {v}"
@@ -112,7 +115,8 @@ def equation(trace: Trace, step: Step, decimals: int = DECIMALS) -> str:
         return f"{head} = max({vals[0]}, {vals[1]}) = {v}"
     if op == "masked_fill" and len(vals) == 2:
         why = "masked" if float(trace[ins[1]].value) != 0 else "kept"  # the mask says, even where fill = value
-        return f"{head} = {v} ({why}: mask {vals[1]}, score {vals[0]})"
+        said = (s or Strings("en"))(f"explain.entry_{why}", mask=vals[1], score=vals[0])
+        return f"{head} = {v} {said}"
     if op == "acc":
         if len(vals) == 1:
             return f"{head} = {v}"
@@ -163,7 +167,7 @@ def explain(trace: Trace, step_id: str, decimals: int = DECIMALS, lang: str = "e
     step = trace[step_id]
     lines = []
     if step.is_element:
-        lines.append(equation(trace, step, decimals))
+        lines.append(equation(trace, step, decimals, s))
     else:
         lines.append(f"{step.id} = {step.text}" if step.text else step.id)
         lines.extend(array_text(np.asarray(step.value), decimals).split("\n"))

@@ -86,6 +86,9 @@ class PipelineLesson:
     def notebook_cells(self, trace: Trace) -> dict[str, list[str]] | None:
         return None
 
+    def messages(self, lang: str) -> dict[str, Any] | None:
+        return None  # it has no check, so nothing of its own to say
+
 
 def lesson(spec: str) -> PipelineLesson:
     """The pipeline ``spec`` names, as a lesson."""

@@ -89,6 +89,17 @@ class Lesson(Protocol):
         """Stage -> plain-torch code cells recomputing ``trace``, or ``None`` when the lesson has none."""
         ...
 
+    def messages(self, lang: str) -> dict[str, Any] | None:
+        """The lesson's own message table in ``lang`` (nested sections of sentences), or ``None`` without one.
+
+        The sentences the lesson's own code says (its check's diagnoses:
+        ``diagnosis.<code>``), in :meth:`str.format` form; the renderer
+        (:mod:`tracer.present.messages`) finds them under the key
+        ``lesson.<name>.<key>``, so a lesson outside the package brings
+        its words with it and never shares a key with another.
+        """
+        ...
+
 
 def trace_with(lesson: Lesson, options: dict[str, Any]) -> Trace:
     """``lesson.run`` on the example the input options in ``options`` describe (the rest go to the lesson)."""
@@ -179,7 +190,10 @@ class PackagedLesson:
         return trace_with(self, options)
 
     def narrative(self, lang: str) -> dict[str, Any] | None:
-        return narrative_file(self.package, lang)
+        return data_file(self.package, "narrative", lang)
+
+    def messages(self, lang: str) -> dict[str, Any] | None:
+        return data_file(self.package, "messages", lang)
 
     def notebook_cells(self, trace: Trace) -> Cells | None:
         if self.notebook is None:
@@ -252,15 +266,15 @@ def focus_query(module: ModuleType, tokens: int, prepared: dict[str, Any]) -> in
     return q
 
 
-def narrative_file(package: str, lang: str) -> dict[str, Any] | None:
-    """The data file ``narrative.<lang>.toml`` of ``package`` parsed, or ``None`` when there is none."""
+def data_file(package: str, stem: str, lang: str) -> dict[str, Any] | None:
+    """The data file ``<stem>.<lang>.toml`` of ``package`` parsed (a narrative, a message table), or ``None``."""
     if not lang.isalpha():  # a language code, never a path
         return None
-    path = resources.files(package) / f"narrative.{lang}.toml"
+    path = resources.files(package) / f"{stem}.{lang}.toml"
     if not path.is_file():
         return None
     try:
         data: dict[str, Any] = tomllib.loads(path.read_text(encoding="utf-8"))
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
-        raise InputError(f"the {lang!r} narrative of {package} is not valid TOML: {e}") from None
+        raise InputError(f"the {lang!r} {stem} of {package} is not valid TOML: {e}") from None
     return data

@@ -2,7 +2,10 @@
 
 This module is what the entry point names: it must stay cheap to import
 (``attn-trace lessons`` imports it to read the summary), so it only describes
-where the lesson's parts live; torch comes in with :mod:`.pipeline`.
+where the lesson's parts live; torch comes in with :mod:`.pipeline`, and the
+check's description with :mod:`.check` when code is first checked.  The
+package's data files are its narratives (``narrative.<lang>.toml``) and its
+own sentences (``messages.<lang>.toml``: what its check says of a mistake).
 """
 
 from __future__ import annotations
@@ -26,5 +29,6 @@ LESSON = PackagedLesson(
     pipeline="attn_lesson_temperature.pipeline",
     package=__name__,
     notebook="attn_lesson_temperature.notebook",
+    checker="attn_lesson_temperature.check",  # CHECK: what `attn-trace check` asks of a student's code
     options=Options,
 )

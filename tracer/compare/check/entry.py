@@ -2,6 +2,9 @@
 
 Its sentence is the message ``diagnosis.<code>`` of the message tables
 (``templates/locale/messages.<lang>.toml``), filled from the hit's details.
+A mistake a lesson describes itself (its check description's ``mistakes``)
+is said by the lesson's own table: the key ``lesson.<name>.diagnosis.<code>``
+(:mod:`tracer.present.messages`).
 """
 
 from __future__ import annotations
@@ -20,17 +23,14 @@ class Entry:
     code: str
     stages: tuple[str, ...]
     test: Callable[[Context], Hit | None]
+    lesson: str = ""
+    """The lesson whose own table says it (set by the lesson's check description); empty: the package's table."""
 
     @property
     def key(self) -> str:
         """The key of its sentence in the message tables."""
-        return f"diagnosis.{self.code}"
+        return f"lesson.{self.lesson}.diagnosis.{self.code}" if self.lesson else f"diagnosis.{self.code}"
 
     def said(self, detail: Mapping[str, Arg]) -> Message:
         """The explanation as a message, with the hit's details as its arguments."""
-        return said(self.code, detail)
-
-
-def said(code: str, detail: Mapping[str, Arg]) -> Message:
-    """Mistake ``code``'s sentence as a message (any lesson's), the hit's details as its arguments."""
-    return Message(f"diagnosis.{code}", **detail)
+        return Message(self.key, **detail)

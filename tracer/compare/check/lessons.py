@@ -17,7 +17,7 @@ with the student's weights.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Protocol
 
 from tracer.compare.check.model import Quantity
@@ -58,6 +58,12 @@ class Mistake(Protocol):
     @property
     def test(self) -> Callable[[Any], Any]: ...
 
+    @property
+    def lesson(self) -> str: ...
+
+    @property
+    def key(self) -> str: ...
+
 
 @dataclass(frozen=True)
 class Spec:
@@ -96,7 +102,15 @@ class Spec:
     """``(spec, pipeline, inputs, weights, roles, info)`` -> the pipeline's ``build`` arguments with the student's
     weights (:mod:`.reference`); None: the lesson has no weights."""
     mistakes: tuple[Mistake, ...] = ()
-    """The lesson's own mistakes (each an :class:`~.entry.Entry`), tried after the engine's first ones."""
+    """The lesson's own mistakes, each a hypothesis (:class:`~.entry.Entry`: a code, the stages where it shows,
+    the test that predicts the wrong values and looks for them), tried after the catalogue's; each is said by
+    the lesson's own message table, ``diagnosis.<code>`` (``docs/lessons.md``)."""
+
+    def __post_init__(self) -> None:
+        """Mark the lesson's own mistakes as its own, so that their sentences come from its table."""
+        if any(e.lesson != self.name for e in self.mistakes):
+            own = tuple(replace(e, lesson=self.name) for e in self.mistakes)  # type: ignore[type-var]
+            object.__setattr__(self, "mistakes", own)
 
     @property
     def is_class(self) -> bool:

@@ -85,9 +85,9 @@ class CheckResult:
     @property
     def said(self) -> Message | None:
         """The diagnosis as a message (its sentence's key and arguments), or None."""
-        from tracer.compare.check.entry import said
+        from tracer.compare.check.catalogue import entry
 
-        return None if self.hit is None else said(self.hit.code, self.hit.detail)
+        return None if self.hit is None else entry(self.hit.code, self.lesson).said(self.hit.detail)
 
     def sentence(self, lang: str = "en") -> str:
         """The diagnosis as one sentence in ``lang`` (empty when there is none)."""

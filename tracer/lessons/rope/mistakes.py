@@ -124,7 +124,7 @@ def values_rotated(c: Context) -> Hit | None:
         return None
     q_rot, q_axes = c.ref("q_rot")
     too = c.holds(q_rot, q_axes) is not None
-    how = Message("word.rope_values_too") if too else Message("word.rope_values_instead")
+    how = Message("lesson.rope.word.values_too") if too else Message("lesson.rope.word.values_instead")
     return Hit(hit.seen, hit.steps, {"how": how})
 
 
