@@ -139,7 +139,7 @@ def test_cli_writes_every_figure_once_and_refuses_to_overwrite(tmp_path: Path) -
     done = runner.invoke(app, ["figures", "--lesson", "causal", "--format", "svg", "-o", str(out)])
     assert done.exit_code == 0, done.output
     names = sorted(p.name for p in out.iterdir())
-    assert names == ["fig-alpha.svg", "fig-batch-z.svg", "fig-causal-alpha.svg"]
+    assert names == ["fig-alpha.svg", "fig-batch-z.svg", "fig-causal-alpha.svg", "fig-idea.svg"]
     first = (out / "fig-alpha.svg").read_bytes()
     again = runner.invoke(app, ["figures", "--lesson", "causal", "--format", "svg", "-o", str(out)])
     assert again.exit_code == 2 and "already exists" in again.output

@@ -19,7 +19,7 @@ from tracer.errors import InputError
 from tracer.present.facts import fill
 from tracer.present.narrative import Narrative, Stage
 from tracer.present.strings import Strings
-from tracer.present.views import doors
+from tracer.present.views import doors, idea
 from tracer.present.views.code import blocks
 from tracer.present.views.common import focus, unfollowed
 from tracer.present.views.lessonctx import LessonCtx
@@ -129,4 +129,5 @@ def build(trace: Trace, story: Narrative, decimals: int = 4) -> Page:
         strings=ui,
         stops=stops(sections),
         doors=doors.embedded(trace, sections, decimals, s),
+        idea=idea.figure(trace, s),
     )

@@ -223,6 +223,7 @@ class Page:
     strings: dict[str, str] = field(default_factory=dict)  # the few UI labels the page script needs
     stops: frozenset[str] = frozenset()  # anchors of the blocks the step navigator stops at (see views/stops.py)
     doors: str = ""  # the panels' data as JSON (see views/doors.py): how each number shown was computed
+    idea: Figure | None = None  # the lesson's picture of its idea, drawn before the numbers (see views/idea.py)
 
     @property
     def html_lang(self) -> str:
@@ -236,5 +237,6 @@ class Page:
 
     @property
     def figures(self) -> tuple[Figure, ...]:
-        """Every figure, in page order."""
-        return tuple(b for s in self.sections for b in s.blocks if isinstance(b, Figure))
+        """Every figure, in page order (the picture of the idea first)."""
+        shown = tuple(b for s in self.sections for b in s.blocks if isinstance(b, Figure))
+        return shown if self.idea is None else (self.idea, *shown)
