@@ -101,6 +101,24 @@ def fences(latex: str) -> str:
     return "".join(out) + latex[last:]
 
 
+_SIGNED = re.compile(r"(<mrow>|</mo>|<math[^>]*>)<mo>−</mo><mo>∞</mo>")
+"""A minus that opens a row or follows an operator (``= −∞``, ``(−∞)``): the sign of the ∞ after it."""
+
+
+def infinity(markup: str) -> str:
+    """``∞`` set as the quantity it is (``<mi>``), and a minus right before it as its sign.
+
+    latex2mathml writes ``\\infty`` as an operator, ``<mo>∞</mo>``, which a
+    browser spaces as one: ``= − ∞`` on the board, and in a superscript
+    (``ω^{−∞}_{511}``) a ``−∞`` so wide and loose that on paper it ran into
+    the subscript below it.  As an identifier after a prefix minus it reads
+    ``−∞``, tight, as in print.  A minus after an operand (``m − ∞``) stays
+    the subtraction it is.
+    """
+    signed = _SIGNED.sub(r'\1<mrow><mo form="prefix">−</mo><mo>∞</mo></mrow>', markup)
+    return signed.replace("<mo>∞</mo>", '<mi mathvariant="normal">∞</mi>')
+
+
 @lru_cache(maxsize=4096)
 def _convert(latex: str, display: bool) -> str:
     from latex2mathml.converter import convert
@@ -110,7 +128,7 @@ def _convert(latex: str, display: bool) -> str:
         out = str(convert(fences(latex), display=mode))
     except Exception:  # LaTeX from a file that latex2mathml cannot parse: show its source as text
         out = f'<math display="{mode}"><mtext>{escape(latex)}</mtext></math>'
-    return clean_mathml(out)
+    return infinity(clean_mathml(out))
 
 
 def mathml(latex: str, display: bool = False) -> Markup:
