@@ -197,7 +197,17 @@ class Group:
     kind: Literal["group"] = "group"
 
 
-Block = Table | Equation | Formula | Para | Figure | Code | Group
+@dataclass(frozen=True)
+class Fold:
+    """Prose a page folds away under a summary line (a rounding bound's derivation); printing opens it."""
+
+    anchor: str
+    summary: str
+    blocks: tuple[Para | Formula, ...]
+    kind: Literal["fold"] = "fold"
+
+
+Block = Table | Equation | Formula | Para | Figure | Code | Group | Fold
 
 
 @dataclass(frozen=True)
