@@ -15,7 +15,7 @@ from tracer.present.strings import Strings
 def idea(trace: Trace, s: Strings) -> Picture:
     """The scores of every query cut into the loop's blocks of keys; under them, the focus query's ``m`` and ``ℓ``."""
     q, t = trace.query, len(trace.tokens)
-    scores = np.asarray(trace.tensor("flash.neg"), dtype=np.float64)  # (i, u, j): -inf where a key is hidden
+    scores = np.asarray(trace.tensor("flash.s"), dtype=np.float64)  # (i, u, j), scaled: -inf where a key is hidden
     u, b = scores.shape[1], scores.shape[2]
     flat = scores.reshape(t, u * b)[:, :t]
     seen = (np.asarray(trace.tensor("flash.hide")).reshape(t, u * b) == 0)[:, :t]

@@ -92,6 +92,9 @@ class Equation:
     A ``broken`` equation puts every step on a line of its own, aligned at the
     ``=``, so its result is in view on a phone; a short one stays on one line.
     ``extra`` (the running sums) is a second line of chunks under ``extra_label``.
+    ``doors`` runs parallel to ``rhs``: for each chunk, the step ids of the
+    numbers it writes, in order (empty for a chunk of symbols), so that each
+    number put into the equation opens its own panel like a table's cell.
     Build one with :func:`tracer.present.views.layout.board`.
     """
 
@@ -104,6 +107,7 @@ class Equation:
     note: str = ""
     focus: bool = False
     broken: bool = False
+    doors: tuple[tuple[tuple[str, ...], ...], ...] = ()
     kind: Literal["equation"] = "equation"
 
     @property
