@@ -297,7 +297,8 @@ def report_figures(trace: Trace, lang: str = "en") -> dict[str, Callable[[], Fig
         for name in told.bars:
             for h, suffix in _heads(trace, name):
                 lead = [str(h) if a == "h" else "1" for a in trace.node(name).axes[:-2] if a in ("h", "b")]
-                step = f"{name}[{','.join([*lead, str(q)])}]"
+                row = min(q, trace.node(name).sizes.get("i", q))  # a cache step's one new query: its only row
+                step = f"{name}[{','.join([*lead, str(row)])}]"
                 out[f"fig-{_anchor(name)}{suffix}"] = _bind(contributions, trace, step, None, lang)
     return _with_idea(trace, lang, out)
 

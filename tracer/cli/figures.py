@@ -28,7 +28,7 @@ def figures(from_file: Path | None, lang: str, fmt: str, dpi: int, output: Path,
     """Write every figure of a report as its own file (drawn with matplotlib), named as in the report.
 
     \b
-    attn-trace figures -o slides/     the tutorial's five figures, PNG at 200 dpi
+    attn-trace figures -o slides/     the tutorial's six figures, PNG at 200 dpi
     attn-trace figures --lesson multihead --format pdf -o slides/
     attn-trace figures --from trace.json --format svg -o slides/
     """
