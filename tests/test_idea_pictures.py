@@ -149,3 +149,20 @@ def test_a_lesson_without_a_picture_gets_a_page_without_one() -> None:
     assert registry.of(plain) is None and picture(plain, Strings("en")) is None
     files = build(plain, "en", ("html", "md"))
     assert b'class="fig idea"' not in files["index.html"] and f"{NAME}.svg" not in files
+
+
+def test_chinese_labels_fall_back_to_a_font_that_has_them() -> None:
+    from matplotlib import font_manager
+
+    from tracer.canvas import CJK
+
+    if not any(f.name in CJK for f in font_manager.fontManager.ttflist):
+        pytest.skip("no Chinese font installed")
+    fig = drawn(drawing("kvcache", "zh").scene)
+    chinese = [t for t in fig.axes[0].texts if re.search(r"[\u4e00-\u9fff]", t.get_text())]
+    assert chinese and all(set(t.get_fontfamily()) & set(CJK) for t in chinese)
+    heat = tracer.plot.heatmap(tracer.trace_lesson("causal"), "alpha", lang="zh")
+    from tracer.cli.figures import _render
+
+    _render(heat, "svg", 72)  # the command line's figures get the fallback too, the heatmap's axis titles included
+    assert set(heat.axes[0].xaxis.label.get_fontfamily()) & set(CJK)

@@ -15,6 +15,30 @@ if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
 
+CJK = ("Noto Sans CJK SC", "Source Han Sans SC", "WenQuanYi Zen Hei", "PingFang SC", "Microsoft YaHei")
+"""Fonts with Chinese glyphs, tried in this order after a text's own font (the page's font stack has the same)."""
+
+
+def with_cjk(fig: Figure) -> Figure:
+    """``fig`` with every text falling back to the first installed font of :data:`CJK` for the glyphs it lacks.
+
+    matplotlib draws a text in one family and a glyph that family lacks as a
+    box (a Chinese label in DejaVu Sans); since matplotlib 3.6 a text's
+    family may be a list, each glyph taken from the first that has it.
+    Without any of these fonts installed nothing changes.
+    """
+    from matplotlib import font_manager
+    from matplotlib.text import Text
+
+    installed = {f.name for f in font_manager.fontManager.ttflist}
+    extra = [name for name in CJK if name in installed][:1]
+    if extra:
+        for text in fig.findobj(Text):
+            own = [f for f in text.get_fontfamily() if f not in extra]
+            text.set_fontfamily([*own, *extra])
+    return fig
+
+
 def blank(w: float, h: float) -> Figure:
     """A new white figure ``w`` x ``h`` inches with constrained layout; a clear error when matplotlib cannot start."""
     try:
@@ -64,4 +88,4 @@ def drawn(scene: Scene) -> Figure:
                 m.x, m.y, m.text, ha=ha, va="baseline", color=m.fill, fontsize=m.size * pt,
                 fontweight="bold" if m.bold else "normal",
             )  # fmt: skip
-    return fig
+    return with_cjk(fig)
