@@ -166,3 +166,22 @@ def test_chinese_labels_fall_back_to_a_font_that_has_them() -> None:
 
     _render(heat, "svg", 72)  # the command line's figures get the fallback too, the heatmap's axis titles included
     assert set(heat.axes[0].xaxis.label.get_fontfamily()) & set(CJK)
+
+
+def _box(m: Label) -> tuple[float, float, float, float]:
+    from tracer.present.figures.marks import width
+
+    w = width(m.text, m.size) * (1.1 if m.bold else 1.0)
+    x0 = m.x - {"start": 0.0, "middle": w / 2, "end": w}[m.anchor]
+    return x0 - 2, m.y - m.size * 0.8, x0 + w + 2, m.y + m.size * 0.2  # 2 px each side: words that touch run together
+
+
+@pytest.mark.parametrize("name", BUILT_IN)
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_no_two_labels_of_a_picture_overlap_and_all_stay_inside_it(name: str, lang: str) -> None:
+    p = drawing(name, lang)
+    boxes = [(m.text, _box(m)) for m in p.scene.marks if isinstance(m, Label) and m.text.strip()]
+    for n, (a, ba) in enumerate(boxes):
+        assert ba[0] >= -1 and ba[2] <= p.scene.w + 1 and ba[1] >= -1 and ba[3] <= p.scene.h + 1, f"{a!r} leaves it"
+        for b, bb in boxes[n + 1 :]:
+            assert not (ba[0] < bb[2] and bb[0] < ba[2] and ba[1] < bb[3] and bb[1] < ba[3]), f"{a!r} overlaps {b!r}"

@@ -45,7 +45,8 @@ def flow(
     labels = names(tokens)
     cell = max(cell_width(list(scores)), cell_width(list(weights)), 44.0)
     x0 = 4 + max(width(t) for t in labels) + 8
-    xa = x0 + cell + 64  # the weights' column, after the softmax's arrow
+    gap = max(64.0, (width(heads[0]) - cell) / 2 + width("softmax") + (width(heads[1]) - cell) / 2 + 16)
+    xa = x0 + cell + gap  # the weights' column, after the softmax's arrow, its word clear of both headings
     xz = xa + cell + 56
     top, h = LINE + 6, SIZE * 2 + 4
     peak = float(np.max(weights)) or 1.0
@@ -109,9 +110,10 @@ def fan(source: str, values: Sequence[float], branches: Sequence[Branch]) -> Sce
         arrow(sc, 4 + cw + 4, mid, bx - 3, cy, colour, 1.4)
         sc.add(Box(bx, cy - SIZE * 1.6, bw, SIZE * 3.2, "#ffffff", colour, 1.5))
         base, _, raised = matrix.partition("^")  # W^Q: a raised letter, which Unicode has no capital for
-        bw0 = width(base) + width(raised, SIZE * 0.75)
+        wide = width(base) * 1.1  # bold
+        bw0 = wide + 4 + width(raised, SIZE * 0.75)
         sc.add(Label(bx + (bw - bw0) / 2, cy - 2, base, "start", colour, bold=True))
-        sc.add(Label(bx + (bw - bw0) / 2 + width(base) + 1, cy - 7, raised, "start", colour, SIZE * 0.75, True))
+        sc.add(Label(bx + (bw - bw0) / 2 + wide + 4, cy - 7, raised, "start", colour, SIZE * 0.75, True))
         sc.add(Label(bx + bw / 2, cy + SIZE, size, "middle", MUTED, SIZE * 0.9))
         ox = bx + bw + 34
         arrow(sc, bx + bw + 3, cy, ox - 4, cy, colour, 1.4)
