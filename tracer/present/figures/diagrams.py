@@ -30,6 +30,9 @@ from tracer.present.figures.ideas import (
 from tracer.present.figures.marks import INK, MUTED, RULE, SIZE, blues, cut, ink_on, width
 from tracer.present.figures.scene import Box, Label, Line, Scene
 
+RAISED = 11.0
+"""A raised letter's size (``W^Q``): the least a phone shows a figure's text at."""
+
 
 def flow(
     scores: np.ndarray, weights: np.ndarray, context: np.ndarray, tokens: Sequence[str], heads: Sequence[str]
@@ -111,10 +114,10 @@ def fan(source: str, values: Sequence[float], branches: Sequence[Branch]) -> Sce
         sc.add(Box(bx, cy - SIZE * 1.6, bw, SIZE * 3.2, "#ffffff", colour, 1.5))
         base, _, raised = matrix.partition("^")  # W^Q: a raised letter, which Unicode has no capital for
         wide = width(base) * 1.1  # bold
-        bw0 = wide + 4 + width(raised, SIZE * 0.75)
+        bw0 = wide + 4 + width(raised, RAISED)
         sc.add(Label(bx + (bw - bw0) / 2, cy - 2, base, "start", colour, bold=True))
-        sc.add(Label(bx + (bw - bw0) / 2 + wide + 4, cy - 7, raised, "start", colour, SIZE * 0.75, True))
-        sc.add(Label(bx + bw / 2, cy + SIZE, size, "middle", MUTED, SIZE * 0.9))
+        sc.add(Label(bx + (bw - bw0) / 2 + wide + 4, cy - 7, raised, "start", colour, RAISED, True))
+        sc.add(Label(bx + bw / 2, cy + SIZE, size, "middle", MUTED))
         ox = bx + bw + 34
         arrow(sc, bx + bw + 3, cy, ox - 4, cy, colour, 1.4)
         sc.add(Label(ox, cy - SIZE - 4, name, "start", colour, bold=True))
