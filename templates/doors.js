@@ -2,7 +2,9 @@
 
    Progressive enhancement: without this script the page reads as before.
    With it, each number that shows a step (a table cell, a worked equation's
-   result, a heatmap cell: the elements with a data-id) becomes a button.
+   result and the numbers put into it, a heatmap cell: the elements with a
+   data-id) becomes a button; a number inside MathML or SVG cannot hold one,
+   so it takes the button's role and a place in the Tab order itself.
    Pressing one opens a modal dialog (WAI-ARIA's dialog pattern, built on
    <dialog>: focus moves into it and stays there, Escape closes it, and the
    focus goes back to the number that opened it) with the step's id, its
@@ -28,7 +30,8 @@
   function row(id) { return load().s[where.get(id)]; }
   function named(input) { return typeof input === "number" ? data.ids[input] : input; }
 
-  /* buttons: a table cell's or an equation's contents move into one; figure cells already are links or groups */
+  /* buttons: a table cell's or an equation's left side moves into one; a figure cell or a number in an
+     equation's MathML becomes a button itself */
   function wrap(el) {
     var b = document.createElement("button");
     b.type = "button";
@@ -40,7 +43,7 @@
     if (td.textContent.trim()) { wrap(td); }
   });
   Array.prototype.forEach.call(root.querySelectorAll(".equation[data-id] > .eq > .lhs"), wrap);
-  Array.prototype.forEach.call(root.querySelectorAll("svg [data-id]"), function (g) {
+  Array.prototype.forEach.call(root.querySelectorAll("svg [data-id], .equation math [data-id]"), function (g) {
     if (g.tagName.toLowerCase() !== "a") {
       g.setAttribute("tabindex", "0");
       g.setAttribute("role", "button");

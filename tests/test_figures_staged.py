@@ -29,11 +29,11 @@ def test_a_run_killed_while_writing_leaves_nothing_and_the_rerun_needs_no_force(
     monkeypatch.setattr(files, "_write_new", dies_on_the_third)
     res = CliRunner().invoke(app, ["figures", "--format", "svg", "-o", str(out)])
     assert res.exit_code != 0 and len(written) == 2
-    assert os.listdir(tmp_path) == []  # neither two of the five figures, nor a hidden temporary file
+    assert os.listdir(tmp_path) == []  # neither two of the six figures, nor a hidden temporary file
     monkeypatch.setattr(files, "_write_new", real)
     res = CliRunner().invoke(app, ["figures", "--format", "svg", "-o", str(out)])
     assert res.exit_code == 0, res.output
-    assert len(list(out.glob("fig-*.svg"))) == 5 and not [p for p in out.iterdir() if p.name.startswith(".")]
+    assert len(list(out.glob("fig-*.svg"))) == 6 and not [p for p in out.iterdir() if p.name.startswith(".")]
 
 
 def test_a_folder_with_other_files_is_refused_untouched(tmp_path: Path) -> None:

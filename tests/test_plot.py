@@ -117,8 +117,11 @@ def test_the_inputs_names_never_overlap(dim: int) -> None:
 
 @pytest.mark.parametrize(
     ("name", "folder"),
-    [("simple", "tutorial"), ("trainable", "trainable"), ("causal", "causal"), ("multihead", "multihead")],
-)
+    [
+        ("simple", "tutorial"), ("trainable", "trainable"), ("causal", "causal"), ("multihead", "multihead"),
+        ("kvcache", "kvcache"), ("flash", "flash"),
+    ],
+)  # fmt: skip
 def test_the_figures_are_the_report_s_by_name(name: str, folder: str) -> None:
     shown = sorted(p.stem for p in (ROOT / "reports" / folder / "en").glob("fig-*.svg"))
     assert sorted(tracer.plot.report_figures(lesson(name))) == shown
@@ -139,7 +142,7 @@ def test_cli_writes_every_figure_once_and_refuses_to_overwrite(tmp_path: Path) -
     done = runner.invoke(app, ["figures", "--lesson", "causal", "--format", "svg", "-o", str(out)])
     assert done.exit_code == 0, done.output
     names = sorted(p.name for p in out.iterdir())
-    assert names == ["fig-alpha.svg", "fig-batch-z.svg", "fig-causal-alpha.svg"]
+    assert names == ["fig-alpha.svg", "fig-batch-z.svg", "fig-causal-alpha.svg", "fig-idea.svg"]
     first = (out / "fig-alpha.svg").read_bytes()
     again = runner.invoke(app, ["figures", "--lesson", "causal", "--format", "svg", "-o", str(out)])
     assert again.exit_code == 2 and "already exists" in again.output
@@ -175,3 +178,10 @@ def test_the_3d_axis_titles_are_inside_the_figure() -> None:
         box = axis.label.get_window_extent(canvas.get_renderer())
         assert axis.label.get_text().startswith("component")
         assert box.x0 >= 0 and box.x1 <= fig.bbox.x1 and box.y0 >= 0 and box.y1 <= fig.bbox.y1, axis.label.get_text()
+
+
+def test_a_cache_step_s_contributions_draw_its_one_new_query() -> None:
+    """A cache step holds one query row: its bars are that row's, not the focus query's number (out of range)."""
+    figures = tracer.plot.report_figures(lesson("kvcache"))
+    drawn = figures["fig-step2-z"]()
+    assert drawn.axes and drawn.axes[0].patches  # the bars of the step's one query

@@ -104,7 +104,7 @@ def _equation(html: str, step: str) -> list[str]:
     start = rf'class="equation[^>]*data-id="{re.escape(step)}">\s*<div class="eq[^"]*">'
     found = re.search(start + r"(.*?)\n</div>", html, re.S)  # the equation's lines, not its running sums
     assert found is not None, step
-    return re.findall(r"<mn>([^<]+)</mn>", found.group(1))
+    return re.findall(r"<mn[^>]*>([^<]+)</mn>", found.group(1))  # a number may be a door (class, data-id)
 
 
 @pytest.mark.parametrize("lang", LANGS)

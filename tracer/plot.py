@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from tracer.canvas import blank as _figure
 from tracer.core import fmt
 from tracer.core.trace import Trace
 from tracer.errors import InputError
@@ -36,18 +37,6 @@ if TYPE_CHECKING:
 FOCUS = "#c2410c"
 SERIES = {"div.alpha": "div", "naive.alpha": "naive", "alpha": "stable", "torch.alpha": "torch"}
 """The four normalizations of the tutorial's figure, by node, and their legend keys (``norm.s_<key>``)."""
-
-
-def _figure(w: float, h: float) -> Figure:
-    try:
-        from matplotlib.figure import Figure
-    except ImportError:  # pragma: no cover - the package's test extra installs it
-        raise InputError("figures need matplotlib: pip install 'attn-trace[plot]'") from None
-    except ValueError as e:  # matplotlib refuses its settings on import (MPLBACKEND=bogus, a bad matplotlibrc)
-        raise InputError(f"matplotlib cannot start: {str(e).partition('; supported values')[0]}") from None
-    fig = Figure(figsize=(w, h), layout="constrained")
-    fig.patch.set_facecolor("#ffffff")
-    return fig
 
 
 def _style(ax: Any) -> None:
@@ -247,6 +236,33 @@ def normalizations(trace: Trace, lang: str = "en") -> Figure:
     return fig
 
 
+def idea(trace: Trace, lang: str = "en") -> Figure:
+    """The picture of the lesson's idea that its page opens with (the causal triangle, the cache growing ...).
+
+    The lesson draws it from the trace (its ``idea`` page part); this is the
+    same drawing as the page's SVG, as a matplotlib figure for slides.
+    """
+    from tracer.canvas import drawn
+    from tracer.present.views.idea import picture
+
+    picture_ = picture(trace, Strings(lang))
+    if picture_ is None:
+        raise InputError(f"lesson {trace.meta.get('lesson', '?')!r} draws no picture of its idea")
+    return drawn(picture_.scene)
+
+
+def _with_idea(trace: Trace, lang: str, figures: dict[str, Callable[[], Figure]]) -> dict[str, Callable[[], Figure]]:
+    """``figures`` with the picture of the idea first, when the trace's lesson draws one."""
+    from tracer.present.views.idea import NAME
+    from tracer.record import registry
+    from tracer.record.lesson import page_part
+
+    registered = registry.of(trace)
+    if registered is None or page_part(registered, "idea") is None:
+        return figures
+    return {NAME: lambda: idea(trace, lang), **figures}
+
+
 def walkthrough_figures(trace: Trace, lang: str = "en") -> dict[str, Callable[[], Figure]]:
     """The figures of the walk-through page (:func:`tracer.present.views.page`), by file name."""
     q = trace.query
@@ -269,7 +285,7 @@ def report_figures(trace: Trace, lang: str = "en") -> dict[str, Callable[[], Fig
     own = page_part(registered, "figures") if registered is not None else None
     if own is not None:  # a lesson with a page of its own draws that page's figures
         figures: dict[str, Callable[[], Figure]] = own(trace, lang)
-        return figures
+        return _with_idea(trace, lang, figures)
     q = trace.query
     story = narrative_of(trace, lang)
     out: dict[str, Callable[[], Figure]] = {}
@@ -281,9 +297,10 @@ def report_figures(trace: Trace, lang: str = "en") -> dict[str, Callable[[], Fig
         for name in told.bars:
             for h, suffix in _heads(trace, name):
                 lead = [str(h) if a == "h" else "1" for a in trace.node(name).axes[:-2] if a in ("h", "b")]
-                step = f"{name}[{','.join([*lead, str(q)])}]"
+                row = min(q, trace.node(name).sizes.get("i", q))  # a cache step's one new query: its only row
+                step = f"{name}[{','.join([*lead, str(row)])}]"
                 out[f"fig-{_anchor(name)}{suffix}"] = _bind(contributions, trace, step, None, lang)
-    return out
+    return _with_idea(trace, lang, out)
 
 
 def _heads(trace: Trace, name: str) -> list[tuple[int, str]]:

@@ -28,7 +28,7 @@ def figures(from_file: Path | None, lang: str, fmt: str, dpi: int, output: Path,
     """Write every figure of a report as its own file (drawn with matplotlib), named as in the report.
 
     \b
-    attn-trace figures -o slides/     the tutorial's five figures, PNG at 200 dpi
+    attn-trace figures -o slides/     the tutorial's six figures, PNG at 200 dpi
     attn-trace figures --lesson multihead --format pdf -o slides/
     attn-trace figures --from trace.json --format svg -o slides/
     """
@@ -82,6 +82,9 @@ def _render(fig: Any, fmt: str, dpi: int) -> bytes:
     """The figure's file, the same bytes for the same trace (no dates, a fixed SVG id salt)."""
     import matplotlib
 
+    from tracer.canvas import with_cjk
+
+    with_cjk(fig)
     buf = io.BytesIO()
     meta = {"png": {"Software": None}, "pdf": {"CreationDate": None, "Producer": None}, "svg": {"Date": None}}[fmt]
     with matplotlib.rc_context({"svg.hashsalt": "attn-trace", "pdf.compression": 6}):

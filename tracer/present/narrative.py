@@ -23,7 +23,9 @@ stage report (:mod:`tracer.present.views.lesson`) features, by node name:
 * ``heatmap``: (…, i, j) nodes drawn as heatmaps (one per head);
 * ``bars``: sums with terms (``z``) drawn as stacked contributions.
 
-A stage table may hold more string keys (``note``, ``why`` …), and a
+A stage's ``proof`` key holds a derivation (how a rounding bound is made
+up): the page folds it under a summary line, a notebook prints it after the
+text.  A stage table may hold more string keys (``note``, ``why`` …), and a
 ``[stages.<name>.notes]`` table of footnotes: a paragraph cites one with a
 ``[^key]`` marker, and the page numbers it and sets it at the end of the
 section (what a sentence would say about the tool rather than about
@@ -72,6 +74,11 @@ class Stage:
     heatmap: tuple[str, ...] = ()
     bars: tuple[str, ...] = ()
     notes: dict[str, str] = field(default_factory=dict)  # footnotes: key -> text, cited as [^key]
+
+    @property
+    def proof(self) -> str:
+        """The stage's ``proof`` key: a derivation (a rounding bound's) the page folds away, or empty."""
+        return self.extra.get("proof", "")
 
     def lists(self) -> dict[str, list[str]]:
         """The node-selection lists that are set, as TOML would hold them."""
@@ -239,6 +246,6 @@ def footnoted(stage: Stage) -> str:
             order.append(m.group(1))
         return f"<sup>{order.index(m.group(1)) + 1}</sup>"
 
-    text = _MARK.sub(one, stage.text)
+    text = _MARK.sub(one, stage.text.rstrip() + (f"\n\n{stage.proof.strip()}\n" if stage.proof else ""))
     notes = [f"<sup>{n}</sup> {' '.join(stage.notes[k].split())}" for n, k in enumerate(order, 1) if k in stage.notes]
     return text if not notes else text.rstrip() + "\n\n---\n\n" + "\n\n".join(notes) + "\n"

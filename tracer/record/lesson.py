@@ -138,7 +138,9 @@ class PackagedLesson:
     placeholders say about the example (:mod:`tracer.present.facts`);
     ``page`` builds a page of the lesson's own instead of the generic one
     told by its narrative, and ``figures`` that page's figures for
-    ``attn-trace figures``; ``order`` is the order its page and notebook
+    ``attn-trace figures``; ``idea`` draws the picture of the lesson's idea
+    that its page shows before the numbers (``idea(trace, strings)`` returns a
+    :class:`tracer.present.figures.scene.Picture`); ``order`` is the order its page and notebook
     walk the stages in, when it is not the order they are recorded in.
     ``folder`` prefixes the folder names of its reports (default: its name;
     ``""`` for none, and then its own example's reports are ``tutorial``).
@@ -155,6 +157,7 @@ class PackagedLesson:
     facts: str | None = None
     page: str | None = None
     figures: str | None = None
+    idea: str | None = None
     order: tuple[str, ...] = ()
     folder: str | None = None
 
@@ -202,7 +205,7 @@ class PackagedLesson:
         return cells
 
 
-PAGE_PARTS = ("facts", "page", "figures")
+PAGE_PARTS = ("facts", "page", "figures", "idea")
 """The optional parts a lesson may name as ``module:function`` (see :class:`PackagedLesson`)."""
 
 

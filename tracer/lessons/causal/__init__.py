@@ -24,4 +24,5 @@ LESSON = PackagedLesson(
     checker="tracer.lessons.causal.check",
     notebook="tracer.lessons.causal.notebook",
     options=Options,
+    idea="tracer.lessons.causal.idea:idea",
 )

@@ -29,4 +29,5 @@ LESSON = PackagedLesson(
     checker="tracer.lessons.flash.check",
     notebook="tracer.lessons.flash.notebook",
     options=Options,
+    idea="tracer.lessons.flash.idea:idea",
 )

@@ -31,4 +31,5 @@ LESSON = PackagedLesson(
     notebook="tracer.lessons.gqa.notebook",
     facts="tracer.lessons.gqa.facts:facts",
     options=Options,
+    idea="tracer.lessons.gqa.idea:idea",
 )

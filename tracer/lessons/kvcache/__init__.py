@@ -27,4 +27,5 @@ LESSON = PackagedLesson(
     checker="tracer.lessons.kvcache.check",
     notebook="tracer.lessons.kvcache.notebook",
     options=Options,
+    idea="tracer.lessons.kvcache.idea:idea",
 )

@@ -24,4 +24,5 @@ LESSON = PackagedLesson(
     checker="tracer.lessons.multihead.check",
     notebook="tracer.lessons.multihead.notebook",
     options=Options,
+    idea="tracer.lessons.multihead.idea:idea",
 )

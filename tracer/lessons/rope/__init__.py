@@ -36,4 +36,5 @@ LESSON = PackagedLesson(
     checker="tracer.lessons.rope.check",
     notebook="tracer.lessons.rope.notebook",
     options=Options,
+    idea="tracer.lessons.rope.idea:idea",
 )

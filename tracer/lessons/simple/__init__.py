@@ -23,4 +23,5 @@ LESSON = PackagedLesson(
     figures="tracer.plot:walkthrough_figures",
     order=("inputs", "scores", "normalize", "overflow", "context", "matrix"),
     folder="",
+    idea="tracer.lessons.simple.idea:idea",
 )

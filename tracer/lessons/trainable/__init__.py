@@ -28,4 +28,5 @@ LESSON = PackagedLesson(
     checker="tracer.lessons.trainable.check",
     notebook="tracer.lessons.trainable.notebook",
     options=Options,
+    idea="tracer.lessons.trainable.idea:idea",
 )

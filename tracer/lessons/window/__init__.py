@@ -28,4 +28,5 @@ LESSON = PackagedLesson(
     notebook="tracer.lessons.window.notebook",
     facts="tracer.lessons.window.facts:facts",
     options=Options,
+    idea="tracer.lessons.window.idea:idea",
 )

@@ -128,6 +128,24 @@ def fences(latex: str) -> str:
     return "".join(out) + latex[last:]
 
 
+_SIGNED = re.compile(r"(<mrow>|</mo>|<math[^>]*>)<mo>−</mo><mo>∞</mo>")
+"""A minus that opens a row or follows an operator (``= −∞``, ``(−∞)``): the sign of the ∞ after it."""
+
+
+def infinity(markup: str) -> str:
+    """``∞`` set as the quantity it is (``<mi>``), and a minus right before it as its sign.
+
+    latex2mathml writes ``\\infty`` as an operator, ``<mo>∞</mo>``, which a
+    browser spaces as one: ``= − ∞`` on the board, and in a superscript
+    (``ω^{−∞}_{511}``) a ``−∞`` so wide and loose that on paper it ran into
+    the subscript below it.  As an identifier after a prefix minus it reads
+    ``−∞``, tight, as in print.  A minus after an operand (``m − ∞``) stays
+    the subtraction it is.
+    """
+    signed = _SIGNED.sub(r'\1<mrow><mo form="prefix">−</mo><mo>∞</mo></mrow>', markup)
+    return signed.replace("<mo>∞</mo>", '<mi mathvariant="normal">∞</mi>')
+
+
 @lru_cache(maxsize=4096)
 def _convert(latex: str, display: bool) -> str:
     from latex2mathml.converter import convert
@@ -137,7 +155,7 @@ def _convert(latex: str, display: bool) -> str:
         out = str(convert(fences(latex), display=mode))
     except Exception:  # LaTeX from a file that latex2mathml cannot parse: show its source as text
         out = f'<math display="{mode}"><mtext>{escape(latex)}</mtext></math>'
-    return clean_mathml(out)
+    return infinity(clean_mathml(out))
 
 
 def mathml(latex: str, display: bool = False) -> Markup:
@@ -145,16 +163,38 @@ def mathml(latex: str, display: bool = False) -> Markup:
     return Markup(_convert(latex, display))
 
 
-def chunk(latex: str) -> Markup:
-    """One chunk of a worked equation (``= 0.2365``, ``+ 0.1305``) as display MathML.
+def chunk(latex: str, ids: tuple[str, ...] = ()) -> Markup:
+    """One chunk of a worked equation (``= 0.2365``, ``+ 0.1305``) as display MathML, its numbers doors.
 
     A chunk that starts with ``+`` or ``-`` would have it laid out as a sign
     (no space after it): a medium space puts back the gap that the operator
     has in the whole line; the gap before it is the space between chunks.
+    ``ids`` are the step ids of the numbers the chunk writes (:func:`doors`).
     """
     if latex[:1] in "+-":
         latex = latex[0] + r"\:" + latex[1:]
-    return mathml(latex, True)
+    out = mathml(latex, True)
+    return Markup(doors(str(out), ids)) if ids else out
+
+
+_NUMBER = re.compile(r'<mn>[^<]*</mn>|<mi mathvariant="normal">∞</mi>')
+"""A number in MathML: digits, or the ∞ of a masked score (:func:`infinity`)."""
+
+
+def doors(markup: str, ids: tuple[str, ...]) -> str:
+    """Each number of a chunk's MathML marked with the step it shows (``data-id``), in order, as a door.
+
+    The page's script makes each such number a control that opens its step's
+    panel, as it does a table's cells.  The chunk's numbers and ``ids`` are
+    paired in order; if their counts differ (a number the page writes in
+    scientific notation is more than one ``<mn>``), none is marked rather
+    than one wrongly.
+    """
+    found = _NUMBER.findall(markup)
+    if len(found) != len(ids):
+        return markup
+    each = iter(ids)
+    return _NUMBER.sub(lambda m: m.group(0).replace(">", f' class="door" data-id="{escape(next(each))}">', 1), markup)
 
 
 _APART = re.compile(r",\s*\\qquad\s*")

@@ -12,7 +12,7 @@ from tracer.core.trace import Trace
 from tracer.errors import InputError
 from tracer.present.overflow import Overflow
 from tracer.present.strings import Strings
-from tracer.present.views import code, doors
+from tracer.present.views import code, doors, idea
 from tracer.present.views.code import with_code
 from tracer.present.views.common import Ctx, focus, unfollowed
 from tracer.present.views.early import inputs, scores
@@ -79,4 +79,5 @@ def build(trace: Trace, lang: str = "en", decimals: int = 4, scaled: Overflow | 
         strings=ui,
         stops=stops(sections),
         doors=doors.embedded(trace, sections, decimals, s),
+        idea=idea.figure(trace, s),
     )

@@ -59,6 +59,7 @@ def shown(sections: Iterable[Section]) -> Iterator[str]:
             yield from (c.id for r in block.rows for c in r.cells if c.id)
         elif isinstance(block, Equation):
             yield block.step
+            yield from (i for part in block.doors for chunk in part for i in chunk)  # the numbers put in
         elif isinstance(block, Group):
             for e in block.blocks:
                 yield from walk(e)

@@ -64,16 +64,23 @@ def board(
     extra: Sequence[str] = (),
     note: str = "",
     focus: bool = False,
+    ids: Sequence[Sequence[Sequence[str]] | None] = (),
 ) -> Equation:
     """An :class:`Equation` ``lhs = steps[0] = steps[1] = …``, broken into lines when it is long.
 
     Each step is a string or a list of chunks (see :func:`chunked`); empty steps
-    are dropped.
+    are dropped.  ``ids``, parallel to ``steps``, gives for each chunk of a step
+    the step ids of the numbers it writes (``None`` or missing: a step of symbols).
     """
-    rhs = []
-    for part in steps:
+    rhs, doors = [], []
+    for n, part in enumerate(steps):
         chunks = [part] if isinstance(part, str) else list(part)
         if chunks and any(c.strip() for c in chunks):
             rhs.append((f"= {chunks[0]}", *chunks[1:]))
+            given = ids[n] if n < len(ids) else None
+            doors.append(tuple(tuple(c) for c in given) if given else tuple(() for _ in chunks))
     whole = width(lhs) + sum(width(c) for part in rhs for c in part)
-    return Equation(anchor, step, lhs, tuple(rhs), extra_label, tuple(extra), note, focus, broken=whole > ONE_LINE)
+    opened = tuple(doors) if any(i for part in doors for i in part) else ()
+    return Equation(
+        anchor, step, lhs, tuple(rhs), extra_label, tuple(extra), note, focus, broken=whole > ONE_LINE, doors=opened
+    )

@@ -19,12 +19,12 @@ from tracer.errors import InputError
 from tracer.present.facts import fill
 from tracer.present.narrative import Narrative, Stage
 from tracer.present.strings import Strings
-from tracer.present.views import doors
+from tracer.present.views import doors, idea
 from tracer.present.views.code import blocks
 from tracer.present.views.common import focus, unfollowed
 from tracer.present.views.lessonctx import LessonCtx
 from tracer.present.views.loops import bars
-from tracer.present.views.model import Block, Formula, Page, Para, Section
+from tracer.present.views.model import Block, Fold, Formula, Page, Para, Section
 from tracer.present.views.nodes import node_blocks, values_table
 from tracer.present.views.notes import keys, number
 from tracer.present.views.order import stage_order
@@ -78,6 +78,9 @@ def section(ctx: LessonCtx, n: int, stage: str, story: Stage, code: Sequence[Blo
     """
     tr = ctx.trace
     blocks: list[Block] = prose(story.text, stage, story.notes)
+    if story.proof:  # a derivation: folded, its summary saying so
+        derived = tuple(b for b in prose(story.proof, f"{stage}-proof") if isinstance(b, Para | Formula))
+        blocks.append(Fold(f"{stage}-proof", ctx.s("fold.proof"), derived))
     nodes = featured(tr, stage, story)
     for node in nodes:
         blocks += node_blocks(ctx, node, stage)
@@ -129,4 +132,5 @@ def build(trace: Trace, story: Narrative, decimals: int = 4) -> Page:
         strings=ui,
         stops=stops(sections),
         doors=doors.embedded(trace, sections, decimals, s),
+        idea=idea.figure(trace, s),
     )

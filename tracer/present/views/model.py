@@ -92,6 +92,9 @@ class Equation:
     A ``broken`` equation puts every step on a line of its own, aligned at the
     ``=``, so its result is in view on a phone; a short one stays on one line.
     ``extra`` (the running sums) is a second line of chunks under ``extra_label``.
+    ``doors`` runs parallel to ``rhs``: for each chunk, the step ids of the
+    numbers it writes, in order (empty for a chunk of symbols), so that each
+    number put into the equation opens its own panel like a table's cell.
     Build one with :func:`tracer.present.views.layout.board`.
     """
 
@@ -104,6 +107,7 @@ class Equation:
     note: str = ""
     focus: bool = False
     broken: bool = False
+    doors: tuple[tuple[tuple[str, ...], ...], ...] = ()
     kind: Literal["equation"] = "equation"
 
     @property
@@ -197,7 +201,17 @@ class Group:
     kind: Literal["group"] = "group"
 
 
-Block = Table | Equation | Formula | Para | Figure | Code | Group
+@dataclass(frozen=True)
+class Fold:
+    """Prose a page folds away under a summary line (a rounding bound's derivation); printing opens it."""
+
+    anchor: str
+    summary: str
+    blocks: tuple[Para | Formula, ...]
+    kind: Literal["fold"] = "fold"
+
+
+Block = Table | Equation | Formula | Para | Figure | Code | Group | Fold
 
 
 @dataclass(frozen=True)
@@ -223,6 +237,7 @@ class Page:
     strings: dict[str, str] = field(default_factory=dict)  # the few UI labels the page script needs
     stops: frozenset[str] = frozenset()  # anchors of the blocks the step navigator stops at (see views/stops.py)
     doors: str = ""  # the panels' data as JSON (see views/doors.py): how each number shown was computed
+    idea: Figure | None = None  # the lesson's picture of its idea, drawn before the numbers (see views/idea.py)
 
     @property
     def html_lang(self) -> str:
@@ -236,5 +251,6 @@ class Page:
 
     @property
     def figures(self) -> tuple[Figure, ...]:
-        """Every figure, in page order."""
-        return tuple(b for s in self.sections for b in s.blocks if isinstance(b, Figure))
+        """Every figure, in page order (the picture of the idea first)."""
+        shown = tuple(b for s in self.sections for b in s.blocks if isinstance(b, Figure))
+        return shown if self.idea is None else (self.idea, *shown)

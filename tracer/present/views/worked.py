@@ -68,6 +68,11 @@ def _cut(items: list[str]) -> list[str]:
     return shown_terms(items, r"\cdots")
 
 
+def _cut_ids(items: list[tuple[str, ...]]) -> list[tuple[str, ...]]:
+    """The step ids of the chunks :func:`_cut` keeps: none for the ellipsis."""
+    return [items[k] if k is not None else () for k in elide(len(items))]
+
+
 def _running_sums(trace: Trace, step: Step, terms: list[Step]) -> list[Step]:
     """The running sum after each term of a contraction's total (its ``partials`` node, at the term's index).
 
@@ -81,26 +86,24 @@ def _running_sums(trace: Trace, step: Step, terms: list[Step]) -> list[Step]:
     return [Step(trace, node, t.index) for t in terms]
 
 
-def _factors(ctx: LessonCtx, step: Step) -> list[str]:
-    """The numbers multiplied into a product, a product among them opened up (``α B × 2`` as three numbers)."""
-    out: list[str] = []
+def _factor_steps(ctx: LessonCtx, step: Step) -> list[Step]:
+    """The steps multiplied into a product, a product among them opened up (``α B × 2`` as three numbers)."""
+    out: list[Step] = []
     for i in step.inputs:
         inner = ctx.trace[i]
-        out += _factors(ctx, inner) if inner.op == "mul" and inner.is_element else [_val(ctx, inner)]
+        out += _factor_steps(ctx, inner) if inner.op == "mul" and inner.is_element else [inner]
     return out
+
+
+def _factors(ctx: LessonCtx, step: Step) -> list[str]:
+    """The numbers of :func:`_factor_steps` as the page writes them."""
+    return [_val(ctx, f) for f in _factor_steps(ctx, step)]
 
 
 def _factor_values(ctx: LessonCtx, step: Step) -> list[float]:
     """The values of :func:`_factors`, as the page shows them (inputs as given, the rest rounded)."""
-    out: list[float] = []
-    for i in step.inputs:
-        inner = ctx.trace[i]
-        if inner.op == "mul" and inner.is_element:
-            out += _factor_values(ctx, inner)
-        else:
-            v = float(inner.value)
-            out.append(v if inner.op == "input" else round(v, ctx.decimals))
-    return out
+    shown = [(float(f.value), f.op == "input") for f in _factor_steps(ctx, step)]
+    return [v if given else round(v, ctx.decimals) for v, given in shown]
 
 
 def _product_rounds(ctx: LessonCtx, shown: list[float], total: float) -> bool:
@@ -133,34 +136,45 @@ def equation(ctx: LessonCtx, step: Step) -> Equation:
     tr = ctx.trace
     ins = [tr[i] for i in step.inputs]
     vals = [_val(ctx, s) for s in ins]
+    at = [s.id for s in ins]
     chain: list[list[str] | str] = []
+    doors: list[list[tuple[str, ...]]] = []  # per written step, per chunk: the ids of the numbers it writes
     extra: list[str] = []
     note = ""
     op = step.op
     if op == "sum" and ins:
         if all(t.op == "mul" for t in ins):
             chain.append(chunked(_cut([r" \times ".join(_val(ctx, tr[f]) for f in t.inputs) for t in ins])))
+            doors.append(_cut_ids([tuple(t.inputs) for t in ins]))
         chain.append(chunked(_cut(vals)))
+        doors.append(_cut_ids([(i,) for i in at]))
         runs = _running_sums(tr, step, ins)
         if runs and len(runs) <= MAX_TERMS:
             extra = [rf"s_{{{n + 1}}} = {alone(ctx.num(float(r.value)))}" for n, r in enumerate(runs)]
         note = _once(ctx, "rounding", len(ins) <= MAX_TERMS and ctx.rounds([t.value for t in ins], step.value))
     elif op == "div" and len(vals) == 2:
-        top = r" \times ".join(_factors(ctx, ins[0])) if ins[0].op == "mul" and ins[0].is_element else vals[0]
+        opened = ins[0].op == "mul" and ins[0].is_element
+        top = r" \times ".join(_factors(ctx, ins[0])) if opened else vals[0]
         chain.append(rf"\frac{{{top}}}{{{vals[1]}}}")
+        doors.append([(*([f.id for f in _factor_steps(ctx, ins[0])] if opened else at[:1]), at[1])])
     elif op == "mul" and len(vals) == 2:
         chain.append(r" \times ".join(_factors(ctx, step)))
+        doors.append([tuple(f.id for f in _factor_steps(ctx, step))])
         note = _once(ctx, "rounding_product", _product_rounds(ctx, _factor_values(ctx, step), float(step.value)))
     elif op in ("sub", "add") and len(vals) == 2:
         chain.append(f"{vals[0]} {SIGNS[op]} {vals[1]}")
+        doors.append([tuple(at)])
         sign = -1.0 if op == "sub" else 1.0
         note = _once(ctx, "rounding", ctx.rounds([float(ins[0].value), sign * float(ins[1].value)], step.value))
     elif op == "exp" and vals:
         chain.append(f"e^{{{vals[0]}}}")
+        doors.append([(at[0],)])
     elif op == "max":
         chain.append(rf"\max({', '.join(_cut(vals))})")
+        doors.append([tuple(i for part in _cut_ids([(i,) for i in at]) for i in part)])
     elif op == "rescale_add" and len(vals) == 3:  # lesson flash: the running sum rescaled, then the block's part added
         chain.append(rf"{vals[0]} \times {vals[1]} + {vals[2]}")
+        doors.append([tuple(at)])
     written = _formula(ctx, step)
     if ctx.text(step.node).formula:  # the narrative names the entry itself (a head's z): its left side is the page's
         lhs, *named = split_steps(written)
@@ -169,7 +183,9 @@ def equation(ctx: LessonCtx, step: Step) -> Equation:
         lhs, formula = sides(step, written)
     label = ctx.s("lesson.partial") if extra else ""
     steps = [*formula, *chain, alone(ctx.value(step.node, float(step.value)))]
-    return board(anchor(step.id), step.id, lhs, steps, label, extra, note, focus=True)
+    ids: list[list[tuple[str, ...]] | None] = [None] * len(formula)
+    ids += [*doors, [(step.id,)]]  # the result opens its own step, as the left side does
+    return board(anchor(step.id), step.id, lhs, steps, label, extra, note, focus=True, ids=ids)
 
 
 def written(ctx: LessonCtx, node: Node) -> list[Block]:
