@@ -100,6 +100,11 @@ def section(ctx: LessonCtx, n: int, stage: str, story: Stage, code: Sequence[Blo
     return Section(stage, f"{n}. {story.title}", tuple(blocks))
 
 
+def with_code(code: dict[str, list[Block]]) -> backward.Builder:
+    """:func:`section` for a backward stage, with the stage's code blocks (its autograd cells) at its end."""
+    return lambda ctx, n, stage, story: section(ctx, n, stage, story, code.get(stage, ()))
+
+
 def build(trace: Trace, story: Narrative, decimals: int = 4) -> Page:
     """The page of ``trace`` told by ``story`` (its language is the page's)."""
     story = fill(trace, story)  # a shipped narrative's statements about its example, for this trace
@@ -111,7 +116,7 @@ def build(trace: Trace, story: Narrative, decimals: int = 4) -> Page:
     code = blocks(trace, s)
     order = backward.forward(stage_order(trace), trace)
     shown = [section(ctx, n + 1, st, story.stage(st), code.get(st, ())) for n, st in enumerate(order)]
-    sections = number((*shown, *backward.sections(ctx, len(order) + 1, section)))
+    sections = number((*shown, *backward.sections(ctx, len(order) + 1, with_code(code))))
     summary = (
         (s("lesson.summary_lesson"), str(trace.meta.get("lesson", story.lesson))),
         (s("page.summary_tokens"), str(ctx.t)),
@@ -148,5 +153,6 @@ def with_backward(page: Page, trace: Trace, story: Narrative, decimals: int = 4)
     titles = [t.text if isinstance(t, Para) else t for t in (sec.title for sec in page.sections)]
     last = max((int(m.group(1)) for t in titles if (m := re.match(r"(\d+)", t))), default=0)
     said = sum(len(sec.notes) for sec in page.sections)
-    sections = (*page.sections, *number(tuple(backward.sections(ctx, last + 1, section)), said))
+    built = backward.sections(ctx, last + 1, with_code(blocks(trace, s)))
+    sections = (*page.sections, *number(tuple(built), said))
     return replace(page, sections=sections, stops=stops(sections), doors=doors.embedded(trace, sections, decimals, s))
