@@ -129,6 +129,6 @@ def test_figures_of_a_backward_trace_are_the_pages(tmp_path: Path) -> None:
 
 def test_the_backward_flags_are_refused_where_they_cannot_apply(tmp_path: Path) -> None:
     run = CliRunner().invoke
-    done = run(app, ["report", "--lesson", "flash", "--backward", "-o", str(tmp_path)])
+    done = run(app, ["report", "--lesson", "kvcache", "--backward", "-o", str(tmp_path)])
     assert done.exit_code == 2 and "no backward pass yet" in done.output
     assert len(done.output.strip().splitlines()) == 1
