@@ -20,7 +20,7 @@ from tracer.present.views import backward, lesson
 from tracer.present.views import page as walkthrough
 from tracer.present.views.model import Equation, Figure, Page, Table
 
-BACKWARD = ("simple", "trainable", "causal", "window", "gqa", "rope", "multihead")
+BACKWARD = ("simple", "trainable", "causal", "window", "gqa", "rope", "multihead", "flash")
 
 
 def page_of(name: str, lang: str = "en", **options: object) -> Page:
