@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 from click.testing import CliRunner
 
@@ -67,7 +68,7 @@ def test_bad_grad_output_files_are_one_line_errors(tmp_path: Path) -> None:
 
 
 def test_backward_refused_where_it_does_not_apply(tmp_path: Path) -> None:
-    code, _, err = run("trace", "--lesson", "flash", "--backward")
+    code, _, err = run("trace", "--lesson", "kvcache", "--backward")
     assert code == 2 and "no backward pass yet" in err
     saved = tmp_path / "s.json"
     run("trace", "-o", str(saved))
@@ -97,11 +98,50 @@ def test_verify_backward(tmp_path: Path) -> None:
     )
     code, said, err = run("verify", "--backward", str(plain))
     assert code == 2 and said == "" and "holds no backward pass" in err
-    doc = json.loads(both.read_text())
-    doc["meta"]["backward"]["stages"] = 7  # an edited file: a clear refusal, never a traceback
-    both.write_text(seal(doc))
-    code, said, err = run("verify", "--backward", str(both))
-    assert code == 2 and "not a list of stage names" in err
+
+
+def edited(path: Path, change: Any) -> dict[str, Any]:
+    """The trace file at ``path`` with ``change`` applied to its document, its digest made again."""
+    doc = json.loads(path.read_text())
+    change(doc)
+    path.write_text(seal(doc))
+    return doc
+
+
+def test_meta_backward_is_checked_when_the_file_is_read(tmp_path: Path) -> None:
+    good = tmp_path / "good.json"
+    run("trace", "--lesson", "causal", "--backward", "-o", str(good))
+    fresh = good.read_text()
+    code, said, err = run("verify", "--backward", str(good))
+    assert code == 0, err
+    upstream = next(n for n in json.loads(fresh)["nodes"] if n["name"] == "ddropout.z")
+
+    def meta(key: str, value: Any) -> Any:
+        return lambda doc: doc["meta"]["backward"].__setitem__(key, value)
+
+    def node(name: str, key: str, value: Any) -> Any:
+        return lambda doc: next(n for n in doc["nodes"] if n["name"] == name).__setitem__(key, value)
+
+    cases = {
+        "stages: 7 is not of type 'array'": meta("stages", 7),
+        "backward.loss: 'cubic' is not one of": meta("loss", "cubic"),
+        "backward.output: 'nothing' is not a node of this trace": meta("output", "nothing"),
+        "backward.gradients[1]: 'dW_nothing' is not a node": meta("gradients", ["dx", "dW_nothing"]),
+        "backward.upstream: 'dv' is computed (sum); the upstream gradient is an input": meta("upstream", "dv"),
+        "backward.upstream: 'ddropout.z' has axes ['i', 'k']": node("ddropout.z", "axes", ["i", "k"]),
+        "backward.stages[2]: no node is in stage 'dmagic'": meta("stages", ["dcontext", "ddropout", "dmagic"]),
+        "'extra' was unexpected": meta("extra", 1),
+        "'upstream' is a required property": lambda doc: doc["meta"]["backward"].pop("upstream"),
+    }
+    for i, (want, change) in enumerate(cases.items()):
+        bad = tmp_path / f"bad{i}.json"
+        bad.write_text(fresh)
+        edited(bad, change)
+        for command in (("verify", "--backward"), ("explain", "--from"), ("report", "--from")):
+            code, said, err = run(*command, str(bad), *(["domega[2,1]"] if command[0] == "explain" else []))
+            assert code == 2 and said == "", (want, command)
+            assert len(err.strip().splitlines()) == 1 and want in err, (want, err)
+    assert upstream["op"] == "input"
 
 
 def test_a_three_axis_grad_output_file_for_gqa(tmp_path: Path) -> None:

@@ -278,6 +278,7 @@ def walkthrough_figures(trace: Trace, lang: str = "en") -> dict[str, Callable[[]
 def report_figures(trace: Trace, lang: str = "en") -> dict[str, Callable[[], Figure]]:
     """Every figure of the trace's report, by the report's file name (``fig-alpha``), each made when called."""
     from tracer.present.report import narrative_of
+    from tracer.present.views import backward
     from tracer.record import registry
     from tracer.record.lesson import page_part
 
@@ -285,11 +286,11 @@ def report_figures(trace: Trace, lang: str = "en") -> dict[str, Callable[[], Fig
     own = page_part(registered, "figures") if registered is not None else None
     if own is not None:  # a lesson with a page of its own draws that page's figures
         figures: dict[str, Callable[[], Figure]] = own(trace, lang)
-        return _with_idea(trace, lang, figures)
+        return _with_idea(trace, lang, figures | _backward_figures(trace, lang))
     q = trace.query
     story = narrative_of(trace, lang)
     out: dict[str, Callable[[], Figure]] = {}
-    for stage in trace.stages:
+    for stage in backward.forward(trace.stages, trace):
         told = story.stage(stage)
         for name in told.heatmap:
             for h, suffix in _heads(trace, name):
@@ -300,7 +301,24 @@ def report_figures(trace: Trace, lang: str = "en") -> dict[str, Callable[[], Fig
                 row = min(q, trace.node(name).sizes.get("i", q))  # a cache step's one new query: its only row
                 step = f"{name}[{','.join([*lead, str(row)])}]"
                 out[f"fig-{_anchor(name)}{suffix}"] = _bind(contributions, trace, step, None, lang)
-    return _with_idea(trace, lang, out)
+    return _with_idea(trace, lang, out | _backward_figures(trace, lang))
+
+
+def _backward_figures(trace: Trace, lang: str) -> dict[str, Callable[[], Figure]]:
+    """The backward section's heatmaps (the weights P, then their scores' gradient dS), as its page names them."""
+    from tracer.present.report import narrative_of
+    from tracer.present.views import backward
+    from tracer.present.views.lessonctx import LessonCtx
+
+    if not backward.stages(trace):
+        return {}
+
+    ctx = LessonCtx(trace, Strings(lang), 4, story=narrative_of(trace, lang))
+    out: dict[str, Callable[[], Figure]] = {}
+    for prefix, name in backward.figures(ctx):
+        for h, suffix in _heads(trace, name):
+            out[f"fig-{prefix}{_anchor(name)}{suffix}"] = _bind(heatmap, trace, name, h, lang)
+    return out
 
 
 def _heads(trace: Trace, name: str) -> list[tuple[int, str]]:

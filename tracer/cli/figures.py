@@ -11,7 +11,7 @@ import click
 
 from tracer.api import DEFAULT_LESSON
 from tracer.cli.group import UserError, app, status
-from tracer.cli.options import build_trace, from_option, input_options, trace_source
+from tracer.cli.options import backward_options, build_trace, from_option, input_options, trace_source
 from tracer.core.files import quoted
 from tracer.present.strings import LANGS
 
@@ -19,6 +19,7 @@ from tracer.present.strings import LANGS
 @app.command()
 @from_option
 @input_options
+@backward_options
 @click.option("--lang", type=click.Choice(list(LANGS)), default=LANGS[0], show_default=True, help="Axis titles.")
 @click.option("--format", "fmt", type=click.Choice(["png", "pdf", "svg"]), default="png", show_default=True)
 @click.option("--dpi", type=click.IntRange(20, 1200), default=200, show_default=True, help="Resolution of PNG files.")

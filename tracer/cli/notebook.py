@@ -8,12 +8,13 @@ from typing import Any
 import click
 
 from tracer.cli.group import UserError, app, status, write_output
-from tracer.cli.options import build_trace, input_options
+from tracer.cli.options import backward_options, build_trace, input_options
 from tracer.present.strings import LANGS
 
 
 @app.command()
 @input_options
+@backward_options
 @click.option("--lang", type=click.Choice(LANGS), default=LANGS[0], show_default=True, help="Notebook language.")
 @click.option("-o", "--output", required=True, type=click.Path(path_type=Path), help="Notebook file to write (.ipynb).")
 @click.option("--force", is_flag=True, help="Overwrite an existing notebook.")

@@ -9,7 +9,7 @@ import click
 
 from tracer.api import DEFAULT_LESSON
 from tracer.cli.group import UserError, app, status
-from tracer.cli.options import build_trace, decimals_option, from_option, input_options, trace_source
+from tracer.cli.options import backward_options, build_trace, decimals_option, from_option, input_options, trace_source
 from tracer.present.strings import LANGS
 
 
@@ -17,6 +17,7 @@ from tracer.present.strings import LANGS
 @from_option
 @decimals_option
 @input_options
+@backward_options
 @click.option("--lang", default=LANGS[0], show_default=True, help="Report language: en, zh, a list (en,zh) or all.")
 @click.option(
     "--format",

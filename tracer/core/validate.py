@@ -22,6 +22,10 @@ a schema cannot say:
   :data:`~tracer.core.limits.MAX_TRACE_VALUE_BYTES`, counted from the
   declared shapes before anything is allocated (a derived node costs the
   file nothing), and there are at most :data:`~tracer.core.limits.MAX_NODES`;
+- a backward pass (``meta.backward``) names what the file holds: its
+  ``output`` and each of its ``gradients`` are nodes, its ``upstream`` is an
+  input node with the output's axes and shape, and each of its ``stages``
+  is the stage of some node;
 - the metadata agree with the renderers that read them: a trace of lesson
   ``simple`` (the tutorial's walk-through) holds that lesson's nodes with
   their axes and sizes, and a captured trace names its modules' classes.
@@ -242,7 +246,36 @@ def _cross(doc: dict[str, Any]) -> None:
             _arg(f"{at}.args[{n}]", arg, name, axes, axes_of)
         _attrs(f"{at}.attrs", node["attrs"], axes, node["args"], axes_of)
         axes_of[name] = axes
+    _backward(doc)
     _lesson(doc)
+
+
+def _backward(doc: dict[str, Any]) -> None:
+    """``meta.backward`` (its types are the schema's) must name this file's nodes and stages."""
+    back = doc["meta"].get("backward")
+    if back is None:
+        return
+    at = "$.meta.backward"
+    have = {n["name"]: n for n in doc["nodes"]}
+    for key in ("output", "upstream"):
+        if back[key] not in have:
+            raise _Bad(f"{at}.{key}", f"{back[key]!r} is not a node of this trace")
+    for n, grad in enumerate(back["gradients"]):
+        if grad not in have:
+            raise _Bad(f"{at}.gradients[{n}]", f"{grad!r} is not a node of this trace")
+    out, up = have[back["output"]], have[back["upstream"]]
+    if up["op"] != "input":
+        raise _Bad(f"{at}.upstream", f"{up['name']!r} is computed ({up['op']}); the upstream gradient is an input")
+    if (up["axes"], up["value"]["shape"]) != (out["axes"], out["value"]["shape"]):
+        raise _Bad(
+            f"{at}.upstream",
+            f"{up['name']!r} has axes {up['axes']} and shape {up['value']['shape']}; the output"
+            f" {out['name']!r} has axes {out['axes']} and shape {out['value']['shape']}",
+        )
+    stages = {n["stage"] for n in doc["nodes"]}
+    for n, stage in enumerate(back["stages"]):
+        if stage not in stages:
+            raise _Bad(f"{at}.stages[{n}]", f"no node is in stage {stage!r}")
 
 
 def _arg(at: str, arg: dict[str, Any], name: str, axes: list[str], axes_of: dict[str, list[str]]) -> None:

@@ -8,7 +8,8 @@ Folder names (:func:`slug`) are stable: ``tutorial`` for the tutorial's
 example, ``<file stem>`` for an inputs file, ``text-<hash>`` for ``--text``
 and ``inputs-<hash>`` for anything else; ``-q<N>`` is added when the focus
 query is not the default (2, or what the lesson's focus rule picks) and
-``-float64`` for double precision.  A lesson's folders take its name (its
+``-float64`` for double precision, ``-backward`` for a trace with its
+backward pass (its page has a backward section).  A lesson's folders take its name (its
 ``folder`` when it names one) for its default example (``causal``) and as a
 prefix otherwise (``causal-words``); the tutorial's lesson names ``""``, so
 its folders are the plain names.
@@ -77,6 +78,8 @@ def slug(trace: Trace) -> str:
         base += f"-q{trace.query}"
     if trace.dtype != "float32":
         base += f"-{trace.dtype}"
+    if isinstance(trace.meta.get("backward"), dict):  # its page has a backward section: not the forward's folder
+        base += "-backward"
     return base
 
 
@@ -98,12 +101,14 @@ def build(
     from tracer.present.figures.svg import standalone
     from tracer.present.render.html import render_html
     from tracer.present.render.markdown import render_markdown
-    from tracer.present.views import lesson
+    from tracer.present.views import backward, lesson
 
     trace = portable.shown(trace)  # library results print as their loop forms: the same on every machine
     own = page_part(registered, "page") if story is None and (registered := registry.of(trace)) else None
     if own is not None:
         page = own(trace, lang, decimals)
+        if backward.stages(trace):  # its backward section is the generic page's, told by its narrative
+            page = lesson.with_backward(page, trace, narrative_of(trace, lang), decimals)
     else:
         page = lesson.build(trace, story or narrative_of(trace, lang), decimals)
     files: dict[str, bytes] = {}

@@ -18,6 +18,7 @@ otherwise compares the traced result with the traced mask applied here.
 from __future__ import annotations
 
 from tracer.core.trace import Trace
+from tracer.present.notebook import autograd
 from tracer.present.notebook.code import CAUSAL_ATTENTION, Cell, check, definitions, lines
 from tracer.present.notebook.projections import one_query
 
@@ -90,4 +91,17 @@ def cells(trace: Trace) -> dict[str, list[Cell]]:
         "mask": [everyone, masks(trace), renormalized, infinity],
         "dropout": [dropout(trace)],
         "batch": [module],
+        **autograd.cells(trace, autograd.PROJECTED_LEAVES, backward(trace)),
     }
+
+
+def backward(trace: Trace) -> list[tuple[str, str]]:
+    """The forward autograd runs again: masked softmax, dropout with the traced mask, and the output it feeds."""
+    p = float(trace.meta.get("dropout", {}).get("p", 0.5))
+    keep = autograd.constant("dropout.keep")
+    return [
+        *autograd.projected(),
+        *autograd.masked("mask.triu", "causal.alpha"),
+        ("dropout.alpha", f't["causal.alpha"] * {keep} / (1 - {p})'),
+        ("dropout.z", 't["dropout.alpha"] @ t["v"]'),
+    ]

@@ -12,6 +12,7 @@ comparison, then the same loop from the last block back to the first.
 from __future__ import annotations
 
 from tracer.core.trace import Trace
+from tracer.present.notebook import autograd
 from tracer.present.notebook.code import Cell, check, inputs_cell, lines, projections_cell, weights_cell
 from tracer.present.notebook.projections import weights_of
 
@@ -99,4 +100,16 @@ def cells(trace: Trace) -> dict[str, list[Cell]]:
         "online": [online],
         "ordinary": [ordinary],
         "reverse": [reverse],
+        **autograd.cells(trace, autograd.PROJECTED_LEAVES, BACKWARD),
     }
+
+
+BACKWARD = [
+    *autograd.projected(),
+    *autograd.masked("mask.triu", "causal.alpha"),
+    ("flash.z", 't["causal.alpha"] @ t["v"]'),
+]
+"""What autograd differentiates: the ordinary causal attention, whose output is the flash loop's mathematically.
+
+Its gradients of the queries, keys, values, weights and inputs are shown beside the flash backward's own:
+torch's autograd has no blocks, so the checks also show the two computations agree."""

@@ -31,9 +31,11 @@ import torch
 
 from tracer.core.trace import Ref, Trace
 from tracer.errors import InputError
+from tracer.lessons.flash import backward
 from tracer.lessons.flash.flashbound import flash_bound
 from tracer.record import weights as wts
 from tracer.record.blocks.attention import context, row_sum, scores
+from tracer.record.blocks.backward import Backward
 from tracer.record.blocks.masks import CAUSAL, causal_masks, masked_softmax
 from tracer.record.blocks.projections import inputs_and_weights, projections, sqrt_dk
 from tracer.record.recorder import Recorder, Var
@@ -194,8 +196,9 @@ def build(
     weights: dict[str, torch.Tensor],
     weights_meta: dict[str, Any],
     block: int,
+    backward_pass: Backward | None = None,
 ) -> Trace:
-    """Run the lesson."""
+    """Run the lesson; with ``backward_pass``, its backward pass too (:mod:`tracer.lessons.flash.backward`)."""
     rec = Recorder(dtype)
     t = int(inputs.shape[0])
     x, w = inputs_and_weights(rec, inputs, weights)
@@ -228,6 +231,7 @@ def build(
         )  # fmt: skip
     with rec.stage("online"):
         z = online(rec, s, vb)
+        stats = {"m": rec.var("flash.m"), "l": rec.var("flash.l")}
     with rec.stage("ordinary"):
         omega_full = scores(rec, "omega", q, k, (), r"\omega_{<i,j>}")
         _tri, up = causal_masks(rec, t)
@@ -250,6 +254,9 @@ def build(
             text="max |rev.z − causal.z|", bound=bound, traced=True,
         )  # fmt: skip
     info = {"lesson": "flash", "tokens": tokens, "query": query, "stages": list(STAGES), "block": block, "blocks": n}
+    if backward_pass is not None:
+        parts = {"q": q, "s": s, "kb": kb, "vb": vb, "root": root, "hide": hide, "z": z, **stats}
+        info["backward"] = backward.record(rec, x, w, parts, backward_pass)
     return rec.trace({**meta, **info, "weights": weights_meta})
 
 

@@ -9,6 +9,7 @@ checks transpose torch's ``(b, heads, T, d)`` layout before comparing.
 from __future__ import annotations
 
 from tracer.core.trace import Trace
+from tracer.present.notebook import autograd
 from tracer.present.notebook.code import Cell, check, inputs_cell, lines
 
 
@@ -93,4 +94,23 @@ def cells(trace: Trace) -> dict[str, list[Cell]]:
         "output": [output],
         "multihead": [multihead],
         "cache": [cache],
+        **autograd.cells(trace, (*autograd.PROJECTED_LEAVES, "W_out"), backward(trace)),
     }
+
+
+def backward(trace: Trace) -> list[tuple[str, str]]:
+    """The forward autograd runs again: heads, the groups repeated for their heads, the causal softmax, W_out."""
+    h, g = int(trace.tensor("hq").shape[0]), int(trace.tensor("hk").shape[0])
+    return [
+        *autograd.projected()[:3],
+        autograd.heads("hq", "q", h),
+        autograd.heads("hk", "k", g),
+        autograd.heads("hv", "v", g),
+        ("kh", f't["hk"].repeat_interleave({h // g}, dim=0)'),
+        ("vh", f't["hv"].repeat_interleave({h // g}, dim=0)'),
+        ("omega", 't["hq"] @ t["kh"].transpose(-1, -2)'),
+        *autograd.masked("mask.triu", "causal.alpha", key="hq"),
+        ("z", 't["causal.alpha"] @ t["vh"]'),
+        autograd.joined("concat", "z"),
+        ("out", 't["concat"] @ t["W_out"]'),
+    ]

@@ -14,6 +14,7 @@ batch first (``[b, h, i, …]``), so the checks transpose the first two axes.
 from __future__ import annotations
 
 from tracer.core.trace import Trace
+from tracer.present.notebook import autograd
 from tracer.present.notebook.code import CAUSAL_ATTENTION, Cell, check, definitions, inputs_cell, lines
 
 WRAPPER = '''class MultiHeadAttentionWrapper(torch.nn.Module):
@@ -106,4 +107,22 @@ def cells(trace: Trace) -> dict[str, list[Cell]]:
         "context_vec = mha.out_proj(context_vec)",
         check(trace, "split.out", "context_vec"),
     )
-    return {"inputs": [inputs], "wrapper": [wrapper], "split": [split, forward]}
+    leaves = ("x", *(f"split.{w}" for w in ("W_query", "W_key", "W_value", "W_out", "b_out")))
+    grads = autograd.cells(trace, leaves, backward(trace))
+    return {"inputs": [inputs], "wrapper": [wrapper], "split": [split, forward], **grads}
+
+
+def backward(trace: Trace) -> list[tuple[str, str]]:
+    """The split form's forward, which autograd runs again: heads, the causal softmax, joined, W_out and the bias."""
+    h = int(trace.tensor("split.hq").shape[0])
+    full = [(f"split.{n}", f't["x"] @ t["split.{w}"]') for n, w in (("q", "W_query"), ("k", "W_key"), ("v", "W_value"))]
+    return [
+        *full,
+        *(autograd.heads(f"split.h{n}", f"split.{n}", h) for n in "qkv"),
+        ("split.omega", 't["split.hq"] @ t["split.hk"].transpose(-1, -2)'),
+        *autograd.masked("mask.triu", "split.causal.alpha", pre="split.", key="split.hq"),
+        ("split.z", 't["split.causal.alpha"] @ t["split.hv"]'),
+        autograd.joined("split.concat", "split.z"),
+        ("split.proj", 't["split.concat"] @ t["split.W_out"]'),
+        ("split.out", 't["split.proj"] + t["split.b_out"]'),
+    ]

@@ -12,6 +12,7 @@ correctly rounded ones in the last bit, which the checks allow and the
 from __future__ import annotations
 
 from tracer.core.trace import Trace
+from tracer.present.notebook import autograd
 from tracer.present.notebook.code import (
     Cell,
     check,
@@ -121,4 +122,17 @@ def cells(trace: Trace) -> dict[str, list[Cell]]:
         "shift": [shift],
         "other": [other],
         "perm": [perm],
+        **autograd.cells(trace, autograd.PROJECTED_LEAVES, backward(main)),
     }
+
+
+def backward(rotate: str) -> list[tuple[str, str]]:
+    """The forward autograd runs again: queries and keys turned by ``rotate`` (the notebook's main convention)."""
+    return [
+        *autograd.projected(),
+        ("rope.q", f'{rotate}(t["q"], positions, base)'),
+        ("rope.k", f'{rotate}(t["k"], positions, base)'),
+        ("omega", 't["rope.q"] @ t["rope.k"].T'),
+        *autograd.masked("mask.triu", "causal.alpha"),
+        ("z", 't["causal.alpha"] @ t["v"]'),
+    ]

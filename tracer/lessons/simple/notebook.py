@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from tracer.core.trace import Trace
+from tracer.present.notebook import autograd
 from tracer.present.notebook.code import Cell, check, inputs_cell, lines
 
 
@@ -51,7 +52,12 @@ def cells(trace: Trace) -> dict[str, list[Cell]]:
     out = {"inputs": [inputs], "scores": [scores], "normalize": normalize, "context": [context], "matrix": matrix}
     if "overflow" in trace.stages:
         out["overflow"] = [_overflow(trace)]
-    return out
+    forward = [
+        ("omega", 't["x"] @ t["x"].T'),
+        ("alpha", 'torch.softmax(t["omega"], dim=-1)'),
+        ("z", 't["alpha"] @ t["x"]'),
+    ]
+    return out | autograd.cells(trace, ("x",), forward)
 
 
 def _overflow(trace: Trace) -> Cell:

@@ -11,6 +11,7 @@ and bias-free ``nn.Linear`` layers).
 from __future__ import annotations
 
 from tracer.core.trace import Trace
+from tracer.present.notebook import autograd
 from tracer.present.notebook.code import Cell, check, lines, project
 from tracer.present.notebook.projections import one_query, weights_of
 
@@ -33,4 +34,11 @@ def cells(trace: Trace) -> dict[str, list[Cell]]:
         "context_vecs = attn_weights @ values",
         check(trace, "mat.z", "context_vecs"),
     )
-    return {**one_query(trace), "context": [context], "matrix": [matrix]}
+    forward = [
+        *autograd.projected(),
+        ("scaled", 't["omega"] / t["k"].shape[-1] ** 0.5'),
+        ("alpha", 'torch.softmax(t["scaled"], dim=-1)'),
+        ("z", 't["alpha"] @ t["v"]'),
+    ]
+    grads = autograd.cells(trace, autograd.PROJECTED_LEAVES, forward)
+    return {**one_query(trace), "context": [context], "matrix": [matrix], **grads}

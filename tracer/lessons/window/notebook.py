@@ -11,6 +11,7 @@ mask on the same scores and compares.
 from __future__ import annotations
 
 from tracer.core.trace import Trace
+from tracer.present.notebook import autograd
 from tracer.present.notebook.code import Cell, check, inputs_cell, lines, projections_cell, weights_cell
 from tracer.present.notebook.projections import weights_of
 
@@ -58,6 +59,11 @@ def cells(trace: Trace) -> dict[str, list[Cell]]:
         "same = (attn_weights == causal_weights).all(dim=-1)",
         'print("rows equal to the causal lesson:", [i + 1 for i in range(context_length) if same[i]])',
     )
+    backward = [
+        *autograd.projected(),
+        *autograd.masked("mask.hide", "window.alpha"),
+        ("z", 't["window.alpha"] @ t["v"]'),
+    ]
     return {
         "inputs": [inputs, weights_cell(trace, kind, seed, d_out)],
         "projections": [projections],
@@ -66,4 +72,5 @@ def cells(trace: Trace) -> dict[str, list[Cell]]:
         "normalize": [normalize],
         "context": [context],
         "causal": [causal],
+        **autograd.cells(trace, autograd.PROJECTED_LEAVES, backward),
     }

@@ -77,6 +77,8 @@ def cells(trace: Trace, lang: str = "en", pipeline: str | None = None) -> list[d
     from tracer.present.notebook.captured import cells as captured_cells
     from tracer.present.notebook.pipeline import cells as custom_cells
     from tracer.present.report import narrative_of
+    from tracer.present.views import backward
+    from tracer.present.views.lessonctx import LessonCtx
     from tracer.present.views.order import page_order
 
     lesson = str(trace.meta.get("lesson", "lesson"))
@@ -95,9 +97,12 @@ def cells(trace: Trace, lang: str = "en", pipeline: str | None = None) -> list[d
     out = [_cell("markdown", cell_id(lesson, "intro"), intro(trace, story, s))]
     out.append(_cell("code", cell_id(lesson, "setup"), setup(trace)))
     out.append(_cell("code", cell_id(lesson, "traced"), traced_cell(trace, everything)))
-    for n, stage in enumerate(page_order(trace), 1):  # the order the report's sections follow
-        prose = story.stage(stage)
-        text = f"## {n}. {prose.title}\n\n{narrative.footnoted(prose)}\n"
+    ctx = LessonCtx(trace, s, 4, story=story)
+    back = backward.stages(trace)
+    for n, stage in enumerate([*backward.forward(page_order(trace), trace), *back], 1):  # as the report's sections
+        prose = backward.story(ctx, stage) if stage in back else story.stage(stage)
+        opening = f"{backward.intro(ctx).text}\n\n" if back[:1] == [stage] else ""
+        text = f"## {n}. {prose.title}\n\n{opening}{narrative.footnoted(prose)}\n"
         out.append(_cell("markdown", cell_id(lesson, stage), text))
         for k, code in enumerate(per_stage.get(stage, []), 1):
             out.append(_cell("code", cell_id(lesson, stage, k), code))

@@ -12,14 +12,16 @@ reported this way; the lesson supplies only its narrative.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
+from dataclasses import replace
 
 from tracer.core.trace import Node, Trace
 from tracer.errors import InputError
 from tracer.present.facts import fill
 from tracer.present.narrative import Narrative, Stage
 from tracer.present.strings import Strings
-from tracer.present.views import doors, idea
+from tracer.present.views import backward, doors, idea
 from tracer.present.views.code import blocks
 from tracer.present.views.common import focus, unfollowed
 from tracer.present.views.lessonctx import LessonCtx
@@ -101,6 +103,11 @@ def section(ctx: LessonCtx, n: int, stage: str, story: Stage, code: Sequence[Blo
     return Section(stage, f"{n}. {story.title}", tuple(blocks))
 
 
+def with_code(code: dict[str, list[Block]]) -> backward.Builder:
+    """:func:`section` for a backward stage, with the stage's code blocks (its autograd cells) at its end."""
+    return lambda ctx, n, stage, story: section(ctx, n, stage, story, code.get(stage, ()))
+
+
 def build(trace: Trace, story: Narrative, decimals: int = 4) -> Page:
     """The page of ``trace`` told by ``story`` (its language is the page's)."""
     story = fill(trace, story)  # a shipped narrative's statements about its example, for this trace
@@ -110,8 +117,9 @@ def build(trace: Trace, story: Narrative, decimals: int = 4) -> Page:
     if not 1 <= q <= ctx.t:
         raise InputError(f"the focus query {q} is not one of the {ctx.t} tokens")
     code = blocks(trace, s)
-    order = stage_order(trace)
-    sections = number(tuple(section(ctx, n + 1, st, story.stage(st), code.get(st, ())) for n, st in enumerate(order)))
+    order = backward.forward(stage_order(trace), trace)
+    shown = [section(ctx, n + 1, st, story.stage(st), code.get(st, ())) for n, st in enumerate(order)]
+    sections = number((*shown, *backward.sections(ctx, len(order) + 1, with_code(code))))
     summary = (
         (s("lesson.summary_lesson"), str(trace.meta.get("lesson", story.lesson))),
         (s("page.summary_tokens"), str(ctx.t)),
@@ -134,3 +142,21 @@ def build(trace: Trace, story: Narrative, decimals: int = 4) -> Page:
         doors=doors.embedded(trace, sections, decimals, s),
         idea=idea.figure(trace, s),
     )
+
+
+def with_backward(page: Page, trace: Trace, story: Narrative, decimals: int = 4) -> Page:
+    """A lesson's own page (the tutorial's walk-through) with the backward section the generic page has.
+
+    The backward sections are numbered after the page's last numbered
+    section, their notes after its notes, and the page's stops and doors
+    are made again over every section.
+    """
+    story = fill(trace, story)
+    s = Strings(story.lang)
+    ctx = LessonCtx(trace, s, decimals, story=story)
+    titles = [t.text if isinstance(t, Para) else t for t in (sec.title for sec in page.sections)]
+    last = max((int(m.group(1)) for t in titles if (m := re.match(r"(\d+)", t))), default=0)
+    said = sum(len(sec.notes) for sec in page.sections)
+    built = backward.sections(ctx, last + 1, with_code(blocks(trace, s)))
+    sections = (*page.sections, *number(tuple(built), said))
+    return replace(page, sections=sections, stops=stops(sections), doors=doors.embedded(trace, sections, decimals, s))

@@ -65,9 +65,13 @@ class _Counter:
         return b  # equations, formulas, code and folded groups hold no prose
 
 
-def number(sections: tuple[Section, ...]) -> tuple[Section, ...]:
-    """``sections`` with every footnote numbered in reading order and listed at the end of its section."""
+def number(sections: tuple[Section, ...], after: int = 0) -> tuple[Section, ...]:
+    """``sections`` with every footnote numbered in reading order and listed at the end of its section.
+
+    ``after`` is how many notes the page already numbered before these sections (they count on from it).
+    """
     count = _Counter()
+    count.n = after
     out = []
     for s in sections:
         count.found = []

@@ -211,15 +211,19 @@ def _alt(ctx: LessonCtx, alt: str, part: Part) -> str:
     return ctx.s("lesson.head_alt", alt=alt, head=part.label) if part.label else alt
 
 
-def heatmaps(ctx: LessonCtx, node: Node) -> list[Block]:
-    """A heatmap of the node's (i, j) matrix, one per head, the focus row outlined (queries down, in any layout)."""
+def heatmaps(ctx: LessonCtx, node: Node, prefix: str = "") -> list[Block]:
+    """A heatmap of the node's (i, j) matrix, one per head, the focus row outlined (queries down, in any layout).
+
+    ``prefix`` goes before the node's name in the figures' names: a node drawn a second time on a page (the
+    weights beside their gradient) needs figures of its own.
+    """
     given, node = node, upright(node)
     hide, order = ctx.hidden(given), upright_order(given)  # the mask is laid out as the node was recorded
     if hide is not None and order is not None:
         hide = np.transpose(hide, order)
     out: list[Block] = []
     for part in parts(ctx, node):
-        name = f"fig-{anchor(node.name)}{part.anchor}"
+        name = f"fig-{prefix}{anchor(node.name)}{part.anchor}"
         svg, small = heatmap_svg(
             ctx,
             name,

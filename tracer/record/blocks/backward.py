@@ -334,7 +334,7 @@ def masked_out(rec: Recorder, name: str, grad: Var, hidden: Var, sym: str) -> Va
     return rec.elementwise(
         "masked_fill",
         name,
-        [grad(*ax), hidden(*ax[-2:])],
+        [grad(*ax), hidden(*ax[len(ax) - len(hidden.axes) :])],  # the mask's axes are the gradient's last ones
         ax,
         symbol=bar(sym),
         latex=bar(sym) + r" = \begin{cases}\bar\omega^{-\infty}_{<i,j>} & \text{kept}\\ 0 & \text{masked}\end{cases}",
