@@ -142,6 +142,9 @@ OPTION_OF = {
     "offset": "--offset",
     "style": "--rope-style",
     "prompt": "--prompt",
+    "layer": "--layer",
+    "head": "--head",
+    "model": "--model",
 }
 """The CLI option that carries each library argument named in an :class:`~tracer.errors.InputError`."""
 

@@ -52,7 +52,11 @@ def input_options(func: F) -> F:
             help="Embeddings file: .json, .csv, .npy or .pt (default: the tutorial's six tokens).",
         ),
         click.option("--tokens", help="Token labels for the rows, separated by spaces."),
-        click.option("--text", help="Embed these whitespace-separated tokens with seeded random numbers."),
+        click.option(
+            "--text",
+            help="Embed these whitespace-separated tokens with seeded random numbers"
+            " (a lesson with its own text option, such as a real model's, takes the sentence as it is).",
+        ),
         click.option("--dim", type=int, help="With --text: embedding size (default 3)."),
         click.option("--seed", type=int, help="With --text: random seed (default 0)."),
         click.option("--query", type=int, help="1-based focus query (default 2, or 1 for a single token)."),
@@ -85,6 +89,13 @@ def input_options(func: F) -> F:
             type=click.Choice(["half", "interleaved"]),
             help="Lesson rope: pairs (x_p, x_p+d/2) as rotate_half (default), or neighbours (x_2p-1, x_2p).",
         ),
+        click.option("--layer", type=int, help="Lesson model: the traced layer, from 0 (default 3)."),
+        click.option("--head", type=int, help="Lesson model: the traced query head, from 0 (default 5)."),
+        click.option(
+            "--model",
+            type=click.Path(path_type=Path),
+            help="Lesson model: a Llama-architecture .gguf file or Hugging Face folder (default: SmolLM2-135M).",
+        ),
     ]
     for opt in reversed(opts):
         func = opt(func)
@@ -112,6 +123,9 @@ def build_trace(
     base: float | None = None,
     offset: int | None = None,
     rope_style: str | None = None,
+    layer: int | None = None,
+    head: int | None = None,
+    model: Path | None = None,
 ) -> tracer.Trace:
     """Validate the input options and run the lesson."""
     from tracer import api
@@ -126,7 +140,8 @@ def build_trace(
         others.update({"--window": window is not None, "--heads": heads is not None, "--groups": groups is not None})
         others.update({"--block": block is not None})
         others.update({"--base": base is not None, "--offset": offset is not None, "--rope-style": bool(rope_style)})
-        others.update({"--prompt": prompt is not None})
+        others.update({"--prompt": prompt is not None, "--layer": layer is not None, "--head": head is not None})
+        others.update({"--model": model is not None})
         clash = [k for k, v in others.items() if v]
         if clash:
             raise UserError(
@@ -135,6 +150,9 @@ def build_trace(
         from tracer.record.capture import script
 
         return script.run(torch_fn, tokens.split() if tokens is not None else None, query)
+    own_text = None
+    if text is not None and pipeline is None and "text" in lesson_option_names(lesson):
+        own_text, text = text, None  # the lesson's own sentence, not tokens to embed
     if text is None and (dim is not None or seed is not None):
         raise UserError("--dim and --seed go with --text")
     if text is not None and (inputs_file is not None or tokens is not None):
@@ -166,7 +184,7 @@ def build_trace(
         from tracer.record import custom
 
         own: tuple[object, ...] = (weights, d_out, window, heads, groups, block, prompt)
-        own += (base, offset, rope_style)
+        own += (base, offset, rope_style, layer, head, model)
         if lesson != "simple" or any(v is not None for v in own):
             raise UserError("--pipeline replaces the lesson: --lesson and the lessons' options do not apply")
         return custom.run(pipeline, ex)
@@ -183,8 +201,20 @@ def build_trace(
         "prompt": prompt,
     }
     lessons_own |= {"base": base, "offset": offset, "style": rope_style}
+    lessons_own |= {"text": own_text, "layer": layer, "head": head, "model": None if model is None else str(model)}
     extra |= {name: value for name, value in lessons_own.items() if value is not None}
     return api.run(lesson, ex, **extra)
+
+
+def lesson_option_names(lesson: str) -> tuple[str, ...]:
+    """The names of a registered lesson's own options (none for a name no lesson has: reported later)."""
+    from tracer.record import registry
+    from tracer.record.lesson import option_names
+
+    try:
+        return option_names(registry.get(lesson).options)
+    except InputError:
+        return ()
 
 
 def trace_source(from_file: Path | None, options: dict[str, Any], check: bool = False) -> tracer.Trace:

@@ -1,0 +1,117 @@
+"""Lesson ``model``: a tiny model's traced head against a plain-torch forward; bad models and options exit 2."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+from click.testing import CliRunner
+
+pytest.importorskip("gguf", reason="could not import gguf (the model extra)")
+pytest.importorskip("tokenizers", reason="could not import tokenizers (the model extra)")
+
+import tracer
+from tests import tinymodels as tm
+from tracer.cli import app
+from tracer.core.trace import Trace
+
+TEXT = "a cat and 3 dogs"
+
+
+@pytest.fixture(scope="module")
+def tiny(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, dict[str, torch.Tensor], object]:
+    weights, tok = tm.draw(seed=3)
+    folder = tmp_path_factory.mktemp("models")
+    return (
+        tm.write_gguf(folder / "tiny.gguf", weights, tok, "Q4_1"),
+        tm.write_hf(folder / "hf", weights, tok),
+        weights,
+        tok,
+    )
+
+
+@pytest.mark.parametrize("form", ["gguf", "hf"])
+@pytest.mark.parametrize(("layer", "head"), [(0, 0), (2, 3)])
+def test_traced_head_matches_plain_torch(tiny: tuple, form: str, layer: int, head: int) -> None:
+    gguf_file, folder, weights, tok = tiny
+    model = gguf_file if form == "gguf" else folder
+    t = tracer.trace_lesson("model", text=TEXT, layer=layer, head=head, model=str(model))
+    ids = tok.encode(TEXT).ids
+    maps, probs = tm.reference(tm.stored(weights, "Q4_1") if form == "gguf" else weights, ids)
+    got = torch.from_numpy(np.asarray(t.node("causal.alpha").value, dtype=np.float64))
+    torch.testing.assert_close(got, maps[layer][head], atol=1e-5, rtol=0)
+    gallery = torch.from_numpy(np.asarray(t.node("heads.alpha").value, dtype=np.float64))
+    torch.testing.assert_close(gallery, maps[layer], atol=1e-5, rtol=0)
+    assert t.meta["next"]["id"] == int(probs.argmax())
+    assert float(t.node("next.p").value) == pytest.approx(float(probs.max()), abs=1e-5)
+    assert t.meta["group"] == head * tm.SIZES["kv_heads"] // tm.SIZES["heads"]
+    assert len(t.tokens) == len(ids) and t.query == len(ids)
+    assert t.meta["model"]["pairs"] == ("interleaved" if form == "gguf" else "half")
+
+
+def test_trace_verifies(tiny: tuple) -> None:
+    """Every recomputable step of the trace follows from its operands."""
+    t = tracer.trace_lesson("model", text=TEXT, layer=1, head=2, model=str(tiny[0]))
+    result = t.verify()
+    assert result.ok and result.unchecked == (), result.summary()
+    root = t.node("norm.rms")
+    wrong = root.value * np.float32(1.001)  # square roots that are not their operands': verify names them
+    nodes = [dataclasses.replace(n, value=wrong) if n is root else n for n in t.nodes]
+    assert [w.node for w in Trace(nodes, t.meta).verify().wrong][:1] == ["norm.rms"]
+
+
+def run_cli(*args: str) -> tuple[int, str]:
+    r = CliRunner().invoke(app, list(args))
+    return r.exit_code, r.output
+
+
+@pytest.mark.parametrize(
+    ("extra", "said"),
+    [
+        (["--layer", "3", "--head", "0"], "--layer must be a whole number from 0 to 2"),
+        (["--layer", "0", "--head", "-1"], "--head must be a whole number from 0 to 3"),
+        (["--layer", "0", "--head", "0", "--text", "   "], "--text must be a non-empty sentence"),
+        (["--layer", "0", "--head", "0", "--text", "cat " * 40], "--text makes 41 tokens; this lesson traces 1 to 32"),
+    ],
+)
+def test_bad_options_are_one_line(tiny: tuple, tmp_path: Path, extra: list[str], said: str) -> None:
+    code, out = run_cli("trace", "--lesson", "model", "--model", str(tiny[0]), *extra, "-o", str(tmp_path / "t.json"))
+    assert code == 2 and said in out and "Traceback" not in out
+    assert not (tmp_path / "t.json").exists()
+
+
+def test_bad_model_file_is_one_line(tiny: tuple, tmp_path: Path) -> None:
+    bad = tmp_path / "cut.gguf"
+    bad.write_bytes(tiny[0].read_bytes()[:4000])
+    code, out = run_cli(
+        "trace", "--lesson", "model", "--model", str(bad), "--layer", "0", "-o", str(tmp_path / "t.json")
+    )
+    assert code == 2 and "cut.gguf" in out and len(out.strip().splitlines()) == 1, out
+    missing = tmp_path / "nowhere.gguf"
+    code, out = run_cli("trace", "--lesson", "model", "--model", str(missing), "-o", str(tmp_path / "t.json"))
+    assert code == 2 and "no such model file" in out
+
+
+def test_text_goes_to_the_lesson(tiny: tuple, tmp_path: Path) -> None:
+    """``--text`` is the lesson's sentence here (its options name ``text``), not words to embed at random."""
+    out = tmp_path / "t.json"
+    args = ["--model", str(tiny[1]), "--layer", "1", "--head", "2", "--text", TEXT]
+    code, said = run_cli("trace", "--lesson", "model", *args, "-o", str(out))
+    assert code == 0, said
+    assert tracer.load(out).meta["text"] == TEXT
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not os.environ.get("CI") and not os.environ.get("ATTN_TRACE_REAL_MODEL"), reason="real model")
+def test_real_model_says_paris() -> None:
+    """SmolLM2-135M (fetched once into the cache): ' Paris' after the default sentence, the head as its forward says."""
+    t = tracer.trace_lesson("model")
+    assert t.tokens == ["The", "␣capital", "␣of", "␣France", "␣is"]
+    assert t.meta["next"]["token"] == "␣Paris"
+    assert float(t.node("next.p").value) == pytest.approx(0.7725, abs=5e-4)
+    alpha = np.asarray(t.node("causal.alpha").value, dtype=np.float64)
+    np.testing.assert_allclose(alpha, np.asarray(t.node("heads.alpha").value)[5], atol=1e-5)
