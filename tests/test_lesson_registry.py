@@ -19,7 +19,7 @@ from tracer.record import registry
 from tracer.record.lesson import Lesson, PackagedLesson
 
 ROOT = Path(__file__).resolve().parent.parent
-BUILT_IN = ["simple", "trainable", "causal", "multihead", "window", "gqa", "flash", "rope", "kvcache"]
+BUILT_IN = ["simple", "trainable", "causal", "multihead", "window", "gqa", "flash", "rope", "kvcache", "model"]
 
 
 def test_the_built_in_lessons_are_registered_as_entry_points_by_name() -> None:

@@ -16,10 +16,13 @@ pytest.importorskip("tokenizers", reason="could not import tokenizers (the model
 
 import tracer
 from tests import tinymodels as tm
+from tests.gold import compare
 from tracer.cli import app
 from tracer.core.trace import Trace
+from tracer.present import report
 
 TEXT = "a cat and 3 dogs"
+ROOT = Path(__file__).resolve().parent.parent
 
 
 @pytest.fixture(scope="module")
@@ -115,3 +118,6 @@ def test_real_model_says_paris() -> None:
     assert float(t.node("next.p").value) == pytest.approx(0.7725, abs=5e-4)
     alpha = np.asarray(t.node("causal.alpha").value, dtype=np.float64)
     np.testing.assert_allclose(alpha, np.asarray(t.node("heads.alpha").value)[5], atol=1e-5)
+    assert t.verify().ok
+    for lang in ("en", "zh"):  # the committed pages, byte for byte
+        compare(ROOT / "reports" / "model" / lang, report.build(t, lang))

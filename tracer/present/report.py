@@ -6,8 +6,10 @@ writes each file atomically.  The same trace gives byte-identical files.
 
 Folder names (:func:`slug`) are stable: ``tutorial`` for the tutorial's
 example, ``<file stem>`` for an inputs file, ``text-<hash>`` for ``--text``
-and ``inputs-<hash>`` for anything else; ``-q<N>`` is added when the focus
-query is not the default 2 and ``-float64`` for double precision.  Other
+and ``inputs-<hash>`` for anything else; a lesson's ``meta["variant"]`` (its
+own options when not its defaults) is added next, then ``-q<N>`` when the
+focus query is not the default (2, or the lesson's ``meta["default_query"]``)
+and ``-float64`` for double precision.  Other
 lessons take the lesson's name for its default example (``causal``) and
 prefix it otherwise (``causal-words``).
 """
@@ -60,7 +62,12 @@ def slug(trace: Trace) -> str:
         base = "inputs-" + h.hexdigest()[:10]
     if raw != "simple" and kind != "tutorial":
         base = f"{lesson}-{base}"
-    default_q = 2 if len(trace.tokens) >= 2 else 1
+    variant = trace.meta.get("variant")
+    if isinstance(variant, str) and variant:  # a lesson's own options other than its defaults
+        base += "-" + plain_name(variant, "variant")
+    default_q = trace.meta.get("default_query")  # a lesson whose focus is not the tutorial's second token
+    if not isinstance(default_q, int) or isinstance(default_q, bool):
+        default_q = 2 if len(trace.tokens) >= 2 else 1
     if trace.query != default_q:
         base += f"-q{trace.query}"
     if trace.dtype != "float32":

@@ -20,6 +20,8 @@ head of the chosen layer with the engine's primitives:
 
 from __future__ import annotations
 
+import hashlib
+import json
 from pathlib import Path
 from typing import Any
 
@@ -27,7 +29,7 @@ import torch
 
 from tracer.core.trace import Trace
 from tracer.errors import InputError
-from tracer.lessons.model import forward
+from tracer.lessons.model import Options, forward
 from tracer.lessons.model.checkpoint import Checkpoint
 from tracer.lessons.rope.rotary import angles, rotate
 from tracer.record.blocks.attention import context, projection, scores
@@ -36,6 +38,7 @@ from tracer.record.blocks.projections import sqrt_dk
 from tracer.record.recorder import Recorder
 
 STAGES = ("inputs", "norm", "projections", "rotation", "attention", "output", "heads", "next")
+DEFAULTS = Options()
 MAX_TEXT_TOKENS = 32
 """Tokens a sentence may have: each is thousands of recorded products per projection."""
 
@@ -84,7 +87,7 @@ def prepare(
     if not 1 <= len(ids) <= MAX_TEXT_TOKENS:
         raise InputError(f"makes {len(ids)} tokens; this lesson traces 1 to {MAX_TEXT_TOKENS}", arg="text")
     run = forward.run(ck, ids, layer)
-    return {"ck": ck, "ids": ids, "layer": layer, "head": head, "run": run, "text": text}
+    return {"ck": ck, "ids": ids, "layer": layer, "head": head, "run": run, "text": text, "model": model}
 
 
 def head_weights(ck: Checkpoint, layer: int, head: int) -> dict[str, torch.Tensor]:
@@ -151,7 +154,10 @@ def build(
         )  # fmt: skip
     with rec.stage("next"):
         said = label(ck, run.next_id)
-        rec.constant("next.p", run.next_p, symbol=r"p_{\mathrm{next}}", text=f"p({said}) after all {cfg.layers} layers")
+        shown = said if all(c.isalnum() or c in "␣.,'-" for c in said) else f"token {run.next_id}"
+        rec.constant(
+            "next.p", run.next_p, symbol=rf"p(\text{{{shown}}})", text=f"p({said}) after all {cfg.layers} layers"
+        )
     info = {
         "model": {
             "name": cfg.name,
@@ -172,8 +178,16 @@ def build(
         "group": group,
         "next": {"id": run.next_id, "token": said},
     }
-    meta = {**meta, "n_tokens": t, "dim": cfg.width}
+    meta = {**meta, "n_tokens": t, "dim": cfg.width, "default_query": t, "variant": variant(prepared)}
     return rec.trace({**meta, "lesson": "model", "tokens": labels, "query": t, "stages": list(STAGES), **info})
+
+
+def variant(prepared: dict[str, Any]) -> str:
+    """``""`` for the default sentence, layer, head and model; else a short hash of them (the reports' folder)."""
+    own = (prepared["text"], prepared["layer"], prepared["head"], prepared["model"])
+    if own == (DEFAULTS.text, DEFAULTS.layer, DEFAULTS.head, DEFAULTS.model):
+        return ""
+    return hashlib.sha256(json.dumps([str(x) for x in own]).encode("utf-8")).hexdigest()[:10]
 
 
 def rms_norm(rec: Recorder, x: Any, g: Any, eps: float) -> Any:
