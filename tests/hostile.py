@@ -14,6 +14,7 @@ import copy
 import json
 from typing import Any
 
+import tracer
 from tracer.core import serialize
 
 RUN = "document.documentElement.setAttribute('data-pwned','1');fetch('{url}/js')"
@@ -114,3 +115,21 @@ def seal(doc: dict[str, Any]) -> str:
     body = {k: v for k, v in doc.items() if k != "digest"}
     body["digest"] = serialize._digest(body)
     return json.dumps(body, ensure_ascii=False)
+
+
+def many_nodes(copies: int) -> dict[str, Any]:
+    """The tutorial's trace with its nodes repeated under new names (``c1.x``, ``c1.omega``, ...): valid, big."""
+    doc: dict[str, Any] = serialize.to_dict(tracer.trace_lesson("simple"))
+    base = doc["nodes"]
+    names = {n["name"] for n in base}
+    out = list(base)
+    for k in range(1, copies + 1):
+        for node in base:
+            m = copy.deepcopy(node)
+            m["name"], m["split"] = f"c{k}.{node['name']}", [0, *node["split"]]
+            for arg in m["args"]:
+                arg["node"] = f"c{k}.{arg['node']}" if arg["node"] in names else arg["node"]
+            m["attrs"] = {a: f"c{k}.{v}" if isinstance(v, str) and v in names else v for a, v in m["attrs"].items()}
+            out.append(m)
+    doc["nodes"] = out
+    return doc

@@ -39,7 +39,8 @@ def write(tmp_path: Path, *args: str) -> Path:
 
 
 def test_every_lesson_with_a_narrative_has_notebook_code() -> None:
-    lessons = ["causal", "flash", "gqa", "kvcache", "multihead", "rope", "simple", "trainable", "window"]
+    # in the course order
+    lessons = ["simple", "trainable", "causal", "multihead", "window", "gqa", "flash", "rope", "kvcache"]
     assert lessons == NARRATED
     for name in lessons:
         assert notebooks.cells(tracer.trace_lesson(name))

@@ -104,6 +104,21 @@ def verify(trace: Trace) -> Verification:
     return Verification(tuple(wrong), tuple(unchecked), checked, frozenset(flagged))
 
 
+def follows(trace: Trace, name: str) -> bool | None:
+    """Whether node ``name``'s values follow from its recorded operands: True, False, or None (not recomputed).
+
+    The per-node half of :func:`verify`, for a caller that asks about one
+    node (``explain`` of one of its steps) without recomputing the trace.
+    A library result held to its loop form (a bounded partner) is judged by
+    :func:`verify` only; here it is None.
+    """
+    node = trace.node(name)
+    done = {n.name: n.value for n in trace.nodes}
+    seen = {n.name: n for n in trace.nodes}
+    bad = _mismatch(node, done, None, seen) if "library" not in node.attrs else None
+    return None if bad is None else not bool(np.any(bad))
+
+
 def _beside(v: np.ndarray, bound: float, partner: str, done: Mapping[str, np.ndarray]) -> np.ndarray | None:
     """True where a library result is further than ``bound`` from the loop form a check holds it to.
 

@@ -17,7 +17,7 @@ import math
 
 import numpy as np
 
-from tracer.core import portable
+from tracer.core import ids, portable, verify
 from tracer.core.fmt import DECIMALS, adds_up, num, places, printable, rounding_note
 from tracer.core.trace import Node, Step, Trace
 from tracer.present.board import terms as shown_terms
@@ -168,8 +168,42 @@ def explain(trace: Trace, step_id: str, decimals: int = DECIMALS, lang: str = "e
     loop = portable.loop_forms(trace).get(step.node.name)
     if loop is not None:
         lines.append(f"  {said('note')}{s('explain.loop', loop=loop)}")
+    outside = _outside(trace, step) if step.is_element else None
+    if outside is not None:
+        ref, operand, size = outside
+        note = s("explain.outside", ref=ref, operand=operand, size=size, node=step.node.name)
+        lines.append(f"  {said('note')}{note}")
     text = "\n".join(map(printable, lines))  # text from the file cannot act on the terminal or fake a line
     return fit(text, cols) if cols else text
+
+
+SELECTING = frozenset({"cat", "concat", "stack", "write"})
+"""Ops whose references pick one operand each entry: the others fall outside theirs by design."""
+
+
+def _outside(trace: Trace, step: Step) -> tuple[str, str, str] | None:
+    """The first reference of ``step`` that reads past its operand, as ``("x[8,1]", "x", "6×3")``, or None.
+
+    A reference that falls outside its operand is skipped (:class:`~tracer.core.trace.Ref`),
+    which is how a running quantity starts (``m[i,u-1]`` at ``u = 1``, a
+    sum's own previous entry) and how an op that picks one operand per entry
+    works (:data:`SELECTING`).  When the node's values do not then follow
+    from its operands (:func:`tracer.core.verify.follows`), the file's index
+    expression reaches past the operand and the equation shown lacks a
+    factor: said here, as ``verify`` says of the node.
+    """
+    if step.op in SELECTING or verify.follows(trace, step.node.name):
+        return None
+    bound = step.bound
+    for ref in step.node.args:
+        if ref.index is None or ref.node == step.node.name:
+            continue
+        shape = trace.node(ref.node).value.shape
+        at = [ids.index_expr(e)(bound) if e != "*" else None for e in ref.index]
+        if any(i is not None and not 1 <= i <= n for i, n in zip(at, shape, strict=True)):
+            shown = ",".join("*" if i is None else str(i) for i in at)
+            return f"{ref.node}[{shown}]", ref.node, "×".join(map(str, shape))
+    return None
 
 
 def _bound_note(trace: Trace, step: Step, s: Strings) -> str:
