@@ -77,6 +77,7 @@ kernels: $(READY)  ## the same bytes under other MKL instruction sets and one th
 
 bench: $(READY)  ## benchmarks: ratios measured side by side in one run; a missed target prints MISSED
 	$(PY) bench/bench_trace.py
+	$(PY) bench/bench_backward.py
 	$(PY) bench/bench_diff.py
 	$(PY) bench/bench_load.py
 	$(PY) bench/bench_report.py

@@ -9,18 +9,19 @@ from click.testing import CliRunner
 
 from tracer.cli import app
 from tracer.compare.check import align, flashcheck, online
+from tracer.compare.check.lessons import SPECS
 
 SIZES = [(6, 2), (6, 4), (5, 2)]
 
 
 def _inputs() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    t = flashcheck.reference()
+    t = flashcheck.reference(SPECS["flash"])
     q, k, v = (np.asarray(t.tensor(n), dtype=np.float64) for n in ("q", "k", "v"))
     return q, k, v
 
 
 def test_the_correct_loop_is_the_lesson_and_the_reference_is_the_tokens_reversed() -> None:
-    t = flashcheck.reference()
+    t = flashcheck.reference(SPECS["flash"])
     assert t.tokens == ["step", "one", "with", "starts", "journey", "Your"] and t.meta["block"] == 2
     q, k, v = _inputs()
     assert np.allclose(online.correct(q, k, v, 2), t.tensor("flash.z"), rtol=1e-6, atol=1e-7)

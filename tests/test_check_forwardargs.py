@@ -12,7 +12,7 @@ import torch
 import torch.nn as nn
 
 import tracer
-from tracer.compare.check import forwardargs, rotations
+from tracer.compare.check import forwardargs, resizeref
 from tracer.compare.check.decode import decode
 from tracer.compare.check.evidence import Evidence, Malformed, encode
 from tracer.compare.check.run import spec_for
@@ -29,8 +29,8 @@ def _half(x: torch.Tensor) -> torch.Tensor:
 def _lesson(x: np.ndarray, style: str) -> np.ndarray:
     """The lesson's own rotation of ``x`` (T, d), positions from 0."""
     t, d = x.shape
-    angle = np.arange(t)[:, None] * rotations.BASE ** (-2.0 * np.arange(d // 2) / d)[None, :]
-    return rotations.turn(x, np.cos(angle), np.sin(angle), style)
+    angle = np.arange(t)[:, None] * resizeref.BASE ** (-2.0 * np.arange(d // 2) / d)[None, :]
+    return resizeref.turn(x, np.cos(angle), np.sin(angle), style)
 
 
 def test_cos_and_sin_turn_as_the_lesson_does_in_either_style() -> None:

@@ -54,6 +54,8 @@ def test_stages_before_the_first_divergence_earn_their_points_and_the_rest_say_w
         ('{"point": 1}', "unknown key 'point'"),
         ("[1, 2]", "give a JSON object"),
         ('{"stages": [1]}', "stages must map"),
+        ('{"stages": {"scroes": 2}}', "the lesson has no stage 'scroes' (its stages: projections, scores, mask"),
+        ('{"stages": {"heads": 2}}', "no stage 'heads'"),  # multihead's, not causal's
     ],
 )
 def test_a_points_file_is_checked_before_any_submission_runs(

@@ -11,6 +11,7 @@ import torch
 from tests.test_check_corpus import FILES, expectation
 from tracer.compare.check import cachemistakes, check, generation
 from tracer.compare.check.catalogue import BY_CODE, KVCACHE
+from tracer.compare.check.lessons import SPECS
 from tracer.compare.check.student import load
 from tracer.errors import InputError
 from tracer.present.messages import render
@@ -36,7 +37,7 @@ def test_every_kvcache_mistake_has_a_corpus_case_and_a_documented_row() -> None:
 
 
 def test_the_calls_bring_every_token_once_and_one_call_brings_two_after_a_prompt() -> None:
-    calls = generation.CALLS
+    calls = SPECS["kvcache"].calls
     assert [a for a, _ in calls] == [1] + [b + 1 for _, b in calls[:-1]] and calls[-1][1] == 6
     assert any(b == a for a, b in calls[1:]) and any(b > a for a, b in calls[1:])  # one token, and several
 
@@ -45,7 +46,7 @@ def test_the_reference_is_the_lesson_on_the_same_calls_and_equals_full_causal_ro
     obj = _load("kvcache_tuple.py:CachedAttention")
     r = check(obj, "kvcache")
     assert r.ok and [s.quantity.step for s in r.stages] == ["step1.z", "step2.z", "step3.z", "step4.z"]
-    assert r.trace.meta["steps"] == [list(c) for c in generation.CALLS]
+    assert r.trace.meta["steps"] == [list(c) for c in SPECS["kvcache"].calls]
     assert np.array_equal(r.trace.tensor("gen.z"), r.trace.tensor("full.z"))  # the lesson's equality, there too
 
 

@@ -16,7 +16,7 @@ import pytest
 import torch
 
 import tracer
-from tracer.compare.check import lessons, resize, resizeref
+from tracer.compare.check import lessons, resize
 from tracer.compare.check.model import Role
 from tracer.compare.check.student import load
 from tracer.message import Message
@@ -76,7 +76,9 @@ def test_the_window_reference_is_the_band_written_as_a_loop() -> None:
                 s = np.array([q[b, i] @ k[b, j] for j in seen]) / np.sqrt(3)
                 e = np.exp(s - s.max())
                 want[b, i] = (e / e.sum()) @ v[b, seen]
-        got = resizeref.result("window", found, x, {"window_size": w})
+        spec = lessons.SPECS["window"]
+        assert spec.at_size is not None
+        got = spec.at_size(spec, {"window_size": w}, found, x)
         assert np.allclose(got, want, rtol=0, atol=1e-12), w
 
 
@@ -93,7 +95,9 @@ def test_the_grouped_reference_is_torchs_attention_on_groups_repeated_per_head(h
     )
     z = torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True)
     want = z.transpose(1, 2).reshape(2, 7, heads * dh).numpy() @ found["W_out"].value
-    got = resizeref.result("gqa", found, x, {"num_heads": heads, "num_kv_groups": groups})
+    spec = lessons.SPECS["gqa"]
+    assert spec.at_size is not None
+    got = spec.at_size(spec, {"num_heads": heads, "num_kv_groups": groups}, found, x)
     assert np.allclose(got, want, rtol=0, atol=1e-10)
 
 

@@ -60,6 +60,13 @@ def test_alt_texts_are_distinct_in_the_page_language_and_maths_in_words(page: st
             assert not re.search(r"[\u3000-\u9fff\uff00-\uffef]", alt), f"{page} {fig}: {alt}"
 
 
+def _focus(html: str) -> int:
+    """The focus query a page's summary names (``x^{(5)}``, in MathML)."""
+    found = re.search(r"<dd><math[^>]*><mrow><msup><mi>x</mi><mrow><mo[^>]*>\(</mo><mn>(\d+)</mn>", html)
+    assert found, "the page names no focus query"
+    return int(found.group(1))
+
+
 @pytest.mark.parametrize("page", [p for p in PAGES if not p.startswith("tutorial")] + ["tutorial/en", "tutorial/zh"])
 def test_heatmap_alt_texts_name_the_focus_row_its_largest_value_and_the_mask(page: str) -> None:
     """The outlined row, the value that stands out in it (as the figure prints it), and masked cells where all are 0."""
@@ -72,9 +79,13 @@ def test_heatmap_alt_texts_name_the_focus_row_its_largest_value_and_the_mask(pag
         cells = [float(v) for v in re.findall(r'font-size="12" fill="#[0-9a-f]+">(-?\d+\.\d+)</text>', svg.group(1))]
         n = math.isqrt(len(cells))  # six tokens, or the three of a KV cache's prompt
         assert n * n == len(cells) and n in (3, 6), (page, fig)
-        row = cells[n : 2 * n]  # row 2, the focus query's
-        top = f"{max(row):.4f}"
-        assert top in alt and ("journey" in alt), f"{page} {fig}: {alt}"
+        q = _focus(html)  # the lesson's focus query, as the page's summary names it
+        if q <= n:
+            row = cells[(q - 1) * n : q * n]  # the focus query's row
+            top = f"{max(row):.4f}"
+            assert top in alt and (TOKENS[q - 1] in alt), f"{page} {fig}: {alt}"
+        else:  # a KV cache's prompt, before the focus token: no row of it is outlined or named
+            assert "outlined" not in alt and "方框" not in alt and "边框" not in alt, f"{page} {fig}: {alt}"
         upper = [cells[n * i + j] for i in range(n) for j in range(i + 1, n)]
         said = "masked" in alt or "掩码遮住" in alt
         assert said == all(v == 0 for v in upper), f"{page} {fig}: the alt text and the masked cells disagree"

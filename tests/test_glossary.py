@@ -102,3 +102,20 @@ def test_explain_speaks_the_glossary(lesson: str) -> None:
     text = "\n".join(explain(t, i, lang="zh") for i in ids.values())
     words = re.sub(r"^\S+ = |运算：\S+|阶段：\S+", "", text, flags=re.M)  # step ids, op and stage names are ids
     assert offences("zh", words) == []
+
+
+def test_the_glossary_holds_the_textbook_terms_a_review_asked_for() -> None:
+    """The review's calques and doubled phrases are caught; the textbook wording (as d2l-zh writes it) is not."""
+    terms = strings.glossary("zh")
+    assert terms["running_max"]["term"] == "当前最大值" and "运行最大值" in terms["running_max"]["avoid"]
+    wrong = (
+        "运行最大值；它们所驱动的注意力；“输入”一节中上面的表格没有列出的常数和检查；"
+        "查询 2（“journey”）的焦点查询的上下文向量"
+    )
+    found = {f.split(":")[0] for f in offences("zh", wrong)}
+    assert {"running_max", "feeds", "leftover", "focus"} <= found
+    right = (
+        "当前最大值；在此基础上算出的注意力；“输入”中用到、但上面各表没有列出的常数与检查结果；"
+        "查询 2（“journey”）的上下文向量"
+    )
+    assert offences("zh", right) == []

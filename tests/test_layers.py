@@ -197,8 +197,10 @@ def test_the_wheel_ships_every_package_folder() -> None:
 
 
 LESSON_NAMES = frozenset(("simple", "trainable", "causal", "multihead", "window", "gqa", "flash", "rope", "kvcache"))
-LESSON_NAME_LITERALS = 149
-"""String constants equal to a lesson name outside ``tracer/lessons/`` (193 before the lessons had folders, 149 after).
+LESSON_NAME_LITERALS = 18
+"""String constants equal to a lesson name outside ``tracer/lessons/`` (193 before the lessons had folders, 149 after,
+18 once each lesson's check description moved into its folder and the pages, notebooks and command line asked the
+lessons instead).
 
 Each is a place an engine knows a lesson by name (``spec.name == "rope"``);
 the number may only fall.  Lower it when a change removes some."""
@@ -229,3 +231,42 @@ def test_the_count_sees_a_lesson_name_and_only_a_name(tmp_path: Path) -> None:
     tree = ast.parse('"""Lesson rope."""\nx = "rope"  # simple\ny = spec.name == "flash"\nz = "ropes"\n')
     hits = [n.value for n in ast.walk(tree) if isinstance(n, ast.Constant) and n.value in LESSON_NAMES]
     assert hits == ["rope", "flash"]
+
+
+CHECK = ("tracer/compare/check/", "tracer/checking.py", "tracer/cli/check.py")
+"""The check, which still knows its lessons by name until they carry their own check description (a ceiling above)."""
+
+ALLOWED = {
+    "tracer/api.py": 1,  # DEFAULT_LESSON: the lesson traced when none is named (the CLI's --lesson default too)
+    "tracer/core/validate.py": 1,  # a file saying lesson "simple" must hold the nodes its walk-through reads
+    "tracer/record/blocks/masks.py": 1,  # "causal": the causal mask's softmax node, a word and not the lesson
+    "tracer/record/capture/ops/attention.py": 1,  # "causal": torch's is_causal as a node attribute
+    "tracer/present/attention_parts.py": 1,  # "causal": the part of a captured attention that node is
+    "tracer/present/captured.py": 1,  # "causal": the same part, named among the parts of sums
+}
+"""Every lesson-name constant the engines may hold outside the check, and why: nothing else, and no more."""
+
+
+def test_no_engine_outside_the_check_names_a_lesson() -> None:
+    """Pages, notebooks, figures, the command line and recording ask a lesson (its page parts, its options).
+
+    A new ``"rope"`` anywhere below ``tracer/`` but outside the lessons and
+    the check fails here, even when another one went away elsewhere.
+    """
+    found = {f: n for f, n in lesson_name_literals().items() if not f.startswith(CHECK)}
+    assert found == ALLOWED
+
+
+def test_the_one_default_lesson_is_the_api_constant() -> None:
+    """The allowed name in ``tracer/api.py`` is the value of ``DEFAULT_LESSON``, and the CLI uses that constant."""
+    tree = ast.parse((PACKAGE / "api.py").read_text(encoding="utf-8"))
+    named = [
+        node.targets[0].id
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Assign)
+        and isinstance(node.value, ast.Constant)
+        and node.value.value in LESSON_NAMES
+        and isinstance(node.targets[0], ast.Name)
+    ]
+    assert named == ["DEFAULT_LESSON"]
+    assert "DEFAULT_LESSON" in (PACKAGE / "cli" / "options.py").read_text(encoding="utf-8")

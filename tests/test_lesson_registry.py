@@ -20,6 +20,8 @@ from tracer.record.lesson import Lesson, PackagedLesson
 
 ROOT = Path(__file__).resolve().parent.parent
 BUILT_IN = ["simple", "trainable", "causal", "multihead", "window", "gqa", "flash", "rope", "kvcache", "model"]
+UNCHECKED = ("model",)
+"""Built-in lessons with no student check: lesson model traces a trained model's weights, not a module one writes."""
 
 
 def test_the_built_in_lessons_are_registered_as_entry_points_by_name() -> None:
@@ -55,7 +57,13 @@ def test_each_lesson_has_both_narratives_and_notebook_cells(name: str) -> None:
     en, zh = lesson.narrative("en"), lesson.narrative("zh")
     assert en is not None and zh is not None and set(en["stages"]) == set(zh["stages"])
     assert lesson.narrative("fr") is None and lesson.narrative("../x") is None
-    assert lesson.check is None  # the check description is not part of the protocol yet (docs/lessons.md)
+    spec = lesson.check  # the lesson's check description: its own name, one of the check's ways of running code
+    from tracer.compare.check.lessons import DRIVERS, Spec
+
+    if name in UNCHECKED:
+        assert spec is None
+        return
+    assert isinstance(spec, Spec) and spec.name == name and spec.driver in DRIVERS
 
 
 @pytest.mark.parametrize("name", [n for n in BUILT_IN if n != "simple"])

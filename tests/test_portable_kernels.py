@@ -34,10 +34,11 @@ SETTINGS = [
 ]
 
 
-def hashes(extra: dict[str, str]) -> str:
+def hashes(extra: dict[str, str], script: str = HASHES) -> str:
+    """What ``script`` prints in a fresh interpreter with the settings ``extra`` (and no others of ours)."""
     env = {k: v for k, v in os.environ.items() if k not in ("MKL_ENABLE_INSTRUCTIONS", "ATEN_CPU_CAPABILITY")}
     env.update(extra)
-    done = subprocess.run([sys.executable, "-c", HASHES], env=env, capture_output=True, text=True, timeout=600)
+    done = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr
     return done.stdout
 

@@ -75,6 +75,10 @@ def test_heatmap_cell_opens_its_expansion(browser: Browser, pages: dict[str, str
     )
     browser.click(*box)
     browser.js("new Promise(r => setTimeout(r, 100))")
+    # the cell is a door: it opens the score's panel (its link still leads to the expansion without script)
+    assert browser.js("document.querySelector('dialog.door-panel .door-title').textContent") == "omega[3,4]"
+    browser.js("document.querySelector('dialog.door-panel').close(); location.hash = '#pair-3-4'")
+    browser.js("new Promise(r => setTimeout(r, 100))")
     assert browser.js("location.hash") == "#pair-3-4"
     assert browser.js("document.querySelector('details.group').open") is True
     assert browser.js("document.getElementById('pair-3-4').classList.contains('current')") is True

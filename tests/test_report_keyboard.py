@@ -60,7 +60,7 @@ def test_linked_cells_are_named_links_outside_any_img() -> None:
     page = (REPORTS / "tutorial" / "en" / "index.html").read_text(encoding="utf-8")
     omega = re.search(r'<svg role="(\w+)"[^>]*id="fig-omega-svg".*?</svg>', page, re.S)
     assert omega is not None and omega.group(1) == "group"
-    links = re.findall(r'<a href="#pair-\d+-\d+"( aria-label="[^"]+")?>', omega.group(0))
+    links = re.findall(r'<a href="#pair-\d+-\d+" data-id="omega\[\d,\d\]"( aria-label="[^"]+")?>', omega.group(0))
     assert len(links) == 36 and all(links), "every cell link has an accessible name"
     assert 'aria-label="query i: journey, key j: Your, 0.9544"' in omega.group(0)
     for svg in re.findall(r'<svg role="img".*?</svg>', page, re.S):

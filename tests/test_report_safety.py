@@ -25,7 +25,9 @@ def test_html_shows_tokens_escaped(evil: dict[str, bytes]) -> None:
     assert "<script>alert" not in page and "<img src=x" not in page
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in page
     assert "&lt;img src=x onerror=alert(2)&gt;" in page
-    assert page.count("<script") == 1  # the navigator, allowed by its hash
+    assert page.count("<script>") == 1  # the navigator and the doors, allowed by their hash
+    assert page.count("<script") == 2  # and the doors' data, which is not run (nor allowed to: the CSP)
+    assert page.count('<script type="application/json" id="attn-trace-doors">') == 1
     assert "a|b" in page
 
 

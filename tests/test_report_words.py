@@ -26,6 +26,7 @@ LESSON_IDS = {"simple", "trainable", "causal", "multihead", "window", "gqa", "fl
 LATIN_OK = {"softmax", "float32", "float64", "attn", "trace", "inf", "nan", *LESSON_IDS}
 """Latin words a Chinese page may show: the library's name, dtypes, inf/nan, softmax, lesson ids."""
 LATIN_OK |= {"FlashAttention", "GPU"}  # lesson flash: the kernel's name (as Chinese texts write it), the hardware
+LATIN_OK |= {"PyTorch"}  # the library's name on a folded code block's summary, as Chinese texts write it
 
 
 @cache

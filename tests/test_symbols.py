@@ -22,7 +22,7 @@ from tracer.errors import TraceFormatError
 from tracer.present.strings import Strings
 from tracer.present.views import early, late, nodes, worked
 from tracer.present.views.common import Ctx
-from tracer.present.views.nodes import LessonCtx
+from tracer.present.views.lessonctx import LessonCtx
 from tracer.present.views.normalize import symbol as column_symbol
 
 LESSONS = ("simple", "trainable", "causal", "multihead")

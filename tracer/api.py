@@ -14,12 +14,18 @@ from tracer.record import inputs as given
 from tracer.record import registry
 from tracer.record.inputs import Example
 
+DEFAULT_LESSON = "simple"
+"""The lesson :func:`trace_self_attention` traces, and the commands' ``--lesson`` when none is given: the
+tutorial's.  The one place outside ``tracer/lessons/`` that names a lesson (``tests/test_layers.py``)."""
+
 
 def trace_self_attention(
     inputs: Any = None,
     tokens: Any = None,
     query: int | None = None,
     dtype: Any = "float32",
+    backward: bool = False,
+    grad_output: Any = None,
 ) -> Trace:
     """Trace simple self-attention (no trainable weights), the tutorial's lesson.
 
@@ -27,9 +33,13 @@ def trace_self_attention(
     means the tutorial's six tokens.  ``tokens`` labels the rows (default:
     the tutorial's words, or ``t1..tT``).  ``query`` is the 1-based focus row
     the reports dwell on (default 2, or 1 for a single token); ``dtype`` is ``torch.float32`` (default, as in the
-    tutorial) or ``torch.float64``, or their names.
+    tutorial) or ``torch.float64``, or their names.  ``backward=True`` traces
+    the backward pass too (``docs/step-ids.md``), from the gradient of
+    L = ½ Σ z² or from ``grad_output``, the upstream gradient of z (T x d).
     """
-    return trace_lesson("simple", inputs=inputs, tokens=tokens, query=query, dtype=dtype)
+    back = {"backward": True} if backward else {}
+    back |= {"grad_output": grad_output} if grad_output is not None else {}
+    return trace_lesson(DEFAULT_LESSON, inputs=inputs, tokens=tokens, query=query, dtype=dtype, **back)
 
 
 def trace_lesson(name: str, **options: Any) -> Trace:
@@ -37,7 +47,8 @@ def trace_lesson(name: str, **options: Any) -> Trace:
 
     Takes the options of :func:`trace_self_attention` plus the lesson's own,
     which its ``Options`` dataclass documents (for example ``weights`` and
-    ``d_out`` for lesson trainable).
+    ``d_out`` for lesson trainable), and ``backward=True`` or
+    ``grad_output=...`` for a lesson with a backward pass.
     """
     return registry.get(name).trace(**options)
 

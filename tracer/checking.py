@@ -44,6 +44,7 @@ class Options:
     timeout: float = 60.0  # seconds one submission may take (import, build, every run); the CLI's default
     memory: float = MEMORY_MB
     sizes: dict[str, int] = field(default_factory=dict)  # d_out
+    style: str | None = None  # a rotary lesson's pairing (--rope-style), None: the lesson's own
 
 
 @dataclass
@@ -119,7 +120,7 @@ def job(spec: str, opts: Options) -> dict[str, Any]:
     from tracer.compare.check.student import load
 
     try:
-        lesson = spec_for(opts.lesson, **opts.sizes)
+        lesson = spec_for(opts.lesson, **opts.sizes, rope_style=opts.style)
         obj, _ = load(spec, opts.timeout)
         with deadline.limit(opts.timeout, Message("trouble.check_of", name=spec.rpartition(":")[2])):
             ev = gather(obj, lesson)
@@ -144,7 +145,8 @@ def judge(msg: dict[str, Any], full: str, opts: Options) -> dict[str, Any]:
 
     try:
         ev = decode(msg.get("evidence"))
-        result = judge_run(ev, spec_for(opts.lesson, **opts.sizes), full.rpartition(":")[0] or None)
+        spec = spec_for(opts.lesson, **opts.sizes, rope_style=opts.style)
+        result = judge_run(ev, spec, full.rpartition(":")[0] or None)
         doc = result.to_json(opts.lang)
         text = result.explain(opts.lang, opts.verbose)
         page = ""

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -54,8 +55,13 @@ class Points:
 DEFAULT = Points()
 
 
-def load(path: Path) -> Points:
-    """Read and check a ``--points`` file; :class:`~tracer.errors.InputError` in one line when it is not one."""
+def load(path: Path, known: Sequence[str] | None = None) -> Points:
+    """Read and check a ``--points`` file; :class:`~tracer.errors.InputError` in one line when it is not one.
+
+    ``known`` are the stages of the lesson checked: a stage the file names
+    that is not one of them (a typo, another lesson's) would silently earn
+    the default instead, so it is refused, naming the stages there are.
+    """
     try:
         doc = json.loads(read_limited(path, 1 << 20, "points file"), object_pairs_hook=unique_keys)
     except (ValueError, RecursionError) as e:
@@ -68,6 +74,10 @@ def load(path: Path) -> Points:
     stages = doc.get("stages", {})
     if not isinstance(stages, dict):
         raise InputError(f"{quoted(path)}: stages must map each stage's name to its points")
+    strange = [str(k) for k in stages if known is not None and k not in known]
+    if strange:
+        there = ", ".join(dict.fromkeys(known or ()))
+        raise InputError(f"{quoted(path)}: the lesson has no stage {printable(strange[0])!r} (its stages: {there})")
     return Points(
         _points(path, "default", doc.get("default", 1)),
         {str(k): _points(path, f"stages.{k}", v) for k, v in stages.items()},

@@ -247,19 +247,30 @@ def normalizations(trace: Trace, lang: str = "en") -> Figure:
     return fig
 
 
+def walkthrough_figures(trace: Trace, lang: str = "en") -> dict[str, Callable[[], Figure]]:
+    """The figures of the walk-through page (:func:`tracer.present.views.page`), by file name."""
+    q = trace.query
+    return {
+        "fig-inputs": lambda: vectors(trace, lang),
+        "fig-weights": lambda: normalizations(trace, lang),
+        "fig-context": lambda: contributions(trace, f"z[{q}]", lang),
+        "fig-omega": lambda: heatmap(trace, "omega", lang=lang),
+        "fig-alpha": lambda: heatmap(trace, "alpha", lang=lang),
+    }
+
+
 def report_figures(trace: Trace, lang: str = "en") -> dict[str, Callable[[], Figure]]:
     """Every figure of the trace's report, by the report's file name (``fig-alpha``), each made when called."""
     from tracer.present.report import narrative_of
+    from tracer.record import registry
+    from tracer.record.lesson import page_part
 
+    registered = registry.of(trace)
+    own = page_part(registered, "figures") if registered is not None else None
+    if own is not None:  # a lesson with a page of its own draws that page's figures
+        figures: dict[str, Callable[[], Figure]] = own(trace, lang)
+        return figures
     q = trace.query
-    if trace.meta.get("lesson", "simple") == "simple" and "narrative" not in trace.meta:
-        return {
-            "fig-inputs": lambda: vectors(trace, lang),
-            "fig-weights": lambda: normalizations(trace, lang),
-            "fig-context": lambda: contributions(trace, f"z[{q}]", lang),
-            "fig-omega": lambda: heatmap(trace, "omega", lang=lang),
-            "fig-alpha": lambda: heatmap(trace, "alpha", lang=lang),
-        }
     story = narrative_of(trace, lang)
     out: dict[str, Callable[[], Figure]] = {}
     for stage in trace.stages:

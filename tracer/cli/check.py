@@ -103,17 +103,17 @@ def check(
     from tracer.compare.check import deadline
     from tracer.compare.check.lessons import SPECS
 
-    if lesson not in SPECS:  # a lesson from a package: its check description awaits the check loop (docs/lessons.md)
+    if lesson not in SPECS:  # a lesson from a package that describes no check (docs/lessons.md)
         raise UserError(
             f"lesson {lesson!r} has no check yet: check knows {', '.join(n for n in registry.names() if n in SPECS)}"
         )
     sizes = {k: v for k, v in (("d_in", d_in), ("d_out", d_out), ("heads", heads)) if v is not None}
-    if rope_style is not None and lesson != "rope":
-        raise UserError("--rope-style goes with --lesson rope")
-    lesson = "rope-interleaved" if rope_style == "interleaved" else lesson  # the lesson checked with other pairs
+    if rope_style is not None and not SPECS[lesson].rotary:
+        turned = ", ".join(n for n, s in SPECS.items() if s.rotary)
+        raise UserError(f"--rope-style goes with --lesson {turned}")
     from tracer.compare.check.run import spec_for
 
-    spec_for(lesson, **sizes)  # a size the lesson cannot take is one line here, not one per submission
+    spec_for(lesson, **sizes, rope_style=rope_style)  # a size the lesson cannot take: one line here, not one each
     opts = checking.Options(
         lesson,
         lang,
@@ -122,12 +122,14 @@ def check(
         deadline.SECONDS if timeout is None else timeout,
         checking.MEMORY_MB if memory is None else memory,
         sizes,
+        rope_style,
     )
     from tracer import grading
 
     if points_file is not None and fmt != "gradescope":
         raise UserError("--points goes with --format gradescope")
-    points = grading.DEFAULT if points_file is None else grading.load(points_file)  # before any submission runs
+    stages = [q.stage for q in SPECS[lesson].quantities]
+    points = grading.DEFAULT if points_file is None else grading.load(points_file, stages)  # before any submission
     pattern = classcheck.pattern_of(spec)
     if pattern is not None:
         classcheck.run_class(pattern, opts, output, force, jobs or _cores(), points)

@@ -9,6 +9,7 @@ from typing import Any
 
 import click
 
+from tracer.api import DEFAULT_LESSON
 from tracer.cli.group import UserError, app, status
 from tracer.cli.options import build_trace, from_option, input_options, trace_source
 from tracer.core.files import quoted
@@ -34,9 +35,9 @@ def figures(from_file: Path | None, lang: str, fmt: str, dpi: int, output: Path,
     from tracer import plot
 
     if from_file is not None:
-        if options.get("lesson", "simple") != "simple":
+        if options.get("lesson", DEFAULT_LESSON) != DEFAULT_LESSON:
             raise UserError("--from reads a saved trace: --lesson cannot be combined with it")
-        trace = trace_source(from_file, {**options, "lesson": "simple"}, check=True)
+        trace = trace_source(from_file, {**options, "lesson": DEFAULT_LESSON}, check=True)
     else:
         trace = build_trace(**options)
     try:

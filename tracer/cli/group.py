@@ -103,7 +103,9 @@ class App(click.Group):
         except click.UsageError as e:  # no such command
             raise _one_line(e, ctx) from None
         except InputError as e:
-            flag = OPTION_OF.get(e.arg or "")
+            from tracer.cli import lessonopts
+
+            flag = (OPTION_OF | lessonopts.flags()).get(e.arg or "")
             raise UserError(f"{flag} {e.problem}" if flag else str(e)) from None
         except TracerError as e:
             raise UserError(str(e)) from None
@@ -130,23 +132,12 @@ OPTION_OF = {
     "text": "--text",
     "dim": "--dim",
     "seed": "--seed",
-    "d_out": "--d-out",
-    "window": "--window",
-    "heads": "--heads",
-    "groups": "--groups",
     "query": "--query",
     "spec": "--pipeline",
     "torch": "--torch",
-    "block": "--block",
-    "base": "--base",
-    "offset": "--offset",
-    "style": "--rope-style",
-    "prompt": "--prompt",
-    "layer": "--layer",
-    "head": "--head",
-    "model": "--model",
 }
-"""The CLI option that carries each library argument named in an :class:`~tracer.errors.InputError`."""
+"""The CLI option that carries each library argument named in an :class:`~tracer.errors.InputError`
+(the lessons' own options add theirs: :func:`tracer.cli.lessonopts.flags`)."""
 
 
 @click.group(cls=App, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": COLUMNS})

@@ -15,6 +15,8 @@ from typing import Any, TypeVar
 import click
 
 import tracer
+from tracer.api import DEFAULT_LESSON
+from tracer.cli import lessonopts
 from tracer.cli.group import UserError, status
 from tracer.core.files import quoted
 from tracer.errors import InputError, InputNote, unknown
@@ -44,7 +46,9 @@ class LessonChoice(click.Choice[str]):
 def input_options(func: F) -> F:
     """The options that choose what gets traced (shared by every command that computes)."""
     opts = [
-        click.option("--lesson", default="simple", show_default=True, help="Which lesson to trace (see `lessons`)."),
+        click.option(
+            "--lesson", default=DEFAULT_LESSON, show_default=True, help="Which lesson to trace (see `lessons`)."
+        ),
         click.option(
             "--inputs",
             "inputs_file",
@@ -67,12 +71,6 @@ def input_options(func: F) -> F:
             show_default=True,
             help="Precision the values are computed in.",
         ),
-        click.option("--weights", help="Lesson trainable: rand (default, seed 123), linear (seed 789) or a file."),
-        click.option("--d-out", "d_out", type=int, help="Lessons with projections: output size (default 2)."),
-        click.option("--window", type=int, help="Lesson window: how many keys each query sees (default 3)."),
-        click.option("--heads", type=int, help="Lesson gqa: query heads (default 4)."),
-        click.option("--groups", type=int, help="Lesson gqa: key/value groups (default 2; 1: multi-query)."),
-        click.option("--prompt", type=int, help="Lesson kvcache: tokens fed at once before generating (default 3)."),
         click.option("--pipeline", help="Your own pipeline instead of a lesson: module:function or file.py:function."),
         click.option(
             "--torch",
@@ -80,21 +78,29 @@ def input_options(func: F) -> F:
             metavar="FILE.py:FN",
             help="Capture your own torch code: FN() builds and runs it and returns the output tensor.",
         ),
-        click.option("--block", type=int, help="Lesson flash: keys per block of the online softmax (default 2)."),
-        click.option("--base", type=float, help="Lesson rope: the base of the frequencies θ_p (default 10000)."),
-        click.option("--offset", type=int, help="Lesson rope: how far both positions are shifted (default 100)."),
+        *lessonopts.click_options(),  # each lesson's own, from its Options dataclass
+    ]
+    for opt in reversed(opts):
+        func = opt(func)
+    return func
+
+
+def backward_options(func: F) -> F:
+    """``--backward`` and ``--grad-output FILE``: trace the lesson's backward pass too."""
+    opts = [
         click.option(
-            "--rope-style",
-            "rope_style",
-            type=click.Choice(["half", "interleaved"]),
-            help="Lesson rope: pairs (x_p, x_p+d/2) as rotate_half (default), or neighbours (x_2p-1, x_2p).",
+            "--backward",
+            is_flag=True,
+            default=None,
+            help="Trace the backward pass too: every gradient from the output's back to the weights and inputs "
+            "(upstream gradient: that of L = ½ Σ z², unless --grad-output gives one).",
         ),
-        click.option("--layer", type=int, help="Lesson model: the traced layer, from 0 (default 3)."),
-        click.option("--head", type=int, help="Lesson model: the traced query head, from 0 (default 5)."),
         click.option(
-            "--model",
+            "--grad-output",
+            "grad_output",
             type=click.Path(path_type=Path),
-            help="Lesson model: a Llama-architecture .gguf file or Hugging Face folder (default: SmolLM2-135M).",
+            help="The upstream gradient of the lesson's output (.json, .csv, .npy, .pt; the output's shape). "
+            "Implies --backward.",
         ),
     ]
     for opt in reversed(opts):
@@ -111,37 +117,24 @@ def build_trace(
     seed: int | None,
     query: int | None,
     dtype: str,
-    weights: str | None = None,
-    d_out: int | None = None,
-    window: int | None = None,
-    heads: int | None = None,
-    groups: int | None = None,
-    prompt: int | None = None,
     pipeline: str | None = None,
     torch_fn: str | None = None,
-    block: int | None = None,
-    base: float | None = None,
-    offset: int | None = None,
-    rope_style: str | None = None,
-    layer: int | None = None,
-    head: int | None = None,
-    model: Path | None = None,
+    backward: bool | None = None,
+    grad_output: Path | None = None,
+    **lesson_options: Any,
 ) -> tracer.Trace:
-    """Validate the input options and run the lesson."""
+    """Validate the input options and run the lesson (``lesson_options``: the lessons' own, ``None`` when not given),
+    and its backward pass when asked."""
     from tracer import api
     from tracer.record import inputs
 
+    own = {k: v for k, v in lesson_options.items() if v is not None}
     if torch_fn is not None:
-        others = {"--lesson": lesson != "simple", "--inputs": inputs_file is not None, "--text": text is not None}
+        others = {"--lesson": lesson != DEFAULT_LESSON, "--inputs": inputs_file is not None, "--text": text is not None}
         others.update({"--dim": dim is not None, "--seed": seed is not None, "--dtype": dtype != "float32"})
-        others.update(
-            {"--weights": weights is not None, "--d-out": d_out is not None, "--pipeline": pipeline is not None}
-        )
-        others.update({"--window": window is not None, "--heads": heads is not None, "--groups": groups is not None})
-        others.update({"--block": block is not None})
-        others.update({"--base": base is not None, "--offset": offset is not None, "--rope-style": bool(rope_style)})
-        others.update({"--prompt": prompt is not None, "--layer": layer is not None, "--head": head is not None})
-        others.update({"--model": model is not None})
+        others.update({flag: name in own for name, flag in lessonopts.flags().items()})
+        others["--pipeline"] = pipeline is not None
+        others.update({"--backward": bool(backward), "--grad-output": grad_output is not None})
         clash = [k for k, v in others.items() if v]
         if clash:
             raise UserError(
@@ -151,7 +144,7 @@ def build_trace(
 
         return script.run(torch_fn, tokens.split() if tokens is not None else None, query)
     own_text = None
-    if text is not None and pipeline is None and "text" in lesson_option_names(lesson):
+    if text is not None and pipeline is None and set(lessonopts.GENERAL) & set(lesson_option_names(lesson)):
         own_text, text = text, None  # the lesson's own sentence, not tokens to embed
     if text is None and (dim is not None or seed is not None):
         raise UserError("--dim and --seed go with --text")
@@ -183,27 +176,27 @@ def build_trace(
     if pipeline is not None:
         from tracer.record import custom
 
-        own: tuple[object, ...] = (weights, d_out, window, heads, groups, block, prompt)
-        own += (base, offset, rope_style, layer, head, model)
-        if lesson != "simple" or any(v is not None for v in own):
+        if lesson != DEFAULT_LESSON or own or backward or grad_output is not None:
             raise UserError("--pipeline replaces the lesson: --lesson and the lessons' options do not apply")
         return custom.run(pipeline, ex)
-    extra: dict[str, Any] = {}
-    if weights is not None:
-        extra["weights"] = weights
-    if d_out is not None:
-        extra["d_out"] = d_out
-    lessons_own: dict[str, object] = {
-        "window": window,
-        "heads": heads,
-        "groups": groups,
-        "block": block,
-        "prompt": prompt,
-    }
-    lessons_own |= {"base": base, "offset": offset, "style": rope_style}
-    lessons_own |= {"text": own_text, "layer": layer, "head": head, "model": None if model is None else str(model)}
-    extra |= {name: value for name, value in lessons_own.items() if value is not None}
-    return api.run(lesson, ex, **extra)
+    if own_text is not None:
+        own["text"] = own_text
+    if backward:
+        own["backward"] = True
+    if grad_output is not None:
+        own["grad_output"] = _grad_file(grad_output)
+    return api.run(lesson, ex, **own)
+
+
+def _grad_file(path: Path) -> Any:
+    """The upstream gradient read from a file of the inputs' formats (numbers, any labels ignored)."""
+    from tracer.record import inputs
+    from tracer.record.blocks.backward import gradient_array
+
+    try:
+        return gradient_array(inputs.read_file(path)[0])
+    except InputError as e:
+        raise InputError(f"--grad-output {quoted(path.name)}: {e}") from None
 
 
 def lesson_option_names(lesson: str) -> tuple[str, ...]:
@@ -224,8 +217,8 @@ def trace_source(from_file: Path | None, options: dict[str, Any], check: bool = 
     from their inputs are named once on stderr (``explain`` and ``report``).
     """
     if from_file is not None:
-        given = [k for k, v in options.items() if v is not None and k not in ("lesson", "dtype")]
-        if given or options.get("dtype") != "float32" or options.get("lesson") != "simple":
+        given = [k for k, v in options.items() if v not in (None, False) and k not in ("lesson", "dtype")]
+        if given or options.get("dtype") != "float32" or options.get("lesson") != DEFAULT_LESSON:
             raise UserError("--from reads a saved trace: input options cannot be combined with it")
         t = tracer.load(from_file)
         if check and not (result := t.verify()).ok:

@@ -7,6 +7,7 @@ from typing import Any
 
 import click
 
+from tracer.api import DEFAULT_LESSON
 from tracer.cli.group import UserError, app, status
 from tracer.cli.options import build_trace, decimals_option, from_option, input_options, trace_source
 from tracer.present.strings import LANGS
@@ -63,9 +64,9 @@ def report(
     except batch.BadChoice as e:  # worded as every command words it (tracer.errors.unknown)
         raise UserError(e.detail) from None
     if from_file is not None:
-        if lessons != ["simple"]:
+        if lessons != [DEFAULT_LESSON]:
             raise UserError("--from reads a saved trace: --lesson cannot be combined with it")
-        traces = [trace_source(from_file, {**options, "lesson": "simple"}, check=True)]
+        traces = [trace_source(from_file, {**options, "lesson": DEFAULT_LESSON}, check=True)]
     else:
         traces = [build_trace(lesson=name, **options) for name in lessons]
     formats = ("html", "md") if fmt == "all" else (fmt,)

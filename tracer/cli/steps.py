@@ -11,7 +11,7 @@ import click
 
 import tracer
 from tracer.cli.group import UserError, app, status
-from tracer.cli.options import decimals_option, from_option, input_options, trace_source
+from tracer.cli.options import backward_options, decimals_option, from_option, input_options, trace_source
 from tracer.present.strings import LANGS
 
 
@@ -22,6 +22,7 @@ from tracer.present.strings import LANGS
 @from_option
 @decimals_option
 @input_options
+@backward_options
 def steps(
     pattern: str | None, stage: str | None, limit: int | None, from_file: Path | None, decimals: int, **options: Any
 ) -> None:
@@ -74,6 +75,7 @@ def _is_nan(value: object) -> bool:
 @from_option
 @decimals_option
 @input_options
+@backward_options
 @click.option(
     "--lang", type=click.Choice(list(LANGS)), default=LANGS[0], show_default=True, help="Language of the words."
 )

@@ -8,17 +8,33 @@ from typing import Any
 import click
 
 import tracer
-from tracer.cli.group import app, echo, status, write_output
-from tracer.cli.options import build_trace, input_options
+from tracer.cli.group import UserError, app, echo, status, write_output
+from tracer.cli.options import backward_options, build_trace, input_options
+from tracer.core.files import quoted
 
 
 @app.command()
-def lessons() -> None:
-    """List the lessons that can be traced: the built-in ones and those installed packages add."""
+@click.option("--options", "of", metavar="NAME", help="List lesson NAME's own options: flag, type, default, meaning.")
+def lessons(of: str | None) -> None:
+    """List the lessons that can be traced: the built-in ones and those installed packages add.
+
+    \b
+    attn-trace lessons                  every lesson, in course order
+    attn-trace lessons --options rope   rope's own options and their flags
+    """
     import textwrap
 
+    from tracer.cli import lessonopts
     from tracer.core.fmt import COLUMNS
     from tracer.record import registry
+
+    if of is not None:
+        lines = lessonopts.table(of)  # an unknown name: one line, exit 2 (the registry's words)
+        if not lines:
+            click.echo(f"lesson {of} has no options of its own")
+        for line in lines:
+            click.echo(textwrap.fill(line, COLUMNS, subsequent_indent="    "))
+        return
 
     lessons = registry.all_lessons()
     width = max(len(lesson.name) for lesson in lessons)
@@ -31,6 +47,7 @@ def lessons() -> None:
 
 @app.command()
 @input_options
+@backward_options
 @click.option("-o", "--output", help="Trace file to write (default: stdout).")
 @click.option("--force", is_flag=True, help="Overwrite an existing output file.")
 def trace(output: str | None, force: bool, **options: Any) -> None:
@@ -46,7 +63,10 @@ def trace(output: str | None, force: bool, **options: Any) -> None:
 
 @app.command()
 @click.argument("file", type=click.Path(path_type=Path))
-def verify(file: Path) -> None:
+@click.option(
+    "--backward", is_flag=True, help="The file must hold a backward pass; say how many of its nodes were recomputed."
+)
+def verify(file: Path, backward: bool) -> None:
     """Recompute every value of a trace file from its recorded operands.
 
     The digest of a trace file only catches accidents: anyone can edit a value
@@ -60,8 +80,16 @@ def verify(file: Path) -> None:
     Exit status: 0 every value follows, 1 some do not, 2 an unreadable file.
     """
     t = tracer.load(file)
+    if backward and not isinstance(t.meta.get("backward"), dict):
+        raise UserError(f"{quoted(file.name)} holds no backward pass: trace it with --backward")
+    stages = t.meta["backward"].get("stages") if backward else []
+    if not isinstance(stages, list) or not all(isinstance(s, str) for s in stages):
+        raise UserError(f"{quoted(file.name)}: meta.backward.stages is not a list of stage names")
     result = t.verify()
     skipped = f"; not recomputed: {', '.join(result.unchecked)}" if result.unchecked else ""
+    if backward:
+        grads = sum(n.stage in stages and n.op != "input" and n.name not in result.unchecked for n in t.nodes)
+        skipped = f" ({grads} of them the backward pass's){skipped}"
     if result.ok:
         echo(f"{file.name}: all {result.checked} recomputed nodes follow from their inputs{skipped}")
         return

@@ -81,6 +81,20 @@ def sci(value: float, digits: int = 2) -> str:
     return f"{v:.{digits}e}"
 
 
+def difference(value: float, decimals: int = DECIMALS) -> str:
+    """A check's value, as precise as the report's ``decimals`` ask.
+
+    A value the page's usual four decimals show to three significant digits
+    or more (0.01 and up) prints fixed (``2.3200``, never ``2.32e+00``); a
+    smaller one in scientific notation with ``decimals - 2`` digits after
+    the point (two by default, ``1.49e-08``), so ``--decimals 12`` gives ten.
+    """
+    v = float(value)
+    if math.isfinite(v) and v != 0 and abs(v) >= 10.0 ** (2 - min(decimals, DECIMALS)):
+        return num(v, decimals)
+    return sci(v, max(2, decimals - 2))
+
+
 def adds_up(terms: list[float], total: float, eps: float = 2.0**-23, tiny: float = 2.0**-126) -> bool:
     """Whether ``terms`` add up to ``total`` within the rounding of summing them (``eps``: the dtype's).
 

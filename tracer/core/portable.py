@@ -26,7 +26,6 @@ machine's residual, and ``trace.tensor("mat.omega")`` the library's result.
 from __future__ import annotations
 
 import dataclasses
-import weakref
 
 import numpy as np
 
@@ -52,16 +51,21 @@ def within(node: Node) -> bool:
     return b is None or float(node.value) <= b
 
 
-def check_text(node: Node) -> str:
-    """A check's value for print: ``≤ 5.4e-07`` for a bounded one, else the residual (``2.98e-08``)."""
+def check_text(node: Node, decimals: int = fmt.DECIMALS) -> str:
+    """A check's value for print: ``≤ 5.4e-07`` for a bounded one, else the residual (``2.98e-08``).
+
+    The residual is as precise as ``decimals`` ask (:func:`fmt.difference`);
+    a bound is an order of magnitude and keeps one digit.
+    """
     b = bound(node)
+    v = float(node.value)
     if b is None:
-        return fmt.sci(float(node.value))
+        return fmt.difference(v, decimals)
     if node.attrs.get("forms") == TRACED:
-        return f"{fmt.sci(float(node.value))} {'≤' if float(node.value) <= b else '>'} {fmt.sci(b, 1)}"
-    if float(node.value) <= b:
+        return f"{fmt.difference(v, decimals)} {'≤' if v <= b else '>'} {fmt.sci(b, 1)}"
+    if v <= b:
         return f"≤ {fmt.sci(b, 1)}"
-    return f"{fmt.sci(float(node.value))} > {fmt.sci(b, 1)}"
+    return f"{fmt.difference(v, decimals)} > {fmt.sci(b, 1)}"
 
 
 def loop_forms(trace: Trace) -> dict[str, str]:
@@ -85,10 +89,10 @@ def shown(trace: Trace) -> Trace:
     checks), so every renderer can take this trace instead of the original.
     A trace without bounded checks (an older file) comes back as it is.
     Each trace is shown once (the result is kept while ``trace`` lives and its meta is unchanged), so
-    every language and format of its report reads the same shown trace, and
-    verifies it once (:meth:`Trace.verify`).
+    every language and format of its report reads the same shown trace; its
+    verdict is the recorded trace's (:meth:`Trace.for_print`), the one ``verify`` gives.
     """
-    kept = _SHOWN.get(trace)
+    kept = trace.shown_form
     if kept is not None and kept.meta == trace.meta:  # meta is a plain dict: kept only while it is unchanged
         return kept
     forms = loop_forms(trace)
@@ -112,12 +116,8 @@ def shown(trace: Trace) -> Trace:
             n = dataclasses.replace(n, value=np.array(value, dtype=n.value.dtype))
         done[n.name] = n.value
         nodes.append(n)
-    _SHOWN[trace] = Trace(nodes, trace.meta)
-    return _SHOWN[trace]
-
-
-_SHOWN: weakref.WeakKeyDictionary[Trace, Trace] = weakref.WeakKeyDictionary()
-"""Each trace's shown form, for as long as the trace itself is alive."""
+    trace.shown_form = trace.for_print(nodes)
+    return trace.shown_form
 
 
 def canonical(trace: Trace) -> Trace:

@@ -104,12 +104,13 @@ class Step:
     binds every axis.  Everything is derived on access from the node.
     """
 
-    __slots__ = ("_trace", "index", "node")
+    __slots__ = ("_inputs", "_trace", "index", "node")
 
     def __init__(self, trace: Trace, node: Node, index: tuple[int, ...]) -> None:
         self._trace = trace
         self.node = node
         self.index = index
+        self._inputs: tuple[str, ...] | None = None  # resolved on first use, kept for the step's life
 
     @property
     def is_element(self) -> bool:
@@ -173,12 +174,14 @@ class Step:
 
     @property
     def inputs(self) -> tuple[str, ...]:
-        """Ids of the steps this one was computed from, in argument order."""
-        out: list[str] = []
-        for ref in self.node.args:
-            out.extend(self._trace._resolve(ref, self.bound, expand=self.is_element))
-        me = self.id
-        return tuple(i for i in dict.fromkeys(out) if i != me)
+        """Ids of the steps this one was computed from, in argument order (resolved once per step object)."""
+        if self._inputs is None:
+            out: list[str] = []
+            for ref in self.node.args:
+                out.extend(self._trace._resolve(ref, self.bound, expand=self.is_element))
+            me = self.id
+            self._inputs = tuple(i for i in dict.fromkeys(out) if i != me)
+        return self._inputs
 
     def __repr__(self) -> str:
         """``Step(omega[2,1] = 0.9544, op='sum', stage='scores')``: the value as pages print it (see reprs)."""
@@ -198,6 +201,9 @@ class Trace:
         self.meta: dict[str, Any] = dict(meta)
         self._nodes: dict[str, Node] = {}
         self._verification: Verification | None = None
+        self._recorded: Trace | None = None
+        self.shown_form: Trace | None = None
+        """This trace as pages print it (:func:`tracer.core.portable.shown` keeps it here, made once)."""
         for n in nodes:
             if n.name in self._nodes:
                 raise ValueError(f"duplicate node {n.name}")
@@ -348,9 +354,24 @@ class Trace:
         built, so a report in two languages and two formats asks for it four
         times and pays once.
         """
+        if self._recorded is not None:  # a form made for print answers with the recorded trace's verdict
+            return self._recorded.verify()
         if self._verification is None:
             self._verification = hooks.call("verify", self)
         return self._verification
+
+    def for_print(self, nodes: Sequence[Node]) -> Trace:
+        """The same steps holding other values for print (:func:`tracer.core.portable.shown`), verified as this one.
+
+        A page prints a library result as its loop form, so a check ``|N - N.loop|`` it
+        shows no longer matches the values beside it; recomputing the printed trace
+        would call the check "edited".  The verdict is the recorded trace's: the one
+        ``attn-trace verify`` gives, computed once for both (a report and ``verify``
+        can never disagree).
+        """
+        out = Trace(nodes, self.meta)
+        out._recorded = self
+        return out
 
     def save(self, path: str | os.PathLike[str] | IO[str]) -> None:
         """Write the trace file (see ``docs/trace-format.md``); :func:`tracer.core.serialize.save` does the work."""

@@ -15,12 +15,13 @@ from tracer.present.accumulate import accumulation
 LAYOUT = {"view", "reshape", "transpose", "permute", "unsqueeze", "squeeze", "expand", "getitem", "cat", "stack"}
 LAYOUT |= {"split", "chunk", "unbind", "flatten", "unflatten", "lookup", "permute"}
 
-_BACK = {"masked_fill", "add", "sub", "mul", "div", "where"}
-"""Ops between the scores and the softmax (mask, scale, additive mask) followed back from the weights."""
+_BACK = {"masked_fill", "add", "sub", "mul", "div", "where", "tanh"}
+"""Ops between the scores and the softmax (mask, scale, additive mask, Gemma's ``cap · tanh(s / cap)``)."""
 _SCORES_ARG = {"where": 1}
 """The operand that carries the scores, where it is not the first: ``torch.where(mask, scores, fill)``."""
-_THROUGH = {"view", "reshape"}
-"""Layout ops followed through, not shown as parts: scores or weights regrouped (BLOOM's (b·h, T, T))."""
+_THROUGH = {"view", "reshape", "squeeze", "unsqueeze", "cast"}
+"""Ops followed through, not shown as parts: scores or weights regrouped (BLOOM's (b·h, T, T)), a scorer's
+one-wide output squeezed (additive attention's ``v · tanh(…)``), scores cast to float32 for the softmax."""
 
 
 def attentions(trace: Trace) -> list[list[Node]]:

@@ -22,6 +22,7 @@ from tracer.present.attention_parts import LAYOUT, attentions, role
 from tracer.present.idwords import paths_of, steps_of, upper, words
 from tracer.present.narrative import Narrative
 from tracer.present.strings import Strings
+from tracer.present.views.nodes import upright
 
 PARTS = {"p", "s", "t", "max", "shift", "exp", "sum", "quot", "keep", "kept", "scale", "xw", "n", "keepdim", "c"}
 PARTS |= {"scores", "scaled", "causal", "masked", "masked_by", "hide", "biased", "weights"}
@@ -355,7 +356,8 @@ def _barred(trace: Trace, attention: list[Node], node: Node) -> bool:
 
 
 def _square(node: Node) -> bool:
-    """A (…, i, j) matrix whose leading axes are batches and heads: drawn as heatmaps."""
+    """A (…, i, j) matrix whose other axes are batches and heads, in any order: drawn as heatmaps (upright)."""
+    node = upright(node)
     lead = set(node.axes[:-2])
     return node.axes[-2:] == ("i", "j") and lead <= {"b", "h", "n"} and len(set(node.axes)) == len(node.axes)
 

@@ -17,7 +17,7 @@ import numpy as np
 
 from tracer.core.fmt import num
 from tracer.present import messages
-from tracer.present.checktext import formula, run_label, stage_name, status_name, tensor_name
+from tracer.present.checktext import formula, no_roles, run_label, stage_name, status_name, tensor_name
 from tracer.present.explain import equation
 from tracer.present.render.env import render
 from tracer.present.render.html import ROOT, asset, csp
@@ -155,9 +155,7 @@ def context(r: CheckResult, lang: str) -> dict[str, Any]:
         "title": s("check.page_title", lesson=r.lesson),
         "subtitle": s("check.title", name=r.name or "?", lesson=r.lesson),
         "heads": s("check.heads", n=r.heads) if r.heads else "",
-        "roles_head": s("check.roles")
-        if roles
-        else s("check.no_roles_flash" if r.lesson == "flash" else "check.no_roles"),
+        "roles_head": s("check.roles") if roles else no_roles(s, r.lesson),
         "roles": roles,
         "verdict": verdict,
         "cards": [card(r, s, x, n) for n, x in enumerate(r.stages, 1)],

@@ -72,10 +72,22 @@ def status_name(s: Strings, status: str) -> str:
     return s(f"check.status_{status.replace(' ', '_')}")
 
 
+def no_roles(s: Strings, lesson: str) -> str:
+    """What a function without weights is given: the lesson's own sentence ``check.no_roles_<lesson>``, if any.
+
+    Most lessons hand a student's function the inputs as they are; a lesson
+    that hands it something else (flash: the lesson's queries, keys and
+    values) says so under its own key, and the string tables are where that
+    is written, not this code.
+    """
+    own = f"check.no_roles_{lesson}"
+    return s(own if own in s.entries else "check.no_roles")
+
+
 def role_lines(s: Strings, r: CheckResult) -> list[str]:
     """One line per weight role: which of the student's parameters plays it."""
     if not r.roles:
-        return [s("check.no_roles_flash" if r.lesson == "flash" else "check.no_roles")]
+        return [no_roles(s, r.lesson)]
     shown = [x for x in r.roles if not x.role.endswith("_other")]
     lines = [s("check.role_line", role=x.role, param=x.param, how=render(x.how, s.lang)) for x in shown]
     return [s("check.roles")] + [f"  {line}" for line in lines]

@@ -102,7 +102,7 @@ def summary(trace: Trace) -> Summary:
     tokens = tuple(trace.tokens)
     q = trace.query
     token = tokens[q - 1] if 0 < q <= len(tokens) else ""
-    lesson = str(trace.meta.get("lesson", "simple"))
+    lesson = str(trace.meta.get("lesson", "?"))
     marked = tuple((tok, n == q) for n, tok in enumerate(tokens, 1))
     return Summary(lesson, marked, q, token, trace.dtype, len(trace), tuple(rows))
 

@@ -14,12 +14,14 @@ locale tables).
 from __future__ import annotations
 
 import math
+import weakref
 
 import numpy as np
 
 from tracer.core import ids, portable, verify
 from tracer.core.fmt import DECIMALS, adds_up, num, places, printable, rounding_note
 from tracer.core.trace import Node, Step, Trace
+from tracer.present.board import elide
 from tracer.present.board import terms as shown_terms
 from tracer.present.strings import Strings
 from tracer.present.termtext import fit
@@ -31,10 +33,22 @@ def value_text(trace: Trace, step_id: str, decimals: int = DECIMALS) -> str:
     """A step's value as shown in an explanation: inputs as given (0.55), the rest fixed (0.9544)."""
     s = trace[step_id]
     if s.op == "maxabsdiff":
-        return portable.check_text(s.node)
+        return portable.check_text(s.node, decimals)
     if s.op == "input":
-        return num(float(s.value), places(s.node.value, decimals))
+        return num(float(s.value), _given_places(s.node, decimals))
     return num(float(s.value), decimals)
+
+
+_PLACES: weakref.WeakKeyDictionary[Node, dict[int, int]] = weakref.WeakKeyDictionary()
+"""Per input node and decimals, the places its values were given with: worked out once, not per entry shown."""
+
+
+def _given_places(node: Node, decimals: int) -> int:
+    """:func:`~tracer.core.fmt.places` of an input node, remembered: a page's doors explain thousands of entries."""
+    known = _PLACES.setdefault(node, {})
+    if decimals not in known:
+        known[decimals] = places(node.value, decimals)
+    return known[decimals]
 
 
 def signed_sum(items: list[str]) -> str:
@@ -59,15 +73,24 @@ def _elide(items: list[str]) -> list[str]:
     return shown_terms(items, "…")
 
 
+def _shown(ids: list[str]) -> list[str | None]:
+    """The inputs a board equation writes out (:func:`tracer.present.board.elide`); None stands for the gap.
+
+    Only these are turned into text: a weighted sum over 512 tokens writes
+    five of its terms, so five values are looked up, not 512.
+    """
+    return [ids[k] if k is not None else None for k in elide(len(ids))]
+
+
 def equation(trace: Trace, step: Step, decimals: int = DECIMALS) -> str:
     """The one-line board equation for an element step."""
     node = step.node
     ins = list(step.inputs)
-    v = num(float(step.value), decimals) if node.op != "maxabsdiff" else portable.check_text(node)
+    v = num(float(step.value), decimals) if node.op != "maxabsdiff" else portable.check_text(node, decimals)
     head = f"{step.id} = {step.text}" if step.text else step.id
     if node.granularity != "element":
         return f"{head} {v}" if v.startswith("≤") else f"{head} = {v}"
-    vals = [value_text(trace, i, decimals) for i in ins]
+    vals = [value_text(trace, i, decimals) if i is not None else "…" for i in _shown(ins)]  # elided already
     op = node.op
     if op == "input":
         return f"{step.id} = {value_text(trace, step.id, decimals)}"
@@ -86,8 +109,7 @@ def equation(trace: Trace, step: Step, decimals: int = DECIMALS) -> str:
     if op == "maximum" and len(vals) == 2:
         return f"{head} = max({vals[0]}, {vals[1]}) = {v}"
     if op == "masked_fill" and len(vals) == 2:
-        masked = step.node.value.dtype.type(step.value) != trace[ins[0]].node.value.dtype.type(trace[ins[0]].value)
-        why = "masked" if masked else "kept"
+        why = "masked" if float(trace[ins[1]].value) != 0 else "kept"  # the mask says, even where fill = value
         return f"{head} = {v} ({why}: mask {vals[1]}, score {vals[0]})"
     if op == "acc":
         if len(vals) == 1:
@@ -101,10 +123,10 @@ def equation(trace: Trace, step: Step, decimals: int = DECIMALS) -> str:
         return f"{head} = softmax({', '.join(_elide(vals))})[{_along(node, step.index) + 1}] = {v}"
     if op == "sum":
         parts = [f"{head}"]
-        terms = [trace[i] for i in ins]
-        if terms and all(t.op == "mul" for t in terms):
-            factors = ["×".join(factor(value_text(trace, f, decimals)) for f in t.inputs) for t in terms]
-            parts.append(" + ".join(_elide(factors)))
+        terms = [trace[i] if i is not None else None for i in _shown(ins)]
+        if terms and all(t is None or t.op == "mul" for t in terms):
+            factors = ["×".join(factor(value_text(trace, f, decimals)) for f in t.inputs) if t else "…" for t in terms]
+            parts.append(" + ".join(factors))
         parts.append(signed_sum(_elide(vals)))
         parts.append(v)
         return " = ".join(parts)
@@ -192,7 +214,7 @@ def _outside(trace: Trace, step: Step) -> tuple[str, str, str] | None:
     expression reaches past the operand and the equation shown lacks a
     factor: said here, as ``verify`` says of the node.
     """
-    if step.op in SELECTING or verify.follows(trace, step.node.name):
+    if step.op in SELECTING:
         return None
     bound = step.bound
     for ref in step.node.args:
@@ -201,6 +223,8 @@ def _outside(trace: Trace, step: Step) -> tuple[str, str, str] | None:
         shape = trace.node(ref.node).value.shape
         at = [ids.index_expr(e)(bound) if e != "*" else None for e in ref.index]
         if any(i is not None and not 1 <= i <= n for i, n in zip(at, shape, strict=True)):
+            if verify.follows(trace, step.node.name):  # a boundary by design; recomputed only when one is met
+                return None
             shown = ",".join("*" if i is None else str(i) for i in at)
             return f"{ref.node}[{shown}]", ref.node, "×".join(map(str, shape))
     return None

@@ -6,12 +6,12 @@ writes each file atomically.  The same trace gives byte-identical files.
 
 Folder names (:func:`slug`) are stable: ``tutorial`` for the tutorial's
 example, ``<file stem>`` for an inputs file, ``text-<hash>`` for ``--text``
-and ``inputs-<hash>`` for anything else; a lesson's ``meta["variant"]`` (its
-own options when not its defaults) is added next, then ``-q<N>`` when the
-focus query is not the default (2, or the lesson's ``meta["default_query"]``)
-and ``-float64`` for double precision.  Other
-lessons take the lesson's name for its default example (``causal``) and
-prefix it otherwise (``causal-words``).
+and ``inputs-<hash>`` for anything else; ``-q<N>`` is added when the focus
+query is not the default (2, or what the lesson's focus rule picks) and
+``-float64`` for double precision.  A lesson's folders take its name (its
+``folder`` when it names one) for its default example (``causal``) and as a
+prefix otherwise (``causal-words``); the tutorial's lesson names ``""``, so
+its folders are the plain names.
 """
 
 from __future__ import annotations
@@ -27,6 +27,8 @@ from tracer.errors import InputError
 from tracer.present import narrative
 from tracer.present.facts import fill
 from tracer.present.narrative import Narrative
+from tracer.record import registry
+from tracer.record.lesson import page_part
 
 FORMATS = ("html", "md")
 
@@ -42,14 +44,22 @@ def plain_name(text: str, empty: str) -> str:
     return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")[:60].strip("-") or empty
 
 
+def folder_prefix(trace: Trace) -> str:
+    """What a trace's report folders start with: its lesson's ``folder``, else the lesson's name made plain."""
+    registered = registry.of(trace)
+    chosen = getattr(registered, "folder", None)
+    if isinstance(chosen, str):
+        return plain_name(chosen, "") if chosen else ""
+    return plain_name(str(trace.meta.get("lesson", "")), "lesson")
+
+
 def slug(trace: Trace) -> str:
     """The folder name of a trace's reports (see the module docstring); never a path, only one plain name."""
     src = trace.meta.get("source") or {}
     kind = src.get("kind")
-    raw = str(trace.meta.get("lesson", "simple"))
-    lesson = plain_name(raw, "lesson")
+    lesson = folder_prefix(trace)
     if kind == "tutorial":
-        base = "tutorial" if raw == "simple" else lesson
+        base = lesson or "tutorial"
     elif kind == "file" and src.get("name"):
         base = plain_name(str(src["name"]).rsplit(".", 1)[0], "inputs")
     elif kind == "text":
@@ -60,14 +70,12 @@ def slug(trace: Trace) -> str:
         h = hashlib.sha256(np.ascontiguousarray(first).tobytes())
         h.update(json.dumps(trace.tokens, ensure_ascii=False).encode("utf-8"))
         base = "inputs-" + h.hexdigest()[:10]
-    if raw != "simple" and kind != "tutorial":
+    if lesson and kind != "tutorial":
         base = f"{lesson}-{base}"
     variant = trace.meta.get("variant")
     if isinstance(variant, str) and variant:  # a lesson's own options other than its defaults
         base += "-" + plain_name(variant, "variant")
-    default_q = trace.meta.get("default_query")  # a lesson whose focus is not the tutorial's second token
-    if not isinstance(default_q, int) or isinstance(default_q, bool):
-        default_q = 2 if len(trace.tokens) >= 2 else 1
+    default_q = trace.meta.get("default_query", 2 if len(trace.tokens) >= 2 else 1)  # a lesson's focus rule
     if trace.query != default_q:
         base += f"-q{trace.query}"
     if trace.dtype != "float32":
@@ -85,19 +93,20 @@ def build(
 ) -> dict[str, bytes]:
     """Every file of the report: ``index.html`` (or ``fragment.html``), ``index.md`` and its figures.
 
-    The tutorial's lesson has its own walk-through; every other trace gets the
-    generic stage report told by ``story`` (default: :func:`narrative_of`).
+    A lesson that names a page of its own (the tutorial's lesson: its
+    walk-through) gets it; every other trace gets the generic stage report
+    told by ``story`` (default: :func:`narrative_of`).
     """
     from tracer.core import portable
-    from tracer.present import overflow, views
     from tracer.present.figures.svg import standalone
     from tracer.present.render.html import render_html
     from tracer.present.render.markdown import render_markdown
     from tracer.present.views import lesson
 
     trace = portable.shown(trace)  # library results print as their loop forms: the same on every machine
-    if trace.meta.get("lesson", "simple") == "simple" and story is None:
-        page = views.build(trace, lang, decimals, overflow.scaled(trace))
+    own = page_part(registered, "page") if story is None and (registered := registry.of(trace)) else None
+    if own is not None:
+        page = own(trace, lang, decimals)
     else:
         page = lesson.build(trace, story or narrative_of(trace, lang), decimals)
     files: dict[str, bytes] = {}
@@ -121,7 +130,7 @@ def is_report_file(name: str) -> bool:
 def narrative_of(trace: Trace, lang: str) -> Narrative:
     """A trace's narrative in ``lang``: the one it carries (``meta["narrative"]``), else its lesson's file
     (a captured trace without one: the generic narrative of :mod:`tracer.present.captured`)."""
-    name = str(trace.meta.get("lesson", "simple"))
+    name = str(trace.meta.get("lesson", ""))
     carried = trace.meta.get("narrative")
     if isinstance(carried, dict):
         if lang not in carried:

@@ -58,6 +58,7 @@ class Example:
     query: int
     dtype: str
     source: dict[str, Any] = field(default_factory=dict)
+    chosen: bool = True  # False: nobody chose the query, so a lesson's own focus rule may pick it
 
     def for_pipeline(self) -> tuple[torch.Tensor, torch.dtype, dict[str, Any]]:
         """What every pipeline, a lesson or a teacher's own, is called with.
@@ -92,11 +93,13 @@ def validate(
 ) -> Example:
     """Check everything the tracer needs and return an :class:`Example`.
 
-    ``query`` None means :data:`DEFAULT_QUERY`, or 1 when there is only one token.
+    ``query`` None means :data:`DEFAULT_QUERY`, or 1 when there is only one token, unless the
+    lesson's focus rule picks another (the example remembers that nobody chose it).
     """
     dt = _dtype(dtype)
     arr = _matrix(inputs)
     t, d = arr.shape
+    chosen = query is not None
     if query is None:
         query = min(DEFAULT_QUERY, t)
     if t * t * d > MAX_CELLS or t > MAX_TOKENS or d > MAX_DIM:
@@ -114,7 +117,7 @@ def validate(
         raise InputError(f"query must be a whole number from 1 to {t}, got {query!r}")
     if not 1 <= int(query) <= t:
         raise InputError(f"query {query} is out of range: there are {t} tokens, so it must be 1..{t}")
-    return Example(arr, labels, int(query), dt, dict(source or {"kind": "array"}))
+    return Example(arr, labels, int(query), dt, dict(source or {"kind": "array"}), chosen)
 
 
 def example(

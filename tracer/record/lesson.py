@@ -17,8 +17,10 @@ from __future__ import annotations
 
 import dataclasses
 import importlib
+import inspect
 import math
 import tomllib
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cached_property
 from importlib import resources
@@ -33,6 +35,9 @@ if TYPE_CHECKING:
 
 INPUT_OPTIONS = ("inputs", "tokens", "query", "dtype")
 """The options every lesson takes: what is traced (the rest are the lesson's own)."""
+
+BACKWARD_OPTIONS = ("backward", "grad_output")
+"""The options that ask for the backward pass: ``backward=True``, and ``grad_output``, the upstream gradient."""
 
 Cells = dict[str, list[str]]
 """Stage -> the sources of its notebook code cells."""
@@ -59,7 +64,13 @@ class Lesson(Protocol):
 
     @property
     def check(self) -> object | None:
-        """How ``attn-trace check`` rebuilds this lesson: not yet part of the protocol, always ``None`` today."""
+        """How ``attn-trace check`` checks a student's code for this lesson, or ``None`` when it cannot.
+
+        A :class:`tracer.compare.check.lessons.Spec` (the check's own layer
+        defines it, so it is typed ``object`` here): the constructor a
+        student writes, the sizes it is built at, how it is run, and the
+        lesson's quantities in order (``docs/lessons.md``).
+        """
         ...
 
     def run(self, example: Example, **options: Any) -> Trace:
@@ -98,14 +109,28 @@ class PackagedLesson:
 
     ``pipeline`` names a module with ``build(values, tokens, query, dtype,
     meta, **prepared)`` and, for a lesson with options, ``prepare(values,
-    **options) -> prepared`` (weights drawn, options validated).  ``package``
+    **options) -> prepared`` (weights drawn, options validated).  The module
+    may declare its focus rule, ``focus(tokens, prepared) -> query``: the
+    query whose row shows the lesson's effect (the last one, for a window),
+    used when the user names none (:func:`focus_query`).  ``package``
     holds the narratives as data files ``narrative.<lang>.toml``.
-    ``notebook`` names a module with ``cells(trace)``.  ``options`` is the
+    ``notebook`` names a module with ``cells(trace)``; ``checker`` a module
+    whose ``CHECK`` is the lesson's check description (:attr:`check`).  ``options`` is the
     dataclass that documents the lesson's own options and their defaults; an
     option it does not name is refused before anything runs.  ``place`` is
     where the lesson sits in a course: lessons are listed by it, then by
     name (the built-in ones are 1 to 9, in the order the chapter builds
     them up; a plug-in that sets none comes after them).
+
+    The page parts are optional, each ``module:function`` imported when
+    used (:func:`page_part`): ``facts`` computes what the narrative's
+    placeholders say about the example (:mod:`tracer.present.facts`);
+    ``page`` builds a page of the lesson's own instead of the generic one
+    told by its narrative, and ``figures`` that page's figures for
+    ``attn-trace figures``; ``order`` is the order its page and notebook
+    walk the stages in, when it is not the order they are recorded in.
+    ``folder`` prefixes the folder names of its reports (default: its name;
+    ``""`` for none, and then its own example's reports are ``tutorial``).
     """
 
     name: str
@@ -115,7 +140,17 @@ class PackagedLesson:
     place: float = math.inf
     notebook: str | None = None
     options: type | None = None
-    check: object | None = None
+    checker: str | None = None
+    facts: str | None = None
+    page: str | None = None
+    figures: str | None = None
+    order: tuple[str, ...] = ()
+    folder: str | None = None
+
+    @cached_property
+    def check(self) -> object | None:
+        """The ``CHECK`` of the module ``checker`` names, imported on first use (``None`` without one)."""
+        return importlib.import_module(self.checker).CHECK if self.checker is not None else None
 
     @cached_property
     def module(self) -> ModuleType:
@@ -123,13 +158,21 @@ class PackagedLesson:
         return importlib.import_module(self.pipeline)
 
     def run(self, example: Example, **options: Any) -> Trace:
+        back = backward_request(self.name, self.module, options)
         unknown = sorted(set(options) - set(option_names(self.options)))
         if unknown:
             raise InputError(f"lesson {self.name!r} takes no option {', '.join(unknown)}")
         values, dt, meta = example.for_pipeline()
         prepare = getattr(self.module, "prepare", None)
         extra = prepare(values, **options) if prepare is not None else {}
-        trace: Trace = self.module.build(values, example.tokens, example.query, dt, meta, **extra)
+        if back is not None:
+            extra["backward_pass"] = back
+        ruled = focus_query(self.module, len(example.tokens), extra)
+        trace: Trace = self.module.build(
+            values, example.tokens, example.query if example.chosen else ruled, dt, meta, **extra
+        )
+        if hasattr(self.module, "focus"):
+            trace.meta["default_query"] = ruled  # what the rule picks: a report's folder names only another query
         return trace
 
     def trace(self, **options: Any) -> Trace:
@@ -143,6 +186,70 @@ class PackagedLesson:
             return None
         cells: Cells = importlib.import_module(self.notebook).cells(trace)
         return cells
+
+
+PAGE_PARTS = ("facts", "page", "figures")
+"""The optional parts a lesson may name as ``module:function`` (see :class:`PackagedLesson`)."""
+
+
+def page_part(lesson: Lesson, part: str) -> Callable[..., Any] | None:
+    """The function a lesson names for one of its :data:`PAGE_PARTS`, imported; ``None`` when it names none.
+
+    A lesson that is not a :class:`PackagedLesson` (``--pipeline``'s) has
+    none of them: its page is the generic one its narrative tells.
+    """
+    if part not in PAGE_PARTS:
+        raise ValueError(f"no page part {part!r}: one of {', '.join(PAGE_PARTS)}")
+    spec = getattr(lesson, part, None)
+    if not isinstance(spec, str):
+        return None
+    where, _, func = spec.partition(":")
+    fn: Callable[..., Any] | None = getattr(importlib.import_module(where), func, None)
+    if not callable(fn):
+        raise InputError(f"lesson {lesson.name!r} names {spec} as its {part}, and that is not a function")
+    return fn
+
+
+def backward_request(name: str, module: ModuleType, options: dict[str, Any]) -> Any:
+    """Take ``backward`` and ``grad_output`` out of ``options``: the request a pipeline's ``build`` is given.
+
+    ``None`` when no backward pass is asked for.  A ``grad_output`` (an
+    array-like: nested lists, numpy, torch) asks for one too, and is checked
+    to be a finite array of numbers here; its shape is checked against the output's
+    by the lesson.  A lesson whose ``build`` takes no ``backward_pass``
+    has no backward pass, which is said in one line.
+    """
+    wanted = bool(options.pop("backward", False))
+    given = options.pop("grad_output", None)
+    if not wanted and given is None:
+        return None
+    if "backward_pass" not in inspect.signature(module.build).parameters:
+        raise InputError(f"lesson {name!r} has no backward pass yet")
+    from tracer.record.blocks.backward import Backward, gradient_array
+
+    if given is None:
+        return Backward()
+    try:
+        return Backward(gradient_array(given))
+    except InputError as e:
+        raise InputError(f"the upstream gradient {e}") from None
+
+
+def focus_query(module: ModuleType, tokens: int, prepared: dict[str, Any]) -> int:
+    """The focus query a pipeline's ``focus`` rule picks for ``tokens`` tokens, else the default one.
+
+    The page's tables, worked equations and figures all follow this one
+    query, so the rule decides where a reader sees the lesson at work.
+    """
+    from tracer.record.inputs import DEFAULT_QUERY
+
+    rule = getattr(module, "focus", None)
+    if rule is None:
+        return min(DEFAULT_QUERY, tokens)
+    q = int(rule(tokens, prepared))
+    if not 1 <= q <= tokens:
+        raise InputError(f"the lesson's focus rule picked query {q}, but there are {tokens} tokens")
+    return q
 
 
 def narrative_file(package: str, lang: str) -> dict[str, Any] | None:

@@ -17,13 +17,18 @@ lesson runs).
 
 from __future__ import annotations
 
+import inspect
 import math
 from functools import cache
 from importlib.metadata import EntryPoint, entry_points
 from types import ModuleType
+from typing import TYPE_CHECKING, TypeGuard
 
 from tracer.errors import InputError, unknown
 from tracer.record.lesson import Lesson, PackagedLesson
+
+if TYPE_CHECKING:
+    from tracer.core.trace import Trace
 
 GROUP = "attn_trace.lessons"
 """The entry point group a package declares its lessons under."""
@@ -78,9 +83,36 @@ def get(name: str) -> Lesson:
         raise
     except Exception as e:  # a broken plug-in is a one-line error, not a traceback
         raise InputError(f"lesson {name!r} ({ep.value}) cannot be loaded: {type(e).__name__}: {e}") from None
-    if not isinstance(lesson, Lesson) or lesson.name != name:
+    if not _is_lesson(lesson) or lesson.name != name:
         raise InputError(f"lesson {name!r} ({ep.value}) is not a Lesson named {name!r}")
     return lesson
+
+
+def of(trace: Trace) -> Lesson | None:
+    """The installed lesson that recorded ``trace``, or ``None``.
+
+    ``None`` for a trace of code captured from torch (whatever its function
+    is called), of a ``--pipeline`` (it carries its own narrative) or of a
+    lesson not installed here: the engines then show it the generic way.
+    """
+    name = trace.meta.get("lesson")
+    if trace.meta.get("captured") or "narrative" in trace.meta or name not in names():
+        return None
+    return get(str(name))
+
+
+def _is_lesson(obj: object) -> TypeGuard[Lesson]:
+    """Whether ``obj`` has every member of the :class:`Lesson` protocol, looked up without running any.
+
+    ``isinstance(obj, Lesson)`` would call ``hasattr`` on each member, and a
+    lesson's ``check`` is a property that imports its check description
+    (and with it the checker): listing the lessons must not do that.
+    """
+    members = [n for n in vars(Lesson) if not n.startswith("_")]
+    return all(inspect.getattr_static(obj, n, _MISSING) is not _MISSING for n in members)
+
+
+_MISSING = object()
 
 
 def all_lessons() -> list[Lesson]:

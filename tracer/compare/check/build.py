@@ -193,7 +193,7 @@ def _built(obj: Any, spec: Spec) -> tuple[torch.nn.Module, str, dict[str, Any], 
         found.update(wrapper.out_proj(module, heads[0], width * spec.heads))
         spec = wrapped(spec, width, "W_out" in found)
     else:
-        found = roles.assign(module, spec.d_in, spec.d_out, out_proj=spec.multi, grouped=spec.name == "gqa")
+        found = roles.assign(module, spec.d_in, spec.d_out, out_proj=spec.multi, grouped=spec.grouped)
     if any(b in found for b in roles.BIAS.values()) and own_bias(obj):
         spec = replace(spec, bias=True)
     return module, built, found, heads, spec

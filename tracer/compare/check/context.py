@@ -48,8 +48,8 @@ class Context:
 
     @property
     def causal(self) -> bool:
-        """True for the lessons with a causal mask."""
-        return self.spec.name in ("causal", "multihead", "gqa", "rope")
+        """True for the lessons with a causal mask (and no other)."""
+        return self.spec.causal
 
     @property
     def tokens(self) -> int:
@@ -58,8 +58,8 @@ class Context:
 
     @property
     def sqrt_dk(self) -> float:
-        """√d_k for one head (1 for lesson simple, which does not scale)."""
-        return 1.0 if self.spec.name == "simple" else math.sqrt(self.spec.head_dim)
+        """√d_k for one head (1 for a lesson that does not scale its scores)."""
+        return math.sqrt(self.spec.head_dim) if self.spec.scaled else 1.0
 
     def has(self, key: str) -> bool:
         """True when the lesson has quantity ``key`` (or ``x``, the inputs)."""

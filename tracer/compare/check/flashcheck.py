@@ -33,9 +33,10 @@ from typing import Any
 import numpy as np
 import torch
 
-from tracer.compare.check import align, lessons, online
+from tracer.compare.check import align, online
 from tracer.compare.check.context import Hit
 from tracer.compare.check.evidence import Evidence, Malformed
+from tracer.compare.check.lessons import Spec
 from tracer.compare.check.model import Divergence, Match, Seen, StageResult
 from tracer.compare.check.result import CheckResult
 from tracer.compare.check.student import StudentError, _failure, _one_line, name_of, returned
@@ -45,63 +46,62 @@ from tracer.message import Message
 from tracer.record import registry
 from tracer.record.inputs import tutorial
 
-BLOCK = 2
-"""The lesson's block size."""
 
-
-def reference() -> Trace:
-    """The flash lesson on the tutorial's tokens in reverse order, B = 2 (the check's reference)."""
-    flash = registry.pipeline_module("flash")
+def reference(spec: Spec) -> Trace:
+    """The lesson on the tutorial's tokens in reverse order, at its own block size (the check's reference)."""
+    flash = registry.pipeline_module(spec.name)
     rows, tokens = tutorial()
     x = torch.tensor(rows[::-1], dtype=torch.float32)
     meta = {"dtype": "float32", "n_tokens": 6, "dim": 3, "source": {"kind": "tutorial", "order": "reversed"}}
-    extra = flash.prepare(x, block=BLOCK)
+    extra = flash.prepare(x, block=spec.args[0])
     trace: Trace = flash.build(x, tokens[::-1], 2, torch.float32, meta, **extra)
     return trace
 
 
-SIZES = {"eval": (6, BLOCK), "block": (6, lessons.SPECS["flash"].block), "short": (lessons.SPECS["flash"].short, BLOCK)}
-"""Run -> (tokens, block size) the function is called with."""
+def sizes(spec: Spec) -> dict[str, tuple[int, int]]:
+    """Run -> (tokens, block size) the function is called with: its own, another block size, fewer tokens."""
+    block = int(spec.args[0])
+    return {"eval": (6, block), "block": (6, spec.block), "short": (spec.short, block)}
 
 
-def collect(obj: Any) -> Evidence:
+def collect(obj: Any, spec: Spec) -> Evidence:
     """The student's half: call ``obj`` at the three sizes and keep its results (run in the child)."""
     if not callable(obj) or isinstance(obj, type):
         raise InputError(Message("trouble.flash_wants_function", obj=repr(obj)))
-    trace = reference()
+    trace = reference(spec)
     q, k, v = (torch.from_numpy(np.array(trace.tensor(n))) for n in ("q", "k", "v"))
     seen = []
-    for run, (t, b) in SIZES.items():
+    for run, (t, b) in sizes(spec).items():
         got = _call(obj, q[:t], k[:t], v[:t], b)
         seen.append(Seen(run, "return", np.zeros(0) if got is None else got, ""))  # empty: another shape
     name = name_of(obj)
     return Evidence(name, seen=seen, output=seen[0].value)
 
 
-def judge(ev: Evidence, source: str | None, label: str) -> CheckResult:
+def judge(ev: Evidence, spec: Spec, source: str | None, label: str) -> CheckResult:
     """The verdict on the results :func:`collect` kept, against this process's own reference (the parent's half)."""
-    spec = lessons.SPECS["flash"]
-    trace = reference()
+    at = sizes(spec)
+    trace = reference(spec)
     q, k, v = (torch.from_numpy(np.array(trace.tensor(n))) for n in ("q", "k", "v"))
     by_run = {s.id: s.value for s in ev.seen}
-    if set(by_run) != set(SIZES):
-        raise Malformed(f"the results of the runs {sorted(SIZES)} were expected, got {sorted(by_run)[:5]}")
+    if set(by_run) != set(at):
+        raise Malformed(f"the results of the runs {sorted(at)} were expected, got {sorted(by_run)[:5]}")
     got: dict[str, np.ndarray | None] = {}
-    for run, (t, _) in SIZES.items():
+    for run, (t, _) in at.items():
         a = np.asarray(by_run[run], dtype=np.float64)
         got[run] = a if a.shape == (t, int(v.shape[1])) else None
     want = np.asarray(trace.tensor("flash.z"), dtype=np.float64)
-    stages = [_stage(q_, want[: SIZES[q_.run][0]], got[q_.run]) for q_ in spec.quantities]
+    stages = [_stage(q_, want[: at[q_.run][0]], got[q_.run]) for q_ in spec.quantities]
     bad = next((s for s in stages if s.status == "differs"), None)
     if bad is None:
-        return CheckResult("flash", stages, None, None, [], trace, [], label)
+        return CheckResult(spec.name, stages, None, None, [], trace, [], label)
     for s in stages[stages.index(bad) + 1 :]:
         if s.status == "differs":
             s.status = "consequence"
-    hit = _diagnose(q, k, v, SIZES, got)
-    t = SIZES[bad.quantity.run][0]
+    hit = _diagnose(q, k, v, at, got)
+    t = at[bad.quantity.run][0]
     div = _divergence(trace, bad, want[:t], got[bad.quantity.run], source)
-    return CheckResult("flash", stages, div, hit, [], trace, [], label)
+    return CheckResult(spec.name, stages, div, hit, [], trace, [], label)
 
 
 def _block_args(fn: Any) -> int:

@@ -57,12 +57,9 @@ from typing import Any, NamedTuple
 import torch
 
 from tracer.compare.check.lessons import Spec
-from tracer.compare.check.rotations import BASE
+from tracer.compare.check.resizeref import BASE
 from tracer.errors import InputError
 from tracer.message import Message
-
-ROTARY_LESSONS = ("rope",)
-"""The lessons whose forward may be handed its rotary tables."""
 
 TABLE: dict[str, tuple[str, ...]] = {
     "position_ids": ("position_ids", "pos_ids"),
@@ -143,12 +140,10 @@ def kinds(module: Any, spec: Spec, optional: tuple[str, ...] = ()) -> dict[str, 
         params += [p for p in inspect.signature(forward).parameters.values() if p.name in optional]
     for p in params:
         kind = KIND.get(p.name.lower())
-        if kind in ROTARY and spec.name not in ROTARY_LESSONS:
+        if kind in ROTARY and not spec.rotary:
             kind = None
         if kind is None:
-            known = ", ".join(
-                ns[0] for k, ns in TABLE.items() if ns and (k not in ROTARY or spec.name in ROTARY_LESSONS)
-            )
+            known = ", ".join(ns[0] for k, ns in TABLE.items() if ns and (k not in ROTARY or spec.rotary))
             said = Message(
                 "trouble.forward_requires", module=_name(module), param=p.name, lesson=spec.name, known=known
             )

@@ -31,13 +31,13 @@ from tracer.message import Message
 
 def gather(obj: Any, spec: lessons.Spec) -> Evidence:
     """Run ``obj`` as lesson ``spec`` asks and keep what it computed (``spec`` as the caller sized it)."""
-    if spec.name == "flash":  # a function of q, k, v and a block size, called at three sizes, then at others
+    if spec.driver == lessons.QKV:  # a function of q, k, v and a block size, called at three sizes, then at others
         from tracer.compare.check import flashcheck
 
-        ev = flashcheck.collect(obj)
-        ev.other = resize.gather_function(obj)
+        ev = flashcheck.collect(obj, spec)
+        ev.other = resize.gather_function(obj, spec)
         return ev
-    if spec.name == "kvcache":  # a module driven through a generation, call by call, then another at other sizes
+    if spec.driver == lessons.GENERATION:  # a module driven through a generation, then another at other sizes
         from tracer.compare.check import generation
 
         ev = generation.collect(obj, spec)
@@ -84,7 +84,7 @@ def gather(obj: Any, spec: lessons.Spec) -> Evidence:
         crash = short.error
         ev.short_error = Failure(crash.message, crash.details, crash.cause) if crash is not None else None
         ev.short = [_output(short.output)] if crash is None else []
-    if spec.name in resize.MODELLED:
+    if spec.rebuilds is not None:
         ev.other = resize.gather(_builder(obj, spec), spec, form)
     return ev
 

@@ -45,7 +45,6 @@ from tracer.compare.check.student import StudentError, name_of, raised, returned
 from tracer.core.trace import Step
 from tracer.message import Message
 
-CALLS = lessons.CALLS
 CACHE_NAMES = ("cache", "kv_cache", "kvcache", "past", "past_kv", "past_key_value", "past_key_values", "layer_past")
 """Names of a ``forward`` parameter that takes the cache (and makes ``forward`` return it)."""
 RESETS = ("reset_cache", "reset_kv_cache", "reset", "clear_cache")
@@ -108,9 +107,9 @@ def generate(
     x: torch.Tensor,
     how: tuple[str, str],
     seed: int,
-    spans: tuple[tuple[int, int], ...] = CALLS,
+    spans: tuple[tuple[int, int], ...],
 ) -> list[Call]:
-    """Run every call of ``spans`` (:data:`CALLS`) on ``module``; a call that raises ends the generation."""
+    """Run every call of ``spans`` (a lesson's ``calls``) on ``module``; a call that raises ends the generation."""
     kind, param = how
     at = position(module)
     ask = {"use_cache": True} if kind == "passed" and _takes(module, "use_cache") else {}  # GPT-2's present
@@ -175,7 +174,7 @@ def collect(obj: Any, spec: lessons.Spec) -> Evidence:
         ev.structural = (e.code, dict(e.detail))
         return ev
     ev.bias = spec.bias
-    calls = generate(module, reference.inputs(spec), convention(module), spec.seed)
+    calls = generate(module, reference.inputs(spec), convention(module), spec.seed, spec.calls)
     for n, call in enumerate(calls, start=1):
         if call.error is not None:
             ev.seen.append(Seen(f"call{n}", "raised", np.zeros(0), ""))
@@ -201,7 +200,7 @@ def judge(ev: Evidence, spec: lessons.Spec, label: str) -> CheckResult:
         raise Malformed(f"the weights found do not fit the lesson's inputs ({type(e).__name__})") from None
     by_id = {s.id: s for s in ev.seen}
     calls: list[Call] = []
-    for n in range(1, len(CALLS) + 1):
+    for n in range(1, len(spec.calls) + 1):
         seen = by_id.get(f"call{n}")
         if seen is None:
             break
@@ -213,7 +212,7 @@ def judge(ev: Evidence, spec: lessons.Spec, label: str) -> CheckResult:
     got: list[np.ndarray | None] = []
     stages: list[StageResult] = []
     first: tuple[int, StageResult] | None = None
-    for n, (a, b) in enumerate(CALLS, start=1):
+    for n, (a, b) in enumerate(spec.calls, start=1):
         q = Quantity(f"call{n}", "generation", f"step{n}.z", run=f"call:{a}-{b}")
         want = trace.tensor(f"step{n}.z")
         call = calls[n - 1] if n <= len(calls) else None
@@ -233,17 +232,17 @@ def judge(ev: Evidence, spec: lessons.Spec, label: str) -> CheckResult:
         return CheckResult(spec.name, stages, None, None, list(found.values()), trace, [], label, None, ev.built)
     n, stage = first
     error = calls[n - 1].error if n <= len(calls) else None
-    hit = cachemistakes.diagnose(trace, CALLS, got, error)
+    hit = cachemistakes.diagnose(trace, spec.calls, got, error)
     if error is not None and hit is None:
         raise error  # a crash no mistake of the catalogue explains: trouble, as any crash
-    div = _divergence(trace, n, stage, got[n - 1], error)
+    div = _divergence(trace, spec.calls[n - 1], stage, got[n - 1], error)
     return CheckResult(spec.name, stages, div, hit, list(found.values()), trace, [], label, None, ev.built)
 
 
 def _divergence(
-    trace: Any, n: int, stage: StageResult, mine: np.ndarray | None, error: StudentError | None
+    trace: Any, call: tuple[int, int], stage: StageResult, mine: np.ndarray | None, error: StudentError | None
 ) -> Divergence:
-    """Where call ``n`` first differs: the lesson's entry, the student's value beside it."""
+    """Where ``call`` (its first and last token) first differs: the lesson's entry, the student's value beside it."""
     q = stage.quantity
     want = np.asarray(trace.tensor(q.step), dtype=np.float64)
     if mine is not None:
@@ -251,7 +250,7 @@ def _divergence(
         student: float | None = float(mine[idx])
     else:
         idx, student = (0, 0), None
-    a, b = CALLS[n - 1]
+    a, b = call
     element = Step(trace, trace.node(q.step), tuple(int(i) for i in idx)).id
     note = error.cause if error is not None else ""
     return Divergence(

@@ -35,7 +35,7 @@ def _attend(c: Context, kh: np.ndarray, vh: np.ndarray) -> list[np.ndarray]:
 
 
 def _applies(c: Context) -> bool:
-    g = c.ref("hk")[0].shape[0] if c.spec.name == "gqa" else 0
+    g = c.ref("hk")[0].shape[0] if c.spec.grouped else 0
     return 1 < g < c.spec.heads  # one group, or one per head: both pairings are the same
 
 

@@ -64,8 +64,8 @@ def _scalings(c: Context, div: float) -> list[np.ndarray]:
 
 
 def scale_wrong(c: Context) -> Hit | None:
-    if c.spec.name == "simple":
-        return None  # lesson simple does not scale
+    if not c.spec.scaled:
+        return None  # a lesson that does not scale
     d = c.spec
     divisors = {"d_k": float(d.head_dim), "√d_in": math.sqrt(d.d_in), "√T": math.sqrt(c.tokens)}
     if d.multi:
@@ -81,13 +81,13 @@ def scale_wrong(c: Context) -> Hit | None:
 
 
 def scale_inverted(c: Context) -> Hit | None:
-    if c.spec.name == "simple" or abs(c.sqrt_dk - 1) < 1e-9:
+    if not c.spec.scaled or abs(c.sqrt_dk - 1) < 1e-9:
         return None
     return c.first(_scalings(c, 1 / c.sqrt_dk), c.ref("omega")[1], (c.step("omega"),))
 
 
 def scale_missing(c: Context) -> Hit | None:
-    if c.spec.name == "simple":
+    if not c.spec.scaled:
         return None
     soft = _scalings(c, 1.0)[2:]
     return c.first(soft, c.ref("omega")[1], (c.step("omega"), c.step("alpha")))
@@ -106,7 +106,7 @@ def sum_normalised(c: Context) -> Hit | None:
 def softmax_dim(c: Context) -> Hit | None:
     omega, axes = c.ref("omega")
     base = V.fill(omega, axes, -np.inf) if c.causal else omega
-    base = base / c.sqrt_dk if c.spec.name != "simple" else base
+    base = base / c.sqrt_dk if c.spec.scaled else base
     j = axes.index("j")
     tries = [s for ax, s in V.softmaxes(base) if ax != j]
     return c.first(tries, axes, (c.step("alpha"),))

@@ -14,6 +14,11 @@ import numpy as np
 
 from tracer.message import Message
 
+QKV = ("W_query", "W_key", "W_value")
+"""The roles of the query, key and value projections."""
+BIAS = {"W_query": "b_query", "W_key": "b_key", "W_value": "b_value"}
+"""Each projection's bias role."""
+
 STAGES = ("projections", "heads", "scores", "scaling", "mask", "weights", "dropout", "context", "merge", "output")
 """Check stages in the order a lesson computes them (a lesson uses some of them)."""
 

@@ -71,8 +71,8 @@ def returns_weights(c: Context) -> Hit | None:
 
 
 def scale_extra(c: Context) -> Hit | None:
-    """Lesson simple divides by √d before its softmax (the trainable lesson's scaling, where simple has none)."""
-    if c.spec.name != "simple":
+    """A lesson without scaling divides by √d before its softmax (the scaling of the lessons with weights)."""
+    if c.spec.scaled:
         return None
     omega, axes = c.ref("omega")
     return c.first([V.softmax(omega / math.sqrt(c.spec.d_in), -1)], axes, (c.step("alpha"),))
@@ -80,7 +80,7 @@ def scale_extra(c: Context) -> Hit | None:
 
 def context_transposed(c: Context) -> Hit | None:
     """The context mixes the inputs with the weights transposed (``inputs.T @ w``, or ``w.T @ inputs``)."""
-    if not c.has("z") or c.spec.name != "simple":
+    if not c.has("z") or c.spec.is_class:  # the values are the inputs themselves
         return None
     alpha, _ = c.ref("alpha")
     x = np.asarray(c.trace.node("x").value, dtype=np.float64)

@@ -8,12 +8,10 @@ tokens, widened with seeded columns when the module is built wider.
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 import torch
 
-from tracer.compare.check.lessons import CALLS, Spec
+from tracer.compare.check.lessons import Spec
 from tracer.compare.check.model import Role
 from tracer.compare.check.roles import BIAS
 from tracer.core.trace import Trace
@@ -42,15 +40,9 @@ def inputs(spec: Spec) -> torch.Tensor:
     return torch.stack((x, x)) if spec.batch else x
 
 
-def _options(spec: Spec) -> dict[str, Any]:
-    """The lesson options the reference is built with (lessons window, gqa and rope have their own)."""
-    if spec.name == "window":
-        return {"window": spec.args[3]}
-    if spec.name == "gqa":
-        return {"heads": spec.heads, "groups": spec.args[-1]}
-    if spec.name == "rope":
-        return {"style": spec.style}
-    return {}
+def tensor(roles: dict[str, Role], name: str) -> torch.Tensor:
+    """Role ``name``'s value as a float32 tensor."""
+    return torch.tensor(roles[name].value, dtype=torch.float32)
 
 
 def _with_bias(
@@ -82,43 +74,13 @@ def reference(spec: Spec, roles: dict[str, Role]) -> Trace:
     _, tokens = tutorial()
     x = embeddings(spec.d_in)
     meta = {"dtype": "float32", "n_tokens": x.shape[0], "dim": x.shape[1], "source": {"kind": "tutorial"}}
-    if spec.name == "simple":
+    if spec.plug is None:  # a lesson without weights: its pipeline as it is
         trace: Trace = module.build(x, tokens, 2, torch.float32, meta)
         return trace
-    w = {r: torch.tensor(roles[r].value, dtype=torch.float32) for r in ("W_query", "W_key", "W_value")}
+    w = {r: tensor(roles, r) for r in ("W_query", "W_key", "W_value")}
     if spec.bias and any(b in roles for b in BIAS):
         x, w = _with_bias(x, w, roles)
         meta["dim"] = x.shape[1]
-    info = {"kind": "student", "d_out": spec.d_out}
-    if spec.name == "trainable":
-        trace = module.build(x, tokens, 2, torch.float32, meta, weights=w, weights_meta=info)
-        return trace
-    if spec.name == "multihead":  # any number of heads (the lesson's option is only d_out)
-        extra = module.with_heads(x, spec.d_out, spec.heads)
-    else:
-        extra = module.prepare(x, d_out=spec.d_out, **_options(spec))
-    if spec.form == "wrap":
-        extra["wrap"] = w
-        if "W_out" in roles:
-            out = ("W_out", "b_out")
-            extra["wrap_out"] = {r: torch.tensor(roles[r].value, dtype=torch.float32) for r in out if r in roles}
-    elif spec.name == "causal":
-        extra.update(weights=w, weights_meta=info, module=w)
-    elif spec.name in ("window", "rope"):
-        extra.update(weights=w, weights_meta=info)
-    elif spec.name == "kvcache":
-        extra.update(weights=w, weights_meta=info, spans=list(CALLS))
-    elif spec.name == "gqa":
-        extra["weights"] = {**extra["weights"], **w}
-        if "W_out" in roles:
-            extra["weights"]["W_out"] = torch.tensor(roles["W_out"].value, dtype=torch.float32)
-    else:
-        split = dict(extra["split"])
-        split.update(w)
-        if "W_out" in roles:
-            split["W_out"] = torch.tensor(roles["W_out"].value, dtype=torch.float32)
-            bias = roles["b_out"].value if "b_out" in roles else np.zeros(spec.d_out)
-            split["b_out"] = torch.tensor(bias, dtype=torch.float32)
-        extra["split"] = split
+    extra = spec.plug(spec, module, x, w, roles, {"kind": "student", "d_out": spec.d_out})
     trace = module.build(x, tokens, 2, torch.float32, meta, **extra)
     return trace

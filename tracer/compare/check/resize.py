@@ -8,10 +8,12 @@ lesson exactly at the lesson's sizes.  So once the stages match,
 windows, heads and groups), calls it on seeded random inputs shorter than
 the context (so the mask must be cut), and compares the result with the
 lesson computed in float64 from that module's own weights
-(:mod:`.resizeref`).  Lesson ``kvcache``'s module is driven through a longer
-generation, call by call, as :mod:`.generation` drives it; lesson
-``flash``'s function is called with another block size, head width and
-sequence length.  The answer is a message saying what went wrong (keys
+(the lesson's ``at_size``).  A module the lesson drives through a generation
+is driven through a longer one (the sizes' ``calls``), call by call, as
+:mod:`.generation` drives it; a function of queries, keys and values is
+called with another block size, head width and sequence length.  Each
+lesson says its sizes in its check description (``rebuilds``), and whether
+the module is also called in training mode (``trained``).  The answer is a message saying what went wrong (keys
 ``resize.*`` of the message tables), or None.
 """
 
@@ -28,6 +30,7 @@ from tracer.compare.check import (
     flashcheck,
     forwardargs,
     generation,
+    rebuild,
     resizeref,
     roles,
     student,
@@ -36,63 +39,20 @@ from tracer.compare.check import (
 from tracer.compare.check.context import Hit
 from tracer.compare.check.evidence import MODES, Malformed, Other
 from tracer.compare.check.forwardargs import LESSON, Mask
-from tracer.compare.check.lessons import Spec
+from tracer.compare.check.lessons import GENERATION, QKV, Spec
 from tracer.compare.check.model import Role
 from tracer.errors import InputError
 from tracer.message import Message
 
-CONTEXT = 9
-TOKENS = 7
 SEED = 7
-CALLS = ((1, 3), (4, 4), (5, 5), (6, 6), (7, 8))
-"""Lesson kvcache's second generation: 8 tokens, a prompt of three, three single tokens, then two at once."""
-FLASH = {"d": 3, "block_size": 3, "tokens": 8}
-"""Lesson flash's other call: 3-wide heads, blocks of 3 keys over 8 tokens (the last block holds two)."""
-
-
-MODELLED = ("trainable", "causal", "multihead", "rope", "window", "gqa", "flash", "kvcache")
-"""The lessons whose result :mod:`.resizeref` computes at other sizes (every lesson with sizes; not ``simple``).
-
-Lesson ``rope`` is rebuilt two components wider (RoPE turns pairs, so the
-width stays even) and its queries and keys are turned as the checked
-pairing turns them (``--rope-style``), from position 0, ``θ_p = 10000^(−2(p−1)/d)``
-at the new width: a frequency table or a rotation written for ``d_out = 4``
-shows here.  Lesson ``window`` is built twice, with the window one narrower
-(on 7 tokens) and one wider (on 9, the whole context); lesson ``gqa`` twice,
-with one group more (as many query heads per group) and with one group
-(multi-query attention, one head fewer), heads one component wider.
-Lesson ``kvcache`` generates :data:`CALLS` with ``d_out + 1``; lesson
-``flash`` is called with :data:`FLASH`.  Lessons ``trainable``, ``causal``,
-``multihead`` and ``rope`` are called in eval and in training mode (with
-``dropout = 0`` both must give the lesson's result), the others in eval mode.
-"""
-
 NO_TENSOR = Message("resize.no_tensor")
 MODE = {"eval": Message("resize.eval"), "train": Message("resize.train")}
 """A mode's name in ``in eval mode it …``."""
 
-TRAINED = ("trainable", "causal", "multihead", "rope")
-"""The lessons whose second build is also called in training mode."""
-
 
 def builds(spec: Spec) -> tuple[dict[str, Any], ...]:
-    """The second builds' sizes by the book's names, and ``tokens`` (a square module's ``d_in`` follows ``d_out``)."""
-    if spec.name == "flash":
-        return (dict(FLASH),)
-    d_out = spec.d_out + (2 if spec.name == "rope" else spec.heads)  # RoPE's pairs need an even width
-    base = {"context_length": CONTEXT, "dropout": 0.0, "num_heads": spec.heads, "tokens": TOKENS}
-    if spec.name == "window":
-        w = spec.args[3]
-        sized = [{**base, "window_size": n, "tokens": t} for n, t in ((w - 1, TOKENS), (w + 1, CONTEXT)) if n >= 1]
-        return tuple({**_widths(spec, d_out), **s} for s in sized)
-    if spec.name == "gqa":
-        groups, width = spec.args[-1], spec.head_dim + 1
-        share = spec.heads // groups
-        pairs = ((groups + 1) * share, groups + 1), (max(spec.heads - 1, 1), 1)  # one group more; multi-query
-        return tuple({**_widths(spec, h * width), **base, "num_heads": h, "num_kv_groups": g} for h, g in pairs)
-    if spec.name == "kvcache":
-        return ({**_widths(spec, spec.d_out + 1), **base, "tokens": CALLS[-1][1]},)
-    return ({**_widths(spec, d_out), **base},)
+    """The second builds' sizes by the book's names, and ``tokens``: the lesson's own ``rebuilds`` (none without)."""
+    return spec.rebuilds(spec) if spec.rebuilds is not None else ()
 
 
 def alternatives(spec: Spec) -> tuple[tuple[dict[str, Any], ...], ...]:
@@ -119,7 +79,7 @@ def alternatives(spec: Spec) -> tuple[tuple[dict[str, Any], ...], ...]:
         width = 2 * spec.head_dim
         if width * heads == first["d_out"]:
             width *= 2
-        out.append((first, {**first, **_widths(spec, width * heads)}))
+        out.append((first, {**first, **rebuild.widths(spec, width * heads)}))
     return tuple(out)
 
 
@@ -128,18 +88,14 @@ def sizes(spec: Spec) -> dict[str, Any]:
     return builds(spec)[0]
 
 
-def _widths(spec: Spec, d_out: int) -> dict[str, int]:
-    return {"d_in": d_out if spec.d_in == spec.d_out else spec.d_in + 1, "d_out": d_out}
-
-
 def describe(spec: Spec, got: dict[str, Any]) -> Message:
     """``d_in=4, d_out=3, context_length=9, dropout=0.0, 7 tokens`` (only the lesson's own arguments)."""
-    if spec.name == "flash":
+    if spec.driver == QKV:
         return Message("resize.sizes", names=f"d={got['d']}, block_size={got['block_size']}", tokens=got["tokens"])
     names = ("d_in", "d_out", "context_length", "dropout", "num_heads", "num_kv_groups", "window_size")
     said = ", ".join(f"{n}={got[n]}" for n in names if n in spec.signature)
-    if spec.name == "kvcache":
-        return Message("resize.sizes_calls", names=said, tokens=got["tokens"], calls=len(CALLS))
+    if "calls" in got:
+        return Message("resize.sizes_calls", names=said, tokens=got["tokens"], calls=len(got["calls"]))
     return Message("resize.sizes", names=said, tokens=got["tokens"])
 
 
@@ -196,7 +152,7 @@ def _failure(spec: Spec, other: Other) -> Message | None:
     for mode in _modes(spec):
         value = other.results.get(mode, Message("resize.returned_nothing"))
         if isinstance(value, Message):
-            if spec.name in ("flash", "kvcache"):
+            if spec.driver in (QKV, GENERATION):  # one way of calling: no mode to name
                 return value
             return Message("resize.in_mode", mode=MODE[mode], what=value)
     return None
@@ -215,8 +171,8 @@ def _one(build: Callable[[dict[str, Any]], Any], spec: Spec, got: dict[str, Any]
     except InputError as e:
         return Other(Message("resize.weights_unfit", problem=_said(e)))
     module.eval()
-    if spec.name == "kvcache":
-        return Other(None, found, {"eval": _generated(module, x)})
+    if spec.driver == GENERATION:
+        return Other(None, found, {"eval": _generated(module, x, got["calls"])})
     results: dict[str, np.ndarray | Message] = {}
     try:
         given = forwardargs.bind(module, spec, got["d_out"], mask)[0]  # its further arguments, made at the new sizes
@@ -241,12 +197,13 @@ def _said(e: InputError) -> Message | str:
     return e.said or str(e)
 
 
-def gather_function(fn: Any) -> list[Other]:
-    """Lesson flash's student half: ``fn`` called once more at :data:`FLASH` (one result, or what went wrong)."""
-    q, k, v = _qkv()
+def gather_function(fn: Any, spec: Spec) -> list[Other]:
+    """A function of q, k, v: ``fn`` called once more at the lesson's other sizes (one result, or what went wrong)."""
+    got = builds(spec)[0]
+    q, k, v = _inputs(spec, got)
     value: np.ndarray | Message
     try:
-        value = flashcheck.called(fn, q, k, v, FLASH["block_size"])
+        value = flashcheck.called(fn, q, k, v, got["block_size"])
     except student.StudentError as e:
         value = Message("resize.it_raised", error=e.cause)
     except InputError:
@@ -254,14 +211,14 @@ def gather_function(fn: Any) -> list[Other]:
     return [Other(None, {}, {"eval": value})]
 
 
-def _generated(module: torch.nn.Module, x: torch.Tensor) -> np.ndarray | Message:
-    """The context rows of every call of :data:`CALLS` joined along the tokens, or what went wrong."""
+def _generated(module: torch.nn.Module, x: torch.Tensor, spans: tuple[tuple[int, int], ...]) -> np.ndarray | Message:
+    """The context rows of every call of ``spans`` joined along the tokens, or what went wrong."""
     try:
-        calls = generation.generate(module, x, generation.convention(module), SEED, CALLS)
+        calls = generation.generate(module, x, generation.convention(module), SEED, spans)
     except student.StudentError as e:  # the reset crashed, or a call returned no float tensor
         reset = e.message.args.get("who") == Message("trouble.the_reset")
         return Message("resize.reset_raised", error=e.cause) if reset else NO_TENSOR
-    for (a, b), call in zip(CALLS, calls, strict=False):
+    for (a, b), call in zip(spans, calls, strict=False):
         if call.error is not None:
             return Message("resize.call_raised", a=a, b=b, error=call.error.cause)
     try:
@@ -308,28 +265,25 @@ def _judged(spec: Spec, got: dict[str, Any], other: Other) -> Message | None:
 
 
 def _want(spec: Spec, got: dict[str, Any], found: dict[str, Role]) -> np.ndarray:
-    if spec.name == "flash":
-        q, k, v = (t.to(torch.float64).numpy() for t in _qkv())
-        return resizeref.attend(q, k, v, True)
+    """The lesson's result at the sizes ``got``, from the weights ``found`` (the book's wrapper: head by head)."""
     x = _inputs(spec, got).to(torch.float64).numpy()
-    return resizeref.result(spec.name, found, x, got, spec.style)
+    if "form" in found:
+        return resizeref.wrapped(found, x, spec.causal)
+    assert spec.at_size is not None  # a lesson with second builds says what they compute
+    return spec.at_size(spec, got, found, x)
 
 
 def _modes(spec: Spec) -> tuple[str, ...]:
-    return MODES if spec.name in TRAINED else ("eval",)
+    return MODES if spec.trained else ("eval",)
 
 
 def _inputs(spec: Spec, got: dict[str, Any]) -> torch.Tensor:
+    """Seeded inputs at the sizes ``got``: queries, keys and values spread wide (the running max rises), or tokens."""
     g = torch.Generator().manual_seed(SEED)
+    if spec.driver == QKV:
+        return torch.randn((3, got["tokens"], got["d"]), generator=g, dtype=torch.float32)
     shape = (2, got["tokens"], got["d_in"]) if spec.batch else (got["tokens"], got["d_in"])
     return torch.rand(shape, generator=g, dtype=torch.float32)
-
-
-def _qkv() -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """Lesson flash's other queries, keys and values: seeded, spread wide enough that the running max rises."""
-    g = torch.Generator().manual_seed(SEED)
-    q, k, v = torch.randn((3, FLASH["tokens"], FLASH["d"]), generator=g, dtype=torch.float32)
-    return q, k, v
 
 
 def _roles(module: torch.nn.Module, spec: Spec, got: dict[str, Any]) -> dict[str, Role]:
@@ -339,4 +293,4 @@ def _roles(module: torch.nn.Module, spec: Spec, got: dict[str, Any]) -> dict[str
         found = wrapper.assign(heads[0], heads[1], got["d_in"], got["d_out"])
         found.update(wrapper.out_proj(module, heads[0], found["W_query"].value.shape[-1] * heads_n))
         return {"form": Role("form", "wrap", Message("how.none")), **found}
-    return roles.assign(module, got["d_in"], got["d_out"], out_proj=spec.multi, grouped=spec.name == "gqa")
+    return roles.assign(module, got["d_in"], got["d_out"], out_proj=spec.multi, grouped=spec.grouped)

@@ -1,20 +1,10 @@
-"""The lessons' results at other sizes, in float64, from the second build's own weights: what it must return.
+"""Attention in NumPy float64, the parts a lesson's ``at_size`` writes its result at other sizes with.
 
 :mod:`.resize` builds the student's module again with other sizes and
-compares its result with what is computed here.  Nothing here runs a
-lesson's traced pipeline: each lesson's attention is written out again, as
-plainly as it can be, in NumPy float64 (dropout off):
-
-* ``trainable``: ``softmax(Q Kᵀ / √d) V``; ``causal`` and ``rope`` with the
-  causal mask (``rope``: queries and keys turned first); ``multihead``
-  split into heads, joined, and projected (``W_out``) when the module has it;
-* ``window``: the band ``i - w < j <= i`` in place of the causal mask;
-* ``gqa``: ``num_heads`` query heads, query head h reading key/value group
-  ``h // (num_heads / num_kv_groups)`` (``repeat_interleave``), joined and
-  projected;
-* ``kvcache``: causal attention over the whole sequence, whose rows the
-  generation's calls return piece by piece;
-* ``flash``: causal attention of the queries, keys and values themselves.
+compares its result with the lesson's ``at_size`` there, computed from the
+second build's own weights (dropout off) with these parts: the projections,
+scaled dot-product attention masked causally or to a window, heads split and
+joined (and projected), the book's wrapper of heads, and RoPE's turn.
 """
 
 from __future__ import annotations
@@ -24,8 +14,12 @@ from typing import Any
 
 import numpy as np
 
-from tracer.compare.check import roles, rotations
-from tracer.compare.check.model import Role
+from tracer.compare.check.model import BIAS, QKV, Role
+
+BASE = 10000.0
+"""RoPE's base: ``θ_p = base^(−2(p−1)/d)``."""
+STYLES = ("half", "interleaved")
+"""How a rotation pairs components: ``x_p`` with ``x_p+d/2`` (``rotate_half``), or neighbours."""
 
 
 def softmax(a: np.ndarray) -> np.ndarray:
@@ -54,17 +48,17 @@ def attend(q: np.ndarray, k: np.ndarray, v: np.ndarray, causal: bool, window: in
 
 def _head(x: np.ndarray, found: dict[str, Role], h: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Head ``h`` of the book's wrapper: its own queries, keys and values."""
-    q, k, v = (x @ found[r].value[h] for r in roles.QKV)
+    q, k, v = (x @ found[r].value[h] for r in QKV)
     return q, k, v
 
 
-def _heads(a: np.ndarray, n: int) -> np.ndarray:
+def heads(a: np.ndarray, n: int) -> np.ndarray:
     """``(b, T, n·d)`` as ``(b, n, T, d)``."""
     b, t, width = a.shape
     return a.reshape(b, t, n, width // n).transpose(0, 2, 1, 3)
 
 
-def _joined(z: np.ndarray, found: dict[str, Role]) -> np.ndarray:
+def joined(z: np.ndarray, found: dict[str, Role]) -> np.ndarray:
     """Heads ``(b, n, T, d)`` joined to ``(b, T, n·d)``, then the output projection when the module has one."""
     b, n, t, d = z.shape
     out: np.ndarray = z.transpose(0, 2, 1, 3).reshape(b, t, n * d)
@@ -73,38 +67,49 @@ def _joined(z: np.ndarray, found: dict[str, Role]) -> np.ndarray:
     return out
 
 
-def result(lesson: str, found: dict[str, Role], x: np.ndarray, got: dict[str, Any], style: str = "") -> np.ndarray:
-    """Lesson ``lesson``'s result on ``x`` with the weights ``found``, at the sizes ``got`` (dropout off)."""
-    causal = lesson != "trainable"
-    if "form" in found:  # the book's wrapper: each head its own full attention, joined along the last axis
-        heads = range(found["W_query"].value.shape[0])
-        z = np.stack([attend(*_head(x, found, h), causal) for h in heads], axis=-3)
-        return _joined(z, found)
+def projected(found: dict[str, Role], x: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The queries, keys and values ``x W + b`` (a bias where the module has one)."""
 
     def proj(r: str) -> np.ndarray:
-        b = found.get(roles.BIAS[r])
+        b = found.get(BIAS[r])
         out: np.ndarray = x @ found[r].value + (b.value if b is not None else 0.0)
         return out
 
-    q, k, v = (proj(r) for r in roles.QKV)
-    if lesson == "rope":
-        q, k = turned(q, style or "half"), turned(k, style or "half")
-    if lesson == "multihead":
-        n = got["num_heads"]
-        return _joined(attend(_heads(q, n), _heads(k, n), _heads(v, n), True), found)
-    if lesson == "gqa":
-        n, groups = got["num_heads"], got["num_kv_groups"]
-        share = n // groups
-        kh, vh = (np.repeat(_heads(a, groups), share, axis=1) for a in (k, v))  # repeat_interleave
-        return _joined(attend(_heads(q, n), kh, vh, True), found)
-    return attend(q, k, v, causal, got.get("window_size", 0) if lesson == "window" else 0)
+    q, k, v = (proj(r) for r in QKV)
+    return q, k, v
+
+
+def unmasked(spec: Any, got: dict[str, Any], found: dict[str, Role], x: np.ndarray) -> np.ndarray:
+    """``softmax(Q Kᵀ / √d) V`` of the projections, no mask: an ``at_size`` for a lesson with nothing more."""
+    return attend(*projected(found, x), False)
+
+
+def causal(spec: Any, got: dict[str, Any], found: dict[str, Role], x: np.ndarray) -> np.ndarray:
+    """Causal attention of the projections: an ``at_size`` for a lesson with nothing more."""
+    return attend(*projected(found, x), True)
+
+
+def wrapped(found: dict[str, Role], x: np.ndarray, causal: bool) -> np.ndarray:
+    """The book's wrapper of heads: each head its own full attention, joined along the last axis (and projected)."""
+    n = range(found["W_query"].value.shape[0])
+    return joined(np.stack([attend(*_head(x, found, h), causal) for h in n], axis=-3), found)
 
 
 def turned(x: np.ndarray, style: str) -> np.ndarray:
     """RoPE on ``x``, ``(b, T, d)`` or ``(T, d)``: token ``i`` (from 0) turned by ``i θ_p``, paired by ``style``."""
     t, d = x.shape[-2], x.shape[-1]
-    angle = np.arange(t)[:, None] * (rotations.BASE ** (-2.0 * np.arange(d // 2) / d))[None, :]
+    angle = np.arange(t)[:, None] * (BASE ** (-2.0 * np.arange(d // 2) / d))[None, :]
     cos, sin = np.cos(angle), np.sin(angle)
     if x.ndim == 2:
-        return rotations.turn(x, cos, sin, style)
-    return np.stack([rotations.turn(row, cos, sin, style) for row in x])
+        return turn(x, cos, sin, style)
+    return np.stack([turn(row, cos, sin, style) for row in x])
+
+
+def turn(x: np.ndarray, cos: np.ndarray, sin: np.ndarray, style: str) -> np.ndarray:
+    """Rotate each pair of ``x[i, c]`` by its angle: ``(a, b) -> (a cos − b sin, b cos + a sin)``."""
+    h = x.shape[1] // 2
+    cols = (np.arange(h), np.arange(h) + h) if style == "half" else (np.arange(0, 2 * h, 2), np.arange(1, 2 * h, 2))
+    a, b = x[:, cols[0]], x[:, cols[1]]
+    out = np.empty_like(x)
+    out[:, cols[0]], out[:, cols[1]] = a * cos - b * sin, b * cos + a * sin
+    return out

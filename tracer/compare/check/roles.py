@@ -28,6 +28,8 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from tracer.compare.check.model import BIAS as BIAS
+from tracer.compare.check.model import QKV as QKV
 from tracer.compare.check.model import Role
 from tracer.errors import InputError
 from tracer.message import Message
@@ -41,8 +43,6 @@ BIAS_READ = Message("how.bias")
 WORD = {"W_query": Message("word.query"), "W_key": Message("word.key"), "W_value": Message("word.value")}
 """A weight's role as a sentence names it (``the key weight``)."""
 
-QKV = ("W_query", "W_key", "W_value")
-BIAS = {"W_query": "b_query", "W_key": "b_key", "W_value": "b_value"}
 NAMES = {
     "W_query": ("w_query", "query", "q_proj", "to_q", "q", "wq", "w_q", "q_linear", "linear_q", "query_proj", "proj_q"),
     "W_key": ("w_key", "key", "k_proj", "to_k", "k", "wk", "w_k", "k_linear", "linear_k", "key_proj", "proj_k"),

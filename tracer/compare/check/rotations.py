@@ -17,9 +17,8 @@ from __future__ import annotations
 import numpy as np
 
 from tracer.compare.check.context import Context, Hit
+from tracer.compare.check.resizeref import BASE, turn
 from tracer.message import Message
-
-BASE = 10000.0
 
 
 def _tables(c: Context, d: int, start: int = 0, exponent: float = 2.0) -> tuple[np.ndarray, np.ndarray]:
@@ -28,16 +27,6 @@ def _tables(c: Context, d: int, start: int = 0, exponent: float = 2.0) -> tuple[
     theta = base ** (-exponent * np.arange(d // 2) / d)
     angle = (np.arange(c.tokens) + start)[:, None] * theta[None, :]
     return np.cos(angle), np.sin(angle)
-
-
-def turn(x: np.ndarray, cos: np.ndarray, sin: np.ndarray, style: str) -> np.ndarray:
-    """Rotate each pair of ``x[i, c]`` by its angle: ``(a, b) -> (a cos − b sin, b cos + a sin)``."""
-    h = x.shape[1] // 2
-    cols = (np.arange(h), np.arange(h) + h) if style == "half" else (np.arange(0, 2 * h, 2), np.arange(1, 2 * h, 2))
-    a, b = x[:, cols[0]], x[:, cols[1]]
-    out = np.empty_like(x)
-    out[:, cols[0]], out[:, cols[1]] = a * cos - b * sin, b * cos + a * sin
-    return out
 
 
 def mixed(x: np.ndarray, cos: np.ndarray, sin: np.ndarray, tables: str) -> np.ndarray:
@@ -67,7 +56,7 @@ def _find(c: Context, rotate: object, detail: dict[str, str] | None = None) -> H
 
 
 def _applies(c: Context) -> bool:
-    return c.spec.name == "rope"
+    return c.spec.rotary
 
 
 def other_style(c: Context) -> Hit | None:

@@ -18,6 +18,7 @@ from tracer.compare.check import (
     marks,
     reference,
     resize,
+    resizeref,
     roles,
     sizing,
     student,
@@ -81,13 +82,15 @@ def spec_for(
     """Lesson ``lesson`` with the sizes asked for (an :class:`~tracer.errors.InputError` names a wrong one)."""
     if lesson not in lessons.SPECS:
         raise InputError(unknown("lesson", lesson, lessons.SPECS))
-    if rope_style is not None:
-        if lesson != "rope" or rope_style not in ("half", "interleaved"):
-            raise InputError(f"rope_style is half or interleaved, for lesson rope only (got {rope_style!r})")
-        lesson = "rope" if rope_style == "half" else "rope-interleaved"
     spec = lessons.SPECS[lesson]
-    if lesson == "flash" and (d_out is not None or d_in is not None or heads is not None):
-        raise InputError("lesson flash checks a function of q, k and v: --d-out, --d-in and --heads do not apply")
+    if rope_style is not None:
+        if not spec.rotary or rope_style not in resizeref.STYLES:
+            turned = ", ".join(n for n, s in lessons.SPECS.items() if s.rotary)
+            raise InputError(f"rope_style is half or interleaved, for lesson {turned} only (got {rope_style!r})")
+        spec = replace(spec, style=str(rope_style))
+    if spec.driver == lessons.QKV and (d_out is not None or d_in is not None or heads is not None):
+        said = "--d-out, --d-in and --heads do not apply"
+        raise InputError(f"lesson {spec.name} checks a function of q, k and v: {said}")
     if d_out is not None or d_in is not None or heads is not None:
         spec = sizing.sized(spec, d_out, d_in, heads)
     return spec
@@ -104,8 +107,8 @@ def judge(ev: Evidence, spec: lessons.Spec, source: str | None) -> CheckResult:
     :class:`~.evidence.Malformed`.
     """
     label = f"{Path(source).name}:{ev.name}" if source else ev.name
-    if spec.name == "flash":  # a function called at three sizes, and once more at others: its results only
-        return _resized(flashcheck.judge(ev, source, label), spec, ev)
+    if spec.driver == lessons.QKV:  # a function called at three sizes, and once more at others: its results only
+        return _resized(flashcheck.judge(ev, spec, source, label), spec, ev)
     if ev.structural is not None:  # another attention than the lesson's: a verdict, not trouble
         code, detail = ev.structural
         if code not in BY_CODE:
@@ -113,7 +116,7 @@ def judge(ev: Evidence, spec: lessons.Spec, source: str | None) -> CheckResult:
         return _structural(spec, label, code, detail)
     if ev.bias:  # the projections' biases are the module's own: the reference adds them
         spec = replace(spec, bias=True)
-    if spec.name == "kvcache":  # a generation, call by call, rather than one run (and one more at other sizes)
+    if spec.driver == lessons.GENERATION:  # a generation, call by call (and one more at other sizes)
         return _resized(generation.judge(ev, spec, label), sizing.squared(spec, ev.square), ev)
     if ev.square and spec.is_class:
         spec = sizing.sized(spec, spec.d_out, spec.d_out)
@@ -152,7 +155,7 @@ def judge(ev: Evidence, spec: lessons.Spec, source: str | None) -> CheckResult:
         hit = Hit(None, hit.steps, hit.detail, "heads_shared") if hit is not None else None
     if chosen is not None and chosen.quantity.run == "short" and ctx.short_error is not None and hit is None:
         raise ctx.short_error
-    if chosen is None and spec.is_class and spec.name in resize.MODELLED:  # every stage matches: at other sizes?
+    if chosen is None and spec.is_class and spec.rebuilds is not None:  # every stage matches: at other sizes?
         hit = resize.hit(spec, _needed(ev.other, "the second build"))
     divergence = _divergence(ctx, chosen, hit, stages) if chosen is not None else None
     if chosen is not None:

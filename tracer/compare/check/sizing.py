@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from tracer.compare.check.lessons import Spec, qkv
+from tracer.compare.check.lessons import SPECS, Spec, qkv
 from tracer.compare.check.model import Quantity as Q
 from tracer.errors import InputError
 
@@ -54,10 +54,11 @@ def sized(spec: Spec, d_out: int | None = None, d_in: int | None = None, heads: 
     args = list(spec.args)
     if heads is not None:
         if "num_heads" not in spec.signature:
-            raise InputError(f"lesson {spec.name} has one head: heads are for {', '.join(HEADED)}")
+            headed = ", ".join(n for n, s in SPECS.items() if s.multi)
+            raise InputError(f"lesson {spec.name} has one head: heads are for {headed}")
         if heads < 1 or heads > MAX_HEADS:
             raise InputError(f"heads must be between 1 and {MAX_HEADS}, got {heads}")
-        groups = args[-1] if spec.name == "gqa" else 1
+        groups = args[spec.signature.index("num_kv_groups")] if spec.grouped else 1
         if heads % groups:
             raise InputError(f"heads must be a multiple of lesson {spec.name}'s {groups} key/value groups, got {heads}")
         args[spec.signature.index("num_heads")] = heads
@@ -76,9 +77,6 @@ def squared(spec: Spec, square: bool) -> Spec:
     """``spec`` built with ``d_in = d_out`` when ``square`` (a module of one width), else ``spec`` itself."""
     return sized(spec, spec.d_out, spec.d_out) if square and spec.is_class else spec
 
-
-HEADED = ("multihead", "gqa")
-"""The lessons whose number of heads ``--heads`` chooses."""
 
 MAX_HEADS = 64
 

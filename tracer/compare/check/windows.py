@@ -36,7 +36,7 @@ def _band(c: Context, back: float, ahead: int) -> Hit | None:
 
 
 def _width(c: Context) -> int:
-    return int(c.trace.meta.get("window", c.spec.args[3]))
+    return int(c.trace.meta.get("window", c.spec.window))
 
 
 WIDER = Message("word.window_library")
@@ -45,7 +45,7 @@ WIDER = Message("word.window_library")
 
 def width_off(c: Context) -> Hit | None:
     """The window holds one key too many (``j >= i - w``) or one too few (``j > i - w + 1``)."""
-    if c.spec.name != "window":
+    if not c.spec.windowed:
         return None
     w = _width(c)
     for seen in (w + 1, w - 1):
@@ -60,7 +60,7 @@ def width_off(c: Context) -> Hit | None:
 
 def not_causal(c: Context) -> Hit | None:
     """Only the window part: ``|i - j| < w``, so each query also sees the w - 1 keys after it."""
-    if c.spec.name != "window":
+    if not c.spec.windowed:
         return None
     w = _width(c)
     return _band(c, w, w - 1) if w > 1 else None
@@ -68,7 +68,7 @@ def not_causal(c: Context) -> Hit | None:
 
 def window_missing(c: Context) -> Hit | None:
     """Only the causal part: every key up to the query is seen, however far back."""
-    if c.spec.name != "window" or _width(c) >= c.tokens:
+    if not c.spec.windowed or _width(c) >= c.tokens:
         return None
     hit = _band(c, math.inf, 0)
     return None if hit is None else Hit(hit.seen, hit.steps, {"width": str(_width(c))})

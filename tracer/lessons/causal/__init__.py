@@ -21,6 +21,7 @@ LESSON = PackagedLesson(
     summary="Causal masks both ways (renormalized and -inf), dropout, and the compact module on a batch.",
     pipeline="tracer.lessons.causal.pipeline",
     package=__name__,
+    checker="tracer.lessons.causal.check",
     notebook="tracer.lessons.causal.notebook",
     options=Options,
 )

@@ -25,9 +25,11 @@ import torch
 
 from tracer.core.trace import Trace
 from tracer.errors import InputError
+from tracer.lessons.causal import backward
 from tracer.record import agree
 from tracer.record import weights as wts
 from tracer.record.blocks.attention import context, row_sum, scores
+from tracer.record.blocks.backward import Backward
 from tracer.record.blocks.masks import CAUSAL, causal_masks, masked_softmax
 from tracer.record.blocks.projections import attention_core, inputs_and_weights, projections, sqrt_dk
 from tracer.record.recorder import Recorder, Var
@@ -62,12 +64,13 @@ def build(
     weights_meta: dict[str, Any],
     keep: torch.Tensor,
     module: dict[str, torch.Tensor],
+    backward_pass: Backward | None = None,
 ) -> Trace:
-    """Run the lesson."""
+    """Run the lesson (with ``backward_pass``, the gradients of its dropped-out attention too)."""
     rec = Recorder(dtype)
     t = int(inputs.shape[0])
     x, w = inputs_and_weights(rec, inputs, weights)
-    _q, _k, _v, omega, root, _scaled, alpha = attention_core(rec, x, w)
+    q, k, v, omega, root, _scaled, alpha = attention_core(rec, x, w)
     with rec.stage("mask"):
         tri, up = causal_masks(rec, t)
         kept = rec.elementwise(
@@ -113,7 +116,7 @@ def build(
             latex=rf"{CAUSAL}_{{<i,j>}} B_{{<i,j>}}",
             text="causal.alpha[<i>,<j>] × dropout.keep[<i>,<j>]",
         )
-        rec.elementwise(
+        dropped = rec.elementwise(
             "mul",
             "dropout.alpha",
             [survived("i", "j"), scale()],
@@ -126,17 +129,11 @@ def build(
         batch_module(rec, inputs, module, up)
     seed = wts.MODULE_SEED
     info = {"dropout": {"p": DROPOUT, "seed": seed}, "module": {"kind": "linear", "seed": seed, "dropout": 0.0}}
-    return rec.trace(
-        {
-            **meta,
-            "lesson": "causal",
-            "tokens": tokens,
-            "query": query,
-            "stages": list(STAGES),
-            "weights": weights_meta,
-            **info,
-        }
-    )
+    info |= {"lesson": "causal", "tokens": tokens, "query": query, "stages": list(STAGES), "weights": weights_meta}
+    if backward_pass is not None:
+        core = (q, k, v, root, up, causal, keep_var, scale, dropped)
+        info["backward"] = backward.record(rec, x, w, core, backward_pass)
+    return rec.trace({**meta, **info})
 
 
 def batch_module(

@@ -26,6 +26,7 @@ LESSON = PackagedLesson(
     ),
     pipeline="tracer.lessons.flash.pipeline",
     package=__name__,
+    checker="tracer.lessons.flash.check",
     notebook="tracer.lessons.flash.notebook",
     options=Options,
 )

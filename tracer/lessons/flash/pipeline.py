@@ -53,6 +53,16 @@ def prepare(values: torch.Tensor, block: int = BLOCK, d_out: int = 2, **unknown:
     return {"weights": weights, "weights_meta": info, "block": block}
 
 
+def focus(tokens: int, prepared: dict[str, Any]) -> int:
+    """The focus rule: the first query of the last block, whose row meets every block and a partly hidden one.
+
+    With one block (``--block`` at least the text), the last query: the row that sees every key.
+    """
+    b = int(prepared["block"])
+    n = math.ceil(tokens / b)
+    return (n - 1) * b + 1 if n > 1 else tokens
+
+
 def hidden(t: int, b: int) -> torch.Tensor:
     """``[i, u, j]``: 1 where key ``(u-1)·b + j`` is after query ``i`` (or past the end), else 0."""
     n = math.ceil(t / b)
@@ -164,8 +174,8 @@ def online(rec: Recorder, s: Var, vb: Var, pre: str = "flash.", reverse: bool = 
     o = _prev(
         rec, "rescale_add", f"{pre}o", acc,
         [Ref(f"{pre}o", ("i", before, "c")), Ref(f"{pre}c", ("i", "u")), Ref(f"{pre}pv", ("i", "u", "c"))], "iuc", "0",
-        symbol=r"o^{(<i,u>)}_{<c>}",
-        latex=rf"o^{{(<i,u>)}}_{{<c>}} = o^{{(<i,{before}>)}}_{{<c>}}\, c_{{<i,u>}} + P_{{<i,u,c>}}",
+        symbol=r"o^{(<i>,<u>)}_{<c>}",  # o^{(5,1)}: the comma the prose and z's formula write
+        latex=rf"o^{{(<i>,<u>)}}_{{<c>}} = o^{{(<i>,<{before}>)}}_{{<c>}}\, c_{{<i,u>}} + P_{{<i,u,c>}}",
         text=f"{pre}o[<i>,<{before}>,<c>] × {pre}c[<i>,<u>] + {pre}pv[<i>,<u>,<c>]",
     )  # fmt: skip
     return rec.elementwise(

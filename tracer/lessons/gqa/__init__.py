@@ -27,6 +27,8 @@ LESSON = PackagedLesson(
     summary="Grouped-query attention: H query heads share G key/value groups; G = H is multi-head, G = 1 multi-query.",
     pipeline="tracer.lessons.gqa.pipeline",
     package=__name__,
+    checker="tracer.lessons.gqa.check",
     notebook="tracer.lessons.gqa.notebook",
+    facts="tracer.lessons.gqa.facts:facts",
     options=Options,
 )

@@ -83,7 +83,7 @@ def cells(trace: Trace) -> dict[str, list[Cell]]:
     cache = lines(
         check(trace, "cache.mha", "2 * heads * head_dim"),
         check(trace, "cache.gqa", "2 * groups * head_dim"),
-        check(trace, "cache.ratio", "heads / groups"),
+        check(trace, "cache.ratio", "heads // groups"),  # G divides H: a whole number
     )
     return {
         "inputs": [inputs, weights],

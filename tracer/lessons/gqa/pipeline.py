@@ -25,14 +25,20 @@ import torch
 
 from tracer.core.trace import Ref, Trace
 from tracer.errors import InputError
+from tracer.lessons.gqa import backward
 from tracer.record import weights as wts
 from tracer.record.blocks.attention import context, projection, scores
+from tracer.record.blocks.backward import Backward
+from tracer.record.blocks.heads import split
 from tracer.record.blocks.masks import causal_masks, masked_softmax
 from tracer.record.blocks.projections import sqrt_dk
 from tracer.record.recorder import Recorder, Var
 
 STAGES = ("inputs", "projections", "heads", "attention", "output", "multihead", "cache")
 HEADS, GROUPS, D_OUT = 4, 2, 8
+COUNTS = ("cache.mha", "cache.gqa", "cache.ratio")
+"""The nodes that count: printed as whole numbers."""
+
 SYMS = {"W_query": "W^{Q}", "W_key": "W^{K}", "W_value": "W^{V}", "W_out": "W^{O}"}
 
 
@@ -58,26 +64,6 @@ def prepare(
     w = {name: layer.weight.T.contiguous() for name, layer in zip(wts.NAMES, layers, strict=True)}
     w["W_out"] = out.weight.T.contiguous()
     return {"weights": w, "heads": heads, "groups": groups}
-
-
-def split(rec: Recorder, name: str, full: Var, n: int, sym: str, axis: str = "h") -> Var:
-    """``name[h,b,i,c]`` = ``full[b,i,(h-1)·d_h + c]``: the columns of ``full`` viewed as ``n`` heads.
-
-    ``axis`` names the head axis: ``g`` for the key/value groups.
-    """
-    b, t, width = full.data.shape
-    dh = width // n
-    view = full.data.reshape(b, t, n, dh).permute(2, 0, 1, 3).contiguous()
-    return rec.apply(
-        "split_heads",
-        name,
-        view,
-        [Ref(full.name, ("b", "i", f"{dh}*{axis}+c-{dh}"))],
-        (axis, "b", "i", "c"),
-        symbol=rf"{sym}^{{(<i>)}}_{{<{axis}>,<c>}}",
-        latex=rf"{sym}^{{(<i>)}}_{{<{axis}>,<c>}} = {sym}^{{(<i>)}}_{{(<{axis}>-1) d_h + <c>}}",
-        text=f"{full.name}[<b>,<i>,(<{axis}>−1)·{dh}+<c>]",
-    )
 
 
 def repeat(rec: Recorder, name: str, groups: Var, r: int, sym: str) -> Var:
@@ -137,8 +123,9 @@ def build(
     weights: dict[str, torch.Tensor],
     heads: int,
     groups: int,
+    backward_pass: Backward | None = None,
 ) -> Trace:
-    """Run the lesson on a batch of two copies of the inputs."""
+    """Run the lesson on a batch of two copies of the inputs (with ``backward_pass``, its gradients too)."""
     rec = Recorder(dtype)
     r = heads // groups
     with rec.stage("inputs"):
@@ -176,7 +163,7 @@ def build(
             latex=rf"z^{{(<i>)}}_{{<k>}} = z^{{(<i>)}}_{{\lceil <k>/{dh} \rceil,\,(<k>-1) \bmod {dh} + 1}}",
             text=f"z[⌈<k>/{dh}⌉,<b>,<i>,(<k>−1) mod {dh} + 1]",
         )
-        projection(rec, "out", joined, w["W_out"], ("b",), r"y^{(<i>)}_{<c>}", SYMS["W_out"], xsym=r"z^{(<i>)}")
+        out = projection(rec, "out", joined, w["W_out"], ("b",), r"y^{(<i>)}_{<c>}", SYMS["W_out"], xsym=r"z^{(<i>)}")
     with rec.stage("multihead"):
         as_multihead(rec, x, w, {"k": kh, "v": vh}, heads, r)
     with rec.stage("cache"):
@@ -192,4 +179,10 @@ def build(
             text="cache.mha / cache.gqa",
         )
     info = {"heads": heads, "groups": groups, "group_size": r, "head_dim": dh, "modules": {"seed": wts.MODULE_SEED}}
-    return rec.trace({**meta, "lesson": "gqa", "tokens": tokens, "query": query, "stages": list(STAGES), **info})
+    if backward_pass is not None:
+        parts = {"hq": hq, "hk": hk, "kh": kh, "vh": vh, "alpha": alpha, "root": root, "up": up, "concat": joined}
+        info["backward"] = backward.record(rec, x, w, parts | {"out": out}, backward_pass)
+    trace = rec.trace({**meta, "lesson": "gqa", "tokens": tokens, "query": query, "stages": list(STAGES), **info})
+    for name in COUNTS:
+        trace.node(name).attrs["integer"] = True  # numbers in the cache, and H / G (G divides H): whole numbers
+    return trace

@@ -24,6 +24,7 @@ LESSON = PackagedLesson(
     summary="KV cache: generation token by token, each step's context row equal to full causal attention bit for bit.",
     pipeline="tracer.lessons.kvcache.pipeline",
     package=__name__,
+    checker="tracer.lessons.kvcache.check",
     notebook="tracer.lessons.kvcache.notebook",
     options=Options,
 )

@@ -71,6 +71,11 @@ def prepare(values: torch.Tensor, prompt: int | None = None, d_out: int = 2, **u
     return {"weights": weights, "weights_meta": info, "prompt": prompt}
 
 
+def focus(tokens: int, prepared: dict[str, Any]) -> int:
+    """The focus rule: the first generated token, the one whose step the page works out."""
+    return int(prepared["prompt"]) + 1
+
+
 def schedule(t: int, prompt: int) -> list[tuple[int, int]]:
     """The 1-based first and last token of each step: the prompt at once, then one token per step."""
     return [(1, prompt)] + [(n, n) for n in range(prompt + 1, t + 1)]

@@ -27,7 +27,7 @@ class Options:
     """The traced query head of that layer, counted from 0."""
 
     model: str | None = None
-    """A GGUF file or a Hugging Face checkpoint folder; ``None``: SmolLM2-135M-Instruct (Q4_1), fetched once."""
+    """A GGUF file or a Hugging Face checkpoint folder (not given: SmolLM2-135M-Instruct, Q4_1, fetched once)."""
 
 
 LESSON = PackagedLesson(

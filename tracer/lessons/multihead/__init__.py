@@ -21,6 +21,7 @@ LESSON = PackagedLesson(
     summary="Multi-head attention two ways: a wrapper of causal heads, and projections split into heads.",
     pipeline="tracer.lessons.multihead.pipeline",
     package=__name__,
+    checker="tracer.lessons.multihead.check",
     notebook="tracer.lessons.multihead.notebook",
     options=Options,
 )

@@ -23,8 +23,10 @@ import torch
 
 from tracer.core.trace import TENSOR, Ref, Trace
 from tracer.errors import InputError
+from tracer.lessons.multihead import backward
 from tracer.record import weights as wts
 from tracer.record.blocks.attention import context, projection, scores
+from tracer.record.blocks.backward import Backward
 from tracer.record.blocks.masks import causal_masks, masked_softmax
 from tracer.record.blocks.projections import sqrt_dk
 from tracer.record.recorder import Recorder, Var
@@ -128,8 +130,14 @@ def _joined(heads: int) -> str:
     return rf"Z = [\,Z^{{(1)}} \;\; \cdots \;\; Z^{{({heads})}}\,]"
 
 
-def split_form(rec: Recorder, x: Var, up: Var, w: dict[str, torch.Tensor], heads_: int = HEADS) -> Var:
-    """(b) Full-width projections viewed as heads, attended per head, joined, projected."""
+def split_form(
+    rec: Recorder, x: Var, up: Var, w: dict[str, torch.Tensor], heads_: int = HEADS, keep: dict[str, Var] | None = None
+) -> Var:
+    """(b) Full-width projections viewed as heads, attended per head, joined, projected.
+
+    ``keep``, when given, receives the vars the backward pass reads (weights,
+    heads, weights of attention, the joined heads, the output).
+    """
     syms = {"W_query": "W^{Q}", "W_key": "W^{K}", "W_value": "W^{V}", "W_out": "W^{O}"}
     with rec.stage("split"):
         wv = {
@@ -178,7 +186,7 @@ def split_form(rec: Recorder, x: Var, up: Var, w: dict[str, torch.Tensor], heads
         proj = projection(
             rec, "split.proj", joined, wv["W_out"], ("b",), r"o^{(<i>)}_{<c>}", r"W^{O}", xsym=r"z^{(<i>)}"
         )
-        return rec.elementwise(
+        out = rec.elementwise(
             "add",
             "split.out",
             [proj("b", "i", "c"), bias("c")],
@@ -187,6 +195,10 @@ def split_form(rec: Recorder, x: Var, up: Var, w: dict[str, torch.Tensor], heads
             latex=r"y^{(<i>)}_{<c>} = o^{(<i>)}_{<c>} + b_{<c>}",
             text="split.proj[<b>,<i>,<c>] + split.b_out[<c>]",
         )
+    if keep is not None:
+        keep |= wv | {f"h{n}": heads[n] for n in ("q", "k", "v")}
+        keep |= {"root": root, "up": up, "alpha": alpha, "concat": joined, "out": out}
+    return out
 
 
 def build(
@@ -199,12 +211,18 @@ def build(
     split: dict[str, torch.Tensor],
     heads: int = HEADS,
     wrap_out: dict[str, torch.Tensor] | None = None,
+    backward_pass: Backward | None = None,
 ) -> Trace:
-    """Run both forms on the batch of two copies (the wrapper has as many heads as its weights stack)."""
+    """Run both forms on the batch of two copies (the wrapper has as many heads as its weights stack); with
+    ``backward_pass``, the split form's gradients too."""
     rec = Recorder(dtype)
     x, up = _inputs(rec, inputs)
     wrapper_form(rec, x, up, wrap, wrap_out)
-    split_form(rec, x, up, split, heads)
+    parts: dict[str, Var] = {}
+    split_form(rec, x, up, split, heads, parts)
     seed = wts.MODULE_SEED
-    info = {"heads": heads, "modules": {"wrap": {"seed": seed}, "split": {"seed": seed, "out_bias": True}}}
+    info: dict[str, Any] = {"heads": heads}
+    info["modules"] = {"wrap": {"seed": seed}, "split": {"seed": seed, "out_bias": True}}
+    if backward_pass is not None:
+        info["backward"] = backward.record(rec, x, parts, backward_pass)
     return rec.trace({**meta, "lesson": "multihead", "tokens": tokens, "query": query, "stages": list(STAGES), **info})

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from tracer.record.lesson import PackagedLesson
 
@@ -23,7 +23,7 @@ class Options:
     offset: int = 100
     """How far both positions are shifted to show that scores depend only on m − n."""
 
-    style: str = "half"
+    style: str = field(default="half", metadata={"flag": "--rope-style", "choices": ("half", "interleaved")})
     """How components are paired: ``half`` (x_p with x_p+d/2, as ``rotate_half``) or ``interleaved`` (neighbours)."""
 
 
@@ -33,6 +33,7 @@ LESSON = PackagedLesson(
     summary="Rotary position embeddings: queries and keys turned pair by pair by m·θ; scores depend only on m − n.",
     pipeline="tracer.lessons.rope.pipeline",
     package=__name__,
+    checker="tracer.lessons.rope.check",
     notebook="tracer.lessons.rope.notebook",
     options=Options,
 )

@@ -41,9 +41,11 @@ from tracer.core import bounds, trig
 from tracer.core.ids import index_expr
 from tracer.core.trace import Ref, Trace
 from tracer.errors import InputError
+from tracer.lessons.rope import backward
 from tracer.lessons.rope.rotary import STYLES, angles, bound, rotate, scores
 from tracer.record import weights as wts
 from tracer.record.blocks.attention import context
+from tracer.record.blocks.backward import Backward
 from tracer.record.blocks.masks import causal_masks, masked_softmax
 from tracer.record.blocks.projections import inputs_and_weights, projections, sqrt_dk
 from tracer.record.recorder import Recorder, Var
@@ -95,8 +97,9 @@ def build(
     base: float = BASE,
     offset: int = OFFSET,
     style: str = "half",
+    backward_pass: Backward | None = None,
 ) -> Trace:
-    """Run the lesson."""
+    """Run the lesson (with ``backward_pass``, the gradients of its context vectors too)."""
     rec = Recorder(dtype)
     t = int(inputs.shape[0])
     x, w = inputs_and_weights(rec, inputs, weights)
@@ -121,7 +124,7 @@ def build(
         _tri, up = causal_masks(rec, t)
         alpha = masked_softmax(rec, omega, up, root, weights=CAUSAL)
     with rec.stage("context"):
-        context(rec, "z", alpha, v, ())
+        z = context(rec, "z", alpha, v, ())
     with rec.stage("shift"):
         _shift(rec, pos, theta, (q, k), (rq, rk), angle, omega, offset, style)
     other = OTHER[style]
@@ -140,6 +143,9 @@ def build(
         _perm(rec, x, w, (rq, rk), (cos, sin), omega, other)
     info = {"lesson": "rope", "tokens": tokens, "query": query, "stages": list(STAGES)}
     rope = {"base": base, "offset": offset, "style": style, "d": d}
+    if backward_pass is not None:
+        parts = {"rq": rq, "rk": rk, "v": v, "cos": cos, "sin": sin, "root": root, "up": up, "alpha": alpha, "z": z}
+        info["backward"] = backward.record(rec, x, w, parts, style, backward_pass)
     return rec.trace({**meta, **info, "weights": weights_meta, "rope": rope})
 
 

@@ -71,11 +71,15 @@ def angles(rec: Recorder, pre: str, pos: Var, theta: Var, sym: str = r"\phi") ->
     return angle, c, s
 
 
-def rotate(rec: Recorder, name: str, vec: Var, cos: Var, sin: Var, style: str, letter: str) -> Var:
+def rotate(rec: Recorder, name: str, vec: Var, cos: Var, sin: Var, style: str, letter: str, back: str = "") -> Var:
     """Rotate every pair of ``vec[i,c]`` by its angle: ``name.x``, ``name.y`` … ``name.rx``, ``name.ry``, ``name``.
 
     ``letter`` is the vector's LaTeX letter (``q``, ``k``); the rotated one is
-    written with a hat.
+    written with a hat.  A ``back`` letter (``\\bar q``) transposes the
+    rotation (turns it by −φ): ``x' = x cos φ + y sin φ``, ``y' = y cos φ −
+    x sin φ``, the backward pass of a rotation, which takes the gradient of
+    the rotated vector (``vec``, letter ``\\bar{\\hat q}``) to the gradient of
+    the vector itself, written ``back``.
     """
     half = int(vec.data.shape[1]) // 2
     ix, iy = members(style, half)
@@ -108,24 +112,26 @@ def rotate(rec: Recorder, name: str, vec: Var, cos: Var, sin: Var, style: str, l
 
     xc, ys = prod("xcos", x, cos, "cos"), prod("ysin", y, sin, "sin")
     yc, xs = prod("ycos", y, cos, "cos"), prod("xsin", x, sin, "sin")
-    hat = {m: rf"\hat {letter}^{{(<i>)}}_{{{m},<p>}}" for m in ("x", "y")}
+    out, top = (back, r"^{\top}") if back else (rf"\hat {letter}", "")
+    hat = {m: rf"{out}^{{(<i>)}}_{{{m},<p>}}" for m in ("x", "y")}
+    (rx_op, rx_sign, rx_text), (ry_op, ry_sign, ry_text) = (("sub", "-", "−"), ("add", "+", "+"))[:: -1 if back else 1]
     rx = rec.elementwise(
-        "sub",
+        rx_op,
         f"{name}.rx",
         [xc("i", "p"), ys("i", "p")],
         "ip",
         symbol=hat["x"],
-        latex=rf"{hat['x']} = {sym['x']} \cos \phi_{{<i>,<p>}} - {sym['y']} \sin \phi_{{<i>,<p>}}",
-        text=f"{xc.name}[<i>,<p>] − {ys.name}[<i>,<p>]",
+        latex=rf"{hat['x']} = {sym['x']} \cos \phi_{{<i>,<p>}} {rx_sign} {sym['y']} \sin \phi_{{<i>,<p>}}",
+        text=f"{xc.name}[<i>,<p>] {rx_text} {ys.name}[<i>,<p>]",
     )
     ry = rec.elementwise(
-        "add",
+        ry_op,
         f"{name}.ry",
         [yc("i", "p"), xs("i", "p")],
         "ip",
         symbol=hat["y"],
-        latex=rf"{hat['y']} = {sym['y']} \cos \phi_{{<i>,<p>}} + {sym['x']} \sin \phi_{{<i>,<p>}}",
-        text=f"{yc.name}[<i>,<p>] + {xs.name}[<i>,<p>]",
+        latex=rf"{hat['y']} = {sym['y']} \cos \phi_{{<i>,<p>}} {ry_sign} {sym['x']} \sin \phi_{{<i>,<p>}}",
+        text=f"{yc.name}[<i>,<p>] {ry_text} {xs.name}[<i>,<p>]",
     )
     lx, ly = layout(style, half)
     full = torch.empty_like(vec.data)
@@ -137,8 +143,8 @@ def rotate(rec: Recorder, name: str, vec: Var, cos: Var, sin: Var, style: str, l
         full,
         [Ref(rx.name, ("i", lx)), Ref(ry.name, ("i", ly))],
         "ic",
-        symbol=rf"\hat {letter}^{{(<i>)}}_{{<c>}}",
-        latex=rf"\hat {letter}^{{(<i>)}} = R_{{m_{{<i>}}}}\, {letter}^{{(<i>)}}",
+        symbol=rf"{out}^{{(<i>)}}_{{<c>}}",
+        latex=rf"{out}^{{(<i>)}} = R_{{m_{{<i>}}}}{top}\, {letter}^{{(<i>)}}",
         text=f"{rx.name} and {ry.name} back in the {style} layout",
     )
 

@@ -23,16 +23,24 @@ from typing import Any
 import torch
 
 from tracer.core.trace import Trace
-from tracer.lessons.simple import overflow
+from tracer.lessons.simple import backward, overflow
 from tracer.record import agree
 from tracer.record.blocks.attention import row_sum, stable_softmax, weights_sum
+from tracer.record.blocks.backward import Backward
 from tracer.record.recorder import Recorder
 
 STAGES = ("inputs", "scores", "normalize", "context", "matrix", "overflow")
 
 
-def build(inputs: torch.Tensor, tokens: list[str], query: int, dtype: torch.dtype, meta: dict[str, Any]) -> Trace:
-    """Run the lesson on validated inputs and return its trace."""
+def build(
+    inputs: torch.Tensor,
+    tokens: list[str],
+    query: int,
+    dtype: torch.dtype,
+    meta: dict[str, Any],
+    backward_pass: Backward | None = None,
+) -> Trace:
+    """Run the lesson on validated inputs and return its trace (with ``backward_pass``, its gradients too)."""
     rec = Recorder(dtype)
     with rec.stage("inputs"):
         x = rec.input("x", inputs, "ik", symbol=r"x^{(<i>)}_{<k>}", text="x(<i>)_<k>")
@@ -183,4 +191,6 @@ def build(inputs: torch.Tensor, tokens: list[str], query: int, dtype: torch.dtyp
     scaled = overflow.record(rec, x, omega, query, str(dtype).removeprefix("torch."))
     stages = [s for s in STAGES if s != "overflow" or scaled["factor"] is not None]
     info = {"lesson": "simple", "tokens": tokens, "query": query, "stages": stages, "overflow": scaled}
+    if backward_pass is not None:
+        info["backward"] = backward.record(rec, x, alpha, z, backward_pass)
     return rec.trace({**meta, **info})

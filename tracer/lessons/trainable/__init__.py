@@ -25,6 +25,7 @@ LESSON = PackagedLesson(
     summary="Self-attention with trainable weights: query, key and value projections, scores scaled by sqrt(d_k).",
     pipeline="tracer.lessons.trainable.pipeline",
     package=__name__,
+    checker="tracer.lessons.trainable.check",
     notebook="tracer.lessons.trainable.notebook",
     options=Options,
 )

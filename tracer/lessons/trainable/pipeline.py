@@ -19,8 +19,10 @@ import torch
 
 from tracer.core.trace import Trace
 from tracer.errors import InputError
+from tracer.lessons.trainable import backward
 from tracer.record import agree
 from tracer.record.blocks.attention import context
+from tracer.record.blocks.backward import Backward
 from tracer.record.blocks.projections import attention_core, inputs_and_weights
 from tracer.record.recorder import Recorder, Var
 
@@ -45,8 +47,9 @@ def build(
     meta: dict[str, Any],
     weights: dict[str, torch.Tensor],
     weights_meta: dict[str, Any],
+    backward_pass: Backward | None = None,
 ) -> Trace:
-    """Run the lesson on validated inputs and weights."""
+    """Run the lesson on validated inputs and weights (with ``backward_pass``, its gradients too)."""
     rec = Recorder(dtype)
     x, w = inputs_and_weights(rec, inputs, weights)
     q, k, v, omega, root, scaled, alpha = attention_core(rec, x, w)
@@ -69,18 +72,13 @@ def build(
         )
     with rec.stage("context"):
         z = context(rec, "z", alpha, v, ())
+    core = (q, k, v, omega, root, scaled, alpha)
     with rec.stage("matrix"):
-        matrix_form(rec, x, w, (q, k, v, omega, root, scaled, alpha), z)
-    return rec.trace(
-        {
-            **meta,
-            "lesson": "trainable",
-            "tokens": tokens,
-            "query": query,
-            "stages": list(STAGES),
-            "weights": weights_meta,
-        }
-    )
+        matrix_form(rec, x, w, core, z)
+    info = {"lesson": "trainable", "tokens": tokens, "query": query, "stages": list(STAGES), "weights": weights_meta}
+    if backward_pass is not None:
+        info["backward"] = backward.record(rec, x, w, core, z, backward_pass)
+    return rec.trace({**meta, **info})
 
 
 def matrix_form(

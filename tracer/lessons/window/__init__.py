@@ -24,6 +24,8 @@ LESSON = PackagedLesson(
     summary="Sliding-window causal attention: each query sees its last w keys; with w >= T it is the causal lesson.",
     pipeline="tracer.lessons.window.pipeline",
     package=__name__,
+    checker="tracer.lessons.window.check",
     notebook="tracer.lessons.window.notebook",
+    facts="tracer.lessons.window.facts:facts",
     options=Options,
 )

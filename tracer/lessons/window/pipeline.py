@@ -24,8 +24,10 @@ import torch
 
 from tracer.core.trace import Trace
 from tracer.errors import InputError
+from tracer.lessons.window import backward
 from tracer.record import weights as wts
 from tracer.record.blocks.attention import context, scores
+from tracer.record.blocks.backward import Backward
 from tracer.record.blocks.masks import masked_softmax
 from tracer.record.blocks.projections import inputs_and_weights, projections, sqrt_dk
 from tracer.record.recorder import Recorder, Var
@@ -45,6 +47,11 @@ def prepare(values: torch.Tensor, window: int = WINDOW, d_out: int = 2, **unknow
         raise InputError(f"must be a whole number of keys, at least 1, got {window!r}", arg="window")
     weights, info = wts.choose("linear", int(values.shape[1]), d_out, int(values.shape[0]))
     return {"weights": weights, "weights_meta": info, "window": window}
+
+
+def focus(tokens: int, prepared: dict[str, Any]) -> int:
+    """The focus rule: the last query, which of all rows has the most keys outside its window."""
+    return tokens
 
 
 def masks(t: int, w: int) -> tuple[torch.Tensor, torch.Tensor]:
@@ -80,8 +87,9 @@ def build(
     weights: dict[str, torch.Tensor],
     weights_meta: dict[str, Any],
     window: int,
+    backward_pass: Backward | None = None,
 ) -> Trace:
-    """Run the lesson."""
+    """Run the lesson (with ``backward_pass``, the gradients of its context vectors too)."""
     rec = Recorder(dtype)
     t = int(inputs.shape[0])
     x, w = inputs_and_weights(rec, inputs, weights)
@@ -116,4 +124,6 @@ def build(
             text="max |z − causal.z|",
         )
     info = {"lesson": "window", "tokens": tokens, "query": query, "stages": list(STAGES), "window": window}
+    if backward_pass is not None:
+        info["backward"] = backward.record(rec, x, w, (q, k, v), root, hide, alpha, z, backward_pass)
     return rec.trace({**meta, **info, "weights": weights_meta})

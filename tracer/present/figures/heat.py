@@ -3,9 +3,10 @@
 Cells are sized to their longest number, labels to their text (see
 :mod:`.marks`), so a 6 x 6 matrix of weights stays about 350 CSS px wide and
 its numbers 12 px high on a phone.  Non-finite cells (a mask's ``-inf``)
-are drawn grey.  Each cell may link somewhere (``links``): each link is
-named by its pair and value (``aria-label``), and a figure with links is a
-``group``, not an ``img``, whose content assistive technology would skip.
+are drawn grey.  Each cell may link somewhere (``links``) or name the step
+it shows (``doors``): each is named by its pair and value (``aria-label``),
+and a figure with links or doors is a ``group``, not an ``img``, whose
+content assistive technology would skip.
 Every number is drawn in white, the page's ink or black, whichever passes
 WCAG AA (4.5:1) on its cell (:func:`~.marks.ink_on`).  The focus row is
 outlined.  A matrix shown without numbers gets a colour scale instead.
@@ -39,14 +40,19 @@ def heatmap(
     xlabel: str = "",
     ylabel: str = "",
     row_ticks: Sequence[str] | None = None,
+    hidden: np.ndarray | None = None,
+    doors: Sequence[Sequence[str]] | None = None,
 ) -> str:
     """SVG of ``values`` (rows: queries, columns: keys); ``cells`` are the numbers written in the cells.
 
     ``ticks`` label the keys and, unless ``row_ticks`` are given (fewer queries than keys: the newest
-    tokens of a key/value cache), the queries too.
+    tokens of a key/value cache), the queries too.  ``hidden`` marks the cells of masked keys: drawn
+    grey like a ``-inf``, so an exact 0 of a hidden key never looks like a small weight.  ``doors`` are
+    the step ids the cells show: each cell carries its id (``data-id``), which the page's script turns
+    into a door to the step's panel.
     """
     r, c = values.shape
-    finite = values[np.isfinite(values)]
+    finite = values[np.isfinite(values) & (True if hidden is None else ~hidden)]
     lo, hi = (float(finite.min()), float(finite.max())) if finite.size else (0.0, 1.0)
     span = hi - lo if hi > lo else 1.0
     labels = [cut(t, 12) for t in ticks] if ticks is not None else []
@@ -62,18 +68,18 @@ def heatmap(
         for j in range(c):
             v = float(values[i, j])
             x, y = left + j * cw, PAD + i * ch
-            fill = blues((v - lo) / span) if math.isfinite(v) else MASKED
+            masked = not math.isfinite(v) or (hidden is not None and bool(hidden[i, j]))
+            fill = MASKED if masked else blues((v - lo) / span)
             mark = rect(x, y, cw, ch, fill, ' stroke="#ffffff" stroke-width="1"')
             if cells is not None:
                 mark += text(x + cw / 2, y + ch / 2 + SIZE * 0.35, cells[i][j], "middle", marks.ink_on(fill))
             href = links[i][j] if links is not None else ""
-            if href:  # a link of its own, named for a screen reader: which pair, and its value
+            door = doors[i][j] if doors is not None else ""
+            if href or door:  # a link or a door of its own, named for a screen reader: which pair, and its value
                 named = f"{ylabel}: {rows[i]}, {xlabel}: {labels[j]}, {cells[i][j]}" if cells and labels else ""
-                mark = (
-                    f'<a href="{escape(href)}" aria-label="{escape(named)}">{mark}</a>'
-                    if named
-                    else f'<a href="{escape(href)}">{mark}</a>'
-                )
+                attrs = (f' href="{escape(href)}"' if href else "") + (f' data-id="{escape(door)}"' if door else "")
+                attrs += f' aria-label="{escape(named)}"' if named else ""
+                mark = f"<a{attrs}>{mark}</a>" if href else f"<g{attrs}>{mark}</g>"
             body.append(mark)
     if focus is not None:
         body.append(rect(left, PAD + focus * ch, gw, ch, "none", f' stroke="{FOCUS}" stroke-width="2"'))

@@ -56,7 +56,7 @@ def intro(trace: Trace, story: narrative.Narrative, s: Strings) -> str:
     q = trace.query
     built = s(
         "notebook.built_for",
-        lesson=trace.meta.get("lesson", "simple"),
+        lesson=trace.meta.get("lesson", "?"),
         t=len(trace.tokens),
         q=q,
         token=md(trace.tokens[q - 1]),
@@ -79,7 +79,7 @@ def cells(trace: Trace, lang: str = "en", pipeline: str | None = None) -> list[d
     from tracer.present.report import narrative_of
     from tracer.present.views.order import page_order
 
-    lesson = str(trace.meta.get("lesson", "simple"))
+    lesson = str(trace.meta.get("lesson", "lesson"))
     story = narrative_of(trace, lang)
     s = Strings(lang)
     per_stage: dict[str, list[Cell]] | None
@@ -109,7 +109,7 @@ def build(trace: Trace, lang: str = "en", pipeline: str | None = None) -> bytes:
     nb = {
         "cells": cells(portable.shown(trace), lang, pipeline),
         "metadata": {
-            "attn_trace": {"lang": lang, "lesson": trace.meta.get("lesson", "simple"), "query": trace.query},
+            "attn_trace": {"lang": lang, "lesson": trace.meta.get("lesson"), "query": trace.query},
             "kernelspec": KERNEL,
             "language_info": {"name": "python"},
         },

@@ -29,10 +29,8 @@ def lesson_cells(trace: Trace) -> dict[str, list[Cell]] | None:
     the helpers the lessons' cells share, so that the views can read it
     without importing the notebook package, which builds on the views.
     """
-    lesson = str(trace.meta.get("lesson", "simple"))
-    if lesson not in registry.names():
-        return None
-    return registry.get(lesson).notebook_cells(trace)
+    lesson = registry.of(trace)
+    return lesson.notebook_cells(trace) if lesson is not None else None
 
 
 SHOW = '''def text(t, indent=10):

@@ -30,11 +30,11 @@ def asset(name: str) -> str:
 def inline_svg(fig: Figure) -> Markup:
     """The figure's SVG for inlining, labelled for assistive technology by its alt text.
 
-    A figure with links (a heatmap whose cells open their dot products) is a
-    ``group``: an ``img`` would hide its links from a screen reader.
+    A figure with links or doors (a heatmap whose cells open their steps) is
+    a ``group``: an ``img`` would hide its controls from a screen reader.
     """
     title = f"{fig.name}-title"
-    role = "group" if "<a " in fig.svg else "img"
+    role = "group" if "<a " in fig.svg or " data-id=" in fig.svg else "img"
     head = f'<svg role="{role}" aria-labelledby="{title}" class="figure-svg"'
     svg = re.sub(r'(<svg\b[^>]*?)\s+role="[^"]*"', r"\1", fig.svg, count=1)  # ours replaces the figure's own
     svg = svg.replace("<svg", head, 1)
@@ -61,8 +61,8 @@ def csp(script: str) -> str:
 def render_html(page: Page, fragment: bool = False) -> str:
     """The report as HTML text: a whole page, or the ``<section>`` fragment."""
     strings = Strings(page.lang)
-    css = asset("report.css")
-    script = asset("report.js")
+    css = asset("report.css") + asset("doors.css")
+    script = asset("report.js") + asset("doors.js")
     figure = data_uri if fragment else inline_svg
     context = {"page": page, "root": ROOT, "css": css, "figure": figure, "fragment": fragment}
     if fragment:

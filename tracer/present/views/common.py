@@ -196,7 +196,14 @@ def rows_table(
     return Table(anchor, caption, tuple(head), tuple(rows), notes)
 
 
-def heatmap_svg(ctx: Ctx, name: str, matrix: np.ndarray, hrefs: list[list[str]] | None = None) -> tuple[str, bool]:
+def heatmap_svg(
+    ctx: Ctx,
+    name: str,
+    matrix: np.ndarray,
+    hrefs: list[list[str]] | None = None,
+    hidden: np.ndarray | None = None,
+    doors: list[list[str]] | None = None,
+) -> tuple[str, bool]:
     """SVG of a (queries x keys) matrix with the focus row outlined; True when it had to be averaged over blocks.
 
     The matrix need not be square: cross-attention has as many rows as
@@ -206,7 +213,8 @@ def heatmap_svg(ctx: Ctx, name: str, matrix: np.ndarray, hrefs: list[list[str]] 
     tokens, or with their 1-based positions where there are more of them than
     tokens (cross-attention's keys come from another sequence).  Up to
     :data:`HEAT_CELLS` rows and columns every cell is annotated (and linked to
-    ``hrefs`` when given); a larger matrix shows means over at most
+    ``hrefs`` when given, grey where ``hidden`` marks a masked key, and a door to the step ``doors`` names); a
+    larger matrix shows means over at most
     :data:`HEAT_BLOCKS` blocks each way, of rows and of columns separately.
     """
     m = np.asarray(matrix, dtype=np.float64)
@@ -219,7 +227,8 @@ def heatmap_svg(ctx: Ctx, name: str, matrix: np.ndarray, hrefs: list[list[str]] 
     if t <= HEAT_CELLS and c <= HEAT_CELLS:
         cells = [[ctx.num(v) for v in row] for row in m]
         keys, rows = _ticks(ctx, 0, c), _ticks(ctx, start, t)
-        return heat.heatmap(name, m, cells, keys, picked, hrefs, *titles, row_ticks=rows), False
+        svg = heat.heatmap(name, m, cells, keys, picked, hrefs, *titles, row_ticks=rows, hidden=hidden, doors=doors)
+        return svg, False
     br, bc = math.ceil(t / HEAT_BLOCKS), math.ceil(c / HEAT_BLOCKS)
     nr, nc = math.ceil(t / br), math.ceil(c / bc)
     pad = np.full((nr * br, nc * bc), np.nan)

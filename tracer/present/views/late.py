@@ -113,7 +113,8 @@ def _heatmap(ctx: Ctx, node: str, links: bool) -> tuple[str, bool]:
     """SVG of a T x T matrix; True when it had to be averaged over blocks."""
     t = ctx.t
     hrefs = [[f"#pair-{i + 1}-{j + 1}" for j in range(t)] for i in range(t)] if links and t <= FULL_T else None
-    return heatmap_svg(ctx, f"fig-{node}", ctx.trace.tensor(node), hrefs)
+    doors = [[f"{node}[{i + 1},{j + 1}]" for j in range(t)] for i in range(t)]
+    return heatmap_svg(ctx, f"fig-{node}", ctx.trace.tensor(node), hrefs, doors=doors)
 
 
 def _matrix_table(ctx: Ctx, node: str, caption: str | Para) -> Table:
@@ -160,7 +161,7 @@ def pairs(ctx: Ctx) -> Section:
         portable.within(c) if portable.bound(c) is not None else float(c.value) <= 64 * eps * scale
         for c in checks.values()
     )
-    shown = {n: portable.check_text(c) for n, c in checks.items()}
+    shown = {n: portable.check_text(c, ctx.decimals) for n, c in checks.items()}
     if ok:  # why the exact differences vary and the bounds do not is about the tool: a footnote
         agree = said(s("pairs.agree", dtype=tr.dtype))
         blocks.append(Para(s("pairs.checks", **shown), math=True, notes=(("order", agree),)))

@@ -19,11 +19,13 @@ from tracer.errors import InputError
 from tracer.present.facts import fill
 from tracer.present.narrative import Narrative, Stage
 from tracer.present.strings import Strings
+from tracer.present.views import doors
 from tracer.present.views.code import blocks
 from tracer.present.views.common import focus, unfollowed
+from tracer.present.views.lessonctx import LessonCtx
 from tracer.present.views.loops import bars
 from tracer.present.views.model import Block, Formula, Page, Para, Section
-from tracer.present.views.nodes import LessonCtx, node_blocks, values_table
+from tracer.present.views.nodes import node_blocks, values_table
 from tracer.present.views.notes import keys, number
 from tracer.present.views.order import stage_order
 from tracer.present.views.stops import stops
@@ -120,10 +122,11 @@ def build(trace: Trace, story: Narrative, decimals: int = 4) -> Page:
     return Page(
         lang=story.lang,
         title=story.title,
-        subtitle=story.summary,
+        subtitle=Para(" ".join(story.summary.split()), math=True),  # a summary may hold $...$ like the prose
         summary=summary,
         sections=sections,
         footer=s("page.footer", version=__version__),
         strings=ui,
         stops=stops(sections),
+        doors=doors.embedded(trace, sections, decimals, s),
     )

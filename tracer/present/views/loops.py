@@ -23,8 +23,9 @@ from tracer.present.accumulate import accumulation, asked
 from tracer.present.attention_parts import attentions
 from tracer.present.figures import bars as figs
 from tracer.present.figures.marks import sup
+from tracer.present.views.lessonctx import LessonCtx
 from tracer.present.views.model import Block, Figure, Para
-from tracer.present.views.nodes import LessonCtx, Part, anchor, caption
+from tracer.present.views.nodes import Part, anchor, caption
 from tracer.present.views.worked import FIG_PARTS
 from tracer.present.views.worked import bars as summed_with_terms
 

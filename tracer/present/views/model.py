@@ -50,6 +50,10 @@ class Row:
         return tuple((self.focus or self.total) and bool(c.text) for c in self.cells)
 
 
+WIDE_COLUMNS = 8
+"""More columns than this (labels included) make a :attr:`Table.wide` table."""
+
+
 @dataclass(frozen=True)
 class Table:
     """A captioned table; header cells may be LaTeX, the caption may be a :class:`Para` with maths."""
@@ -60,6 +64,15 @@ class Table:
     rows: tuple[Row, ...]
     notes: tuple[Para, ...] = ()
     kind: Literal["table"] = "table"
+
+    @property
+    def wide(self) -> bool:
+        """Whether the table has so many columns that print sets it across the page in small type.
+
+        A narrower table keeps its own width and the page's reading size on
+        paper: stretched to the page it would spread a few numbers far apart.
+        """
+        return len(self.head) > WIDE_COLUMNS
 
     @property
     def align(self) -> tuple[Literal["left", "right"], ...]:
@@ -209,6 +222,7 @@ class Page:
     footer: str
     strings: dict[str, str] = field(default_factory=dict)  # the few UI labels the page script needs
     stops: frozenset[str] = frozenset()  # anchors of the blocks the step navigator stops at (see views/stops.py)
+    doors: str = ""  # the panels' data as JSON (see views/doors.py): how each number shown was computed
 
     @property
     def html_lang(self) -> str:

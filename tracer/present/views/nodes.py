@@ -13,15 +13,15 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, replace
 
 import numpy as np
 
 from tracer.core import ids, portable
-from tracer.core.trace import ELEMENT, Node
+from tracer.core.trace import ELEMENT, Node, Step
 from tracer.present.board import elide
-from tracer.present.narrative import Narrative, NodeText
-from tracer.present.views.common import FULL_T, Ctx, gaps, index, pick_rows, token
+from tracer.present.views.common import FULL_T, gaps, index, pick_rows, token
+from tracer.present.views.lessonctx import LessonCtx
 from tracer.present.views.model import Block, Num, Para, Row, Table
 
 LEAD = ("h", "g", "b", "n")
@@ -32,29 +32,34 @@ JOINS = ("concat", "join_heads")
 
 
 @dataclass(frozen=True)
-class LessonCtx(Ctx):
-    """:class:`Ctx` for any lesson: its narrative, and the token count taken from the tokens, not from ``x``."""
-
-    story: Narrative | None = None
-    said: set[str] = field(default_factory=set, compare=False, repr=False)  # notes already on the page
-
-    @property
-    def t(self) -> int:
-        """Number of tokens."""
-        return len(self.trace.tokens)
-
-    def text(self, node: Node) -> NodeText:
-        """What the narrative says about ``node`` (nothing, for a narrative that does not name it)."""
-        return self.story.node(node.name) if self.story is not None else NodeText()
-
-
-@dataclass(frozen=True)
 class Part:
     """One sub-block of a node: 0-based lead indices and a label such as ``head 1``."""
 
     lead: tuple[int, ...]
     label: str
     anchor: str
+
+
+def upright(node: Node) -> Node:
+    """``node`` with its query and key axes last, the rest in their order: how a matrix is drawn.
+
+    A sequence-first attention (labml's scores ``(i, j, b, h)``) is drawn as
+    every other, one (i, j) matrix per head.  Only the drawing's layout
+    changes: the node keeps its name, and a node without both ``i`` and
+    ``j``, or with them last already, comes back as it is.
+    """
+    order = upright_order(node)
+    if order is None:
+        return node
+    return replace(node, axes=tuple(node.axes[p] for p in order), value=np.transpose(node.value, order))
+
+
+def upright_order(node: Node) -> list[int] | None:
+    """The axes permutation :func:`upright` applies (to the node, or to anything laid out like it), or None."""
+    if "i" not in node.axes or "j" not in node.axes or node.axes[-2:] == ("i", "j"):
+        return None
+    rest = [p for p, a in enumerate(node.axes) if a not in ("i", "j")]
+    return [*rest, node.axes.index("i"), node.axes.index("j")]
 
 
 def lead_axes(node: Node) -> tuple[str, ...]:
@@ -120,23 +125,57 @@ def header(node: Node, axis: str, n: int) -> Num:
 def cell(ctx: LessonCtx, node: Node, full: tuple[int, ...]) -> Num:
     """The cell of entry ``full`` (0-based) of ``node``: its step id when entries are steps."""
     v = float(node.value[full])
-    sid = ids.render(node.name, node.split, [i + 1 for i in full]) if node.granularity == ELEMENT else ""
-    if node.attrs.get("integer") and np.isfinite(v):  # token ids and indices of captured code
-        text = str(int(v))
-    else:
-        text = ctx.given(v, node.name) if node.op == "input" else ctx.num(v)
-    masked = node.op in ("masked_fill", "max", "maximum") and np.isneginf(v)  # hidden keys; a max over none of them
+    sid = (
+        ids.render(node.name, node.split, [i + 1 for i in full])
+        if node.granularity == ELEMENT
+        else moved(ctx, node, full)
+    )
+    text = ctx.value(node, v)
+    hide = ctx.hidden(node)
+    masked = (node.op in ("max", "maximum") and np.isneginf(v)) or (hide is not None and bool(hide[full]))
     return Num(text, sid, "masked" if masked else ("" if np.isfinite(v) else "bad"))
 
 
+def moved(ctx: LessonCtx, node: Node, full: tuple[int, ...]) -> str:
+    """The step an entry of a layout node (heads split or joined, recorded whole) shows: its one source entry.
+
+    Such a node computes nothing: each entry is an entry of its input, found
+    through the node's index expressions, so that entry's step is the door
+    the cell opens.  Empty when the entry does not come from exactly one step.
+    """
+    src = Step(ctx.trace, node, full).inputs
+    return src[0] if len(src) == 1 and src[0] in ctx.trace and ctx.trace[src[0]].is_element else ""
+
+
+def pieces(ctx: LessonCtx, node: Node) -> tuple[str, int]:
+    """How the last axis of ``node`` lays sub-blocks side by side: (``h`` or ``g``, how many), or ("", 0).
+
+    Read from the trace, never from the lesson's settings: a joined node takes
+    the head axis of the node it joins; a node about to be split takes the
+    lead axis of the ``split_heads`` step that reads it (so the keys of
+    grouped-query attention are laid out in groups, the queries in heads).
+    """
+    if node.op in JOINS:
+        for ref in node.args:
+            src = ctx.trace.node(ref.node)
+            axis = next((a for a in src.axes if a in ("h", "g")), "")
+            if axis:
+                return axis, src.sizes[axis]
+        return "h", int(ctx.trace.meta.get("heads", 0) or 0)
+    for n in ctx.trace.nodes:
+        if n.op == "split_heads" and any(r.node == node.name for r in n.args) and n.axes[0] in ("h", "g"):
+            return n.axes[0], n.sizes[n.axes[0]]
+    return "", 0
+
+
 def head_labels(ctx: LessonCtx, node: Node, axis: str) -> list[str]:
-    """Column labels ``1 · head 1`` when ``axis`` lays heads side by side (joined, or about to be split)."""
-    heads = int(ctx.trace.meta.get("heads", 0) or 0)
+    """Column labels ``1 · head 1`` (``1 · group 1``) when ``axis`` lays heads (groups) side by side."""
+    kind, count = pieces(ctx, node)
     size = node.sizes[axis]
-    splits = any(n.op == "split_heads" and any(r.node == node.name for r in n.args) for n in ctx.trace.nodes)
-    if heads > 1 and size % heads == 0 and (node.op in JOINS or splits) and axis == node.axes[-1]:
-        w = size // heads
-        return [ctx.s("lesson.head_col", c=c + 1, h=c // w + 1) for c in range(size)]
+    if count > 1 and size % count == 0 and axis == node.axes[-1]:
+        w = size // count
+        key = "lesson.head_col" if kind == "h" else "lesson.group_col"
+        return [ctx.s(key, c=c + 1, n=c // w + 1) for c in range(size)]
     return []
 
 
@@ -267,9 +306,7 @@ def values_table(ctx: LessonCtx, nodes: list[Node], anchor_id: str, section: int
         if node.axes:
             continue
         v = float(node.value)
-        text = portable.check_text(node) if node.op == "maxabsdiff" else ctx.num(v)
-        if node.attrs.get("integer") and np.isfinite(v):  # a count
-            text = str(int(v))
+        text = portable.check_text(node, ctx.decimals) if node.op == "maxabsdiff" else ctx.value(node, v)
         value = Num(text, node.name, "" if np.isfinite(v) else "bad")
         what = caption(ctx, node, Part((), "", ""))
         rows.append(Row((Num(what.text, math=True), value)))

@@ -89,8 +89,8 @@ def normalize(ctx: Ctx) -> Section:
     blocks.append(Figure("fig-weights", "fig-weights", svg, s("norm.fig_alt", n=ctx.t, q=q), s("norm.fig_caption")))
     checks = s(
         "norm.checks",
-        naive=portable.check_text(tr.node("check.naive")),
-        torch=portable.check_text(tr.node("check.torch")),
+        naive=portable.check_text(tr.node("check.naive"), ctx.decimals),
+        torch=portable.check_text(tr.node("check.torch"), ctx.decimals),
     )
     # what the bound says about the tool (library kernels, machines) is a footnote, not the text
     blocks.append(Para(checks, math=True, notes=(("bound", said(s("norm.checks_note", dtype=tr.dtype))),)))

@@ -2,19 +2,18 @@
 
 A lesson lists its stages in ``meta["stages"]`` in the order it records
 them.  The generic lesson page (:mod:`.lesson`) shows them in that order.
-The tutorial's page (:mod:`tracer.present.views`) teaches the overflow
-beside the softmax it motivates, although the pipeline records it last,
-from the finished scores: :data:`TUTORIAL` is that page's order.  The
-notebook export walks the same order, so the code cells it runs are the
-code blocks the page shows, one after the other.
+A lesson with a page of its own may show them in another (the tutorial's
+teaches the overflow beside the softmax it motivates, although its pipeline
+records it last, from the finished scores): it names that order as its
+``order`` (:class:`~tracer.record.lesson.PackagedLesson`).  The notebook
+export walks the same order, so the code cells it runs are the code blocks
+the page shows, one after the other.
 """
 
 from __future__ import annotations
 
 from tracer.core.trace import Trace
-
-TUTORIAL = ("inputs", "scores", "normalize", "overflow", "context", "matrix")
-"""The stages of lesson ``simple`` in the order its page shows them (``matrix`` is the page's "pairs")."""
+from tracer.record import registry
 
 
 def stage_order(trace: Trace) -> list[str]:
@@ -24,8 +23,8 @@ def stage_order(trace: Trace) -> list[str]:
 
 
 def page_order(trace: Trace) -> list[str]:
-    """The stages in the order the trace's page shows them: the tutorial's own, else :func:`stage_order`."""
+    """The stages in the order the trace's page shows them: its lesson's ``order``, else :func:`stage_order`."""
     listed = stage_order(trace)
-    if trace.meta.get("lesson", "simple") != "simple":  # the rule by which a report picks the tutorial's page
-        return listed
-    return [s for s in TUTORIAL if s in listed] + [s for s in listed if s not in TUTORIAL]
+    lesson = registry.of(trace)
+    order = tuple(getattr(lesson, "order", ())) if lesson is not None else ()
+    return [s for s in order if s in listed] + [s for s in listed if s not in order]

@@ -112,6 +112,8 @@ def _printed(trace: Trace, name: str, expr: str, dtype: str) -> tuple[str, list[
     """The page's ``print`` of a check, what it prints, and whether it prints one sample of identical ones."""
     step = trace[name]
     value = np.asarray(step.value, dtype=np.float64)
+    if value.ndim == 0 and step.node.attrs.get("integer"):  # a count prints as the page shows it
+        return f"print({expr})", [str(int(value))], False
     if value.ndim == 0:
         return f'print(f"{{{expr}:.{fmt.DECIMALS}f}}")', [f"{float(value):.{fmt.DECIMALS}f}"], False
     axes = list(step.node.axes[len(step.index) :])

@@ -16,7 +16,7 @@ import numpy as np
 
 from tracer.core import ids
 from tracer.core.formula import steps as split_steps
-from tracer.core.trace import Node, Step, Trace
+from tracer.core.trace import ELEMENT, Node, Step, Trace
 from tracer.present.board import MAX_TERMS, elide
 from tracer.present.board import terms as shown_terms
 from tracer.present.figures.bars import stacked
@@ -24,8 +24,9 @@ from tracer.present.figures.marks import sup
 from tracer.present.views import alts
 from tracer.present.views.common import FULL_T, TOP, alone, heatmap_svg, tex
 from tracer.present.views.layout import board, chunked, sides
+from tracer.present.views.lessonctx import LessonCtx
 from tracer.present.views.model import Block, Equation, Figure, Para
-from tracer.present.views.nodes import LessonCtx, Part, anchor, caption, lead_axes, parts, row_offset
+from tracer.present.views.nodes import Part, anchor, caption, lead_axes, parts, row_offset, upright, upright_order
 
 SIGNS = {"mul": r"\times", "sub": "-", "add": "+"}
 """LaTeX of the binary ops written out inline."""
@@ -60,7 +61,7 @@ def _id(node: Node, idx: tuple[int, ...]) -> str:
 
 def _val(ctx: LessonCtx, step: Step) -> str:
     v = float(step.value)
-    return tex(ctx.given(v, step.node.name) if step.op == "input" else ctx.num(v))
+    return tex(ctx.value(step.node, v))
 
 
 def _cut(items: list[str]) -> list[str]:
@@ -167,7 +168,7 @@ def equation(ctx: LessonCtx, step: Step) -> Equation:
     else:
         lhs, formula = sides(step, written)
     label = ctx.s("lesson.partial") if extra else ""
-    steps = [*formula, *chain, alone(ctx.num(float(step.value)))]
+    steps = [*formula, *chain, alone(ctx.value(step.node, float(step.value)))]
     return board(anchor(step.id), step.id, lhs, steps, label, extra, note, focus=True)
 
 
@@ -195,11 +196,21 @@ def _alt(ctx: LessonCtx, alt: str, part: Part) -> str:
 
 
 def heatmaps(ctx: LessonCtx, node: Node) -> list[Block]:
-    """A heatmap of the node's (i, j) matrix, one per head, the focus row outlined."""
+    """A heatmap of the node's (i, j) matrix, one per head, the focus row outlined (queries down, in any layout)."""
+    given, node = node, upright(node)
+    hide, order = ctx.hidden(given), upright_order(given)  # the mask is laid out as the node was recorded
+    if hide is not None and order is not None:
+        hide = np.transpose(hide, order)
     out: list[Block] = []
     for part in parts(ctx, node):
         name = f"fig-{anchor(node.name)}{part.anchor}"
-        svg, small = heatmap_svg(ctx, name, np.asarray(node.value[part.lead]))
+        svg, small = heatmap_svg(
+            ctx,
+            name,
+            np.asarray(node.value[part.lead]),
+            hidden=None if hide is None else hide[part.lead],
+            doors=_cell_ids(given, part),  # ids name entries in the recorded order: none for a reordered node
+        )
         cap = _figure_caption(ctx, node, part, "lesson.heat_caption")
         if small:
             cap = Para(cap.text + " " + ctx.s("lesson.heat_small"), math=True)
@@ -207,6 +218,14 @@ def heatmaps(ctx: LessonCtx, node: Node) -> list[Block]:
         alt = _alt(ctx, alts.heat(ctx, ctx.text(node).alt or ctx.s("lesson.heat_alt"), matrix), part)
         out.append(Figure(name, name, svg, alt, cap))
     return out
+
+
+def _cell_ids(node: Node, part: Part) -> list[list[str]] | None:
+    """The step id of each cell of one head's (i, j) matrix: the doors of its heatmap (none for a slice node)."""
+    if node.granularity != ELEMENT or node.axes[-2:] != ("i", "j") or len(node.axes) != len(part.lead) + 2:
+        return None
+    r, c = node.value.shape[-2:]
+    return [[_id(node, (*part.lead, i, j)) for j in range(c)] for i in range(r)]
 
 
 def bars(ctx: LessonCtx, node: Node) -> list[Block]:

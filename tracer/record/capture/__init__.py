@@ -37,6 +37,7 @@ from tracer.record.capture.mode import Mode
 from tracer.record.capture.naming import final_names, pathname, steps
 from tracer.record.capture.relabel import relabel
 from tracer.record.capture.rename import rename
+from tracer.record.capture.rows import token_axis
 from tracer.record.capture.selector import rename_axes, selector_axes
 from tracer.record.capture.session import Session
 from tracer.record.inputs import DEFAULT_QUERY
@@ -135,7 +136,7 @@ class Capture:
             out_name = self.node_of(self.output)
         else:
             out_name = None
-        rows = _default_tokens(s)
+        rows = _default_tokens(s, nodes, self.node_of)
         if self.tokens is not None and rows and len(self.tokens) != len(rows):
             raise InputError(f"{len(self.tokens)} token labels for inputs of {len(rows)} rows")
         tokens = self.tokens if self.tokens is not None else rows
@@ -224,45 +225,61 @@ def _first_input(s: Session) -> torch.Tensor | None:
     matrices made by ``torch.randn`` before the input).
     """
     owned = {id(t) for root in s.roots for t in (*root.parameters(), *root.buffers())}
-    leaves = [
+    read = [
         t
         for b, info in s.info.items()
         if info.kind == "leaf" and (t := s.tensors.get(b)) is not None and t.dim() >= 1
-        if not isinstance(t, torch.nn.Parameter) and id(t) not in owned
+        if not isinstance(t, torch.nn.Parameter)
     ]
+    leaves = [t for t in read if id(t) not in owned]
     place = {k: n for n, k in enumerate(s.arg_names)}  # the parameters' order, not the order of first use
     given = sorted((t for t in leaves if id(t) in s.arg_names), key=lambda t: place[id(t)])
     outside = [t for t in leaves if s.made.get(id(t)) is None and s._storage_origin(t) is None]
     batched = sorted(leaves, key=lambda t: t.dim() < 3)  # made inside: a batch of sequences before a plain matrix
-    for pool in (given, outside, batched):
-        if pool:
-            return pool[0]
-    return None
+    # last, a module that reads only its own state (a forward called with a position, over a preallocated cache)
+    pools = [t for pool in (given, outside, batched, read) for t in pool]
+    if not any(n.attrs.get("func") in EMBEDDINGS for n in s.rec._nodes):  # no token ids: positions are no rows
+        pools.sort(key=lambda t: not t.is_floating_point())  # gpt-fast's ``input_pos`` beside the vectors
+    return pools[0] if pools else None
+
+
+EMBEDDINGS = ("embedding", "torch.nn.functional.embedding")
+"""The look-ups that read token ids (an integer input read by one is the tokens)."""
 
 
 def _width(s: Session) -> int:
     """The embedding size: the input's last axis, or for token ids the width of the vectors they look up.
 
-    A trace's ``dim`` is at least 1 (the file format says so): an input of
-    whole numbers that no embedding reads (FlexAttention's boolean mask)
-    gives the length of its rows.
+    A trace's ``dim`` is at least 1 (the file format says so, and whatever
+    ``trace`` writes ``load`` must accept): an input of whole numbers that no
+    embedding reads (FlexAttention's boolean mask) gives the length of its
+    rows, and code that reads no tensor of its own (only constants) gives 1.
     """
     t = _first_input(s)
     if t is None:
-        return 0
+        return 1
     if t.is_floating_point():
         return int(t.shape[-1])
     for node in s.rec._nodes:  # token ids: the vectors an embedding looks up for them
-        if node.attrs.get("func") in ("embedding", "torch.nn.functional.embedding") and node.value.ndim:
+        if node.attrs.get("func") in EMBEDDINGS and node.value.ndim:
             return int(node.value.shape[-1])
     return max(1, int(t.shape[-1]))  # whole numbers no embedding reads (a mask, a table of counts): their rows
 
 
-def _default_tokens(s: Session) -> list[str]:
+def _default_tokens(s: Session, nodes: Sequence[Node], node_of: Callable[[torch.Tensor], str | None]) -> list[str]:
+    """One label per row of the input (``t1``, ``t2`` …); code that reads no tensor has one row (as a trace must).
+
+    The rows are the input's axis that becomes an attention's queries
+    (:mod:`.rows`: sequence-first code too), else its second-to-last axis
+    (token ids: their last).
+    """
     t = _first_input(s)
     if t is None:
-        return []
+        return ["t1"]
     rows = int(t.shape[-2] if t.dim() >= 2 and t.is_floating_point() else t.shape[-1])  # token ids: (…, T)
+    axis = token_axis(nodes, node_of(t) or "") if t.is_floating_point() else None
+    if axis is not None and axis < t.dim():
+        rows = int(t.shape[axis])
     return [f"t{n}" for n in range(1, rows + 1)]
 
 

@@ -94,6 +94,9 @@ def relabel(nodes: list[Node]) -> list[Node]:
         for a, b in _picked(n, by):
             classes.join(a, b)
     names = {n.name: list(n.axes) for n in nodes}
+    roles: dict[Key, set[str]] = {}
+    for k, name in _roles(nodes, by):
+        roles.setdefault(classes.find(k), set()).add(name)
     for _round in range(3):  # later rounds read the names earlier ones gave (``n`` of a merged mask, then its view)
         seeds = _seeds(nodes, by, names)
         wanted: dict[Key, set[str]] = {}
@@ -104,7 +107,8 @@ def relabel(nodes: list[Node]) -> list[Node]:
             for p in range(len(n.axes)):
                 members.setdefault(classes.find((n.name, p)), []).append((n.name, p))
         for root, keys in members.items():
-            got = wanted.get(root, set())
+            role = roles.get(root, set())
+            got = role if len(role) == 1 else wanted.get(root, set())  # what the weights' axes do wins
             if len(got) != 1:
                 continue
             (name,) = got
@@ -163,6 +167,55 @@ def _seeds(nodes: list[Node], by: dict[str, Node], names: dict[str, list[str]]) 
                 if len(merged) == 2:
                     out += [((src.name, merged[0]), "b"), ((src.name, merged[1]), "h")]
     return out
+
+
+def _roles(nodes: list[Node], by: dict[str, Node]) -> list[tuple[Key, str]]:
+    """What the weights' axes index, from the product that applies them to the values (these names win).
+
+    Attention's weights meet the values in one sum of products, whatever the
+    layout: the axis summed there is the keys (``j``), an axis only the
+    weights keep is the queries (``i``), an axis both operands keep is a
+    batch (or heads).  So labml's ``einsum('ijbh,jbhd->ibhd')`` over a
+    sequence-first softmax, d2l's additive attention (scores from ``tanh``,
+    no product of queries and keys at all) and an RNN decoder's one query
+    over the encoder's outputs read ``(…, i, j)`` as every attention does,
+    whatever positions or names their inputs had.  A shared axis is what
+    the values call it when that is heads (d2l's ``transpose_qkv`` merges
+    batch and heads for the whole computation, and its softmax's reshapes
+    lose them), else a batch where some other guess called it ``i`` or ``j``.
+    """
+    out: list[tuple[Key, str]] = []
+    for n in nodes:
+        prods = by.get(f"{n.name}.p")
+        if n.op != "sum" or n.name.startswith("check.") or prods is None or len(prods.args) != 2:
+            continue
+        over = [a for a in prods.axes if a not in n.axes]
+        sides = [(by.get(r.node), tuple(r.index or ())) for r in prods.args]
+        for (w, idx), (vals, other) in (sides, sides[::-1]):
+            if w is None or len(over) != 1 or len(idx) != len(w.axes) or not _weights(w, by):
+                continue
+            for p, e in enumerate(idx):
+                if e == over[0]:
+                    out.append(((w.name, p), "j"))
+                elif e in n.axes and e not in other:
+                    out.append(((w.name, p), "i"))
+                elif e in n.axes and vals is not None and len(other) == len(vals.axes):
+                    held = vals.axes[other.index(e)]  # what the values call it: d2l's merged batch·heads are heads
+                    if held in ("h", "n") or w.axes[p] in ("i", "j"):
+                        out.append(((w.name, p), held if held in ("h", "n") else "b"))
+    return out
+
+
+def _weights(node: Node, by: dict[str, Node]) -> bool:
+    """Whether ``node`` is a softmax's result, or one read through casts and reshapes (d2l's, split back)."""
+    for _hop in range(4):
+        if node.op == "softmax":
+            return True
+        src = by.get(node.args[0].node) if node.op in ("cast", "view", "reshape") and node.args else None
+        if src is None:
+            return False
+        node = src
+    return False
 
 
 def _only(expr: str, axes: tuple[str, ...]) -> str:

@@ -82,7 +82,7 @@ UNARY = {
     "cos": "cos",
     "sin": "sin",
 }
-CASTS = {"bool", "float", "double", "half", "int", "long", "to", "type_as"}
+CASTS = {"bool", "float", "double", "half", "int", "long", "to", "type_as", "type"}
 
 
 def _receiver(c: Call) -> torch.Tensor | None:
@@ -166,9 +166,14 @@ def compare(s: Session, c: Call) -> None:
 
 
 def cast(s: Session, c: Call) -> None:
-    """``.bool()``, ``.float()``, ``.to(dtype)``: the same entries in another type (an alias when nothing changes)."""
+    """``.bool()``, ``.float()``, ``.to(dtype)``, ``.type(dtype)``: the same entries in another type.
+
+    An alias when nothing changes; ``x.type()`` with no type names the type (a string): nothing to record.
+    """
     x = c.args[0]
     out = c.out
+    if isinstance(out, str):
+        return
     if not isinstance(out, torch.Tensor) or not isinstance(x, torch.Tensor):
         raise Unsupported("cast")
     vx = s.var(x)

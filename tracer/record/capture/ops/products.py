@@ -95,12 +95,14 @@ def addmm(s: Session, c: Call) -> None:
 
     With ``beta``/``alpha`` (BLOOM's ``baddbmm(alibi, q, k, beta=1, alpha=1/√d)``,
     Python numbers) it is ``beta·M + alpha·(A @ B)``: ``N.alpha`` = alpha × ``N.xw``
-    and ``N.beta`` = beta × M, each one rounding, where they are not 1.
+    and ``N.beta`` = beta × M, each one rounding, where they are not 1.  With
+    ``beta=0`` torch ignores M (GPT-2's upcast path passes ``torch.empty``
+    scratch, whose entries may be anything, even nan): ``N.beta`` is the number 0.
     """
     m, a, b = c.arg(0, "input"), c.arg(1, "batch1", c.kwargs.get("mat1")), c.arg(2, "batch2", c.kwargs.get("mat2"))
     beta, alpha = c.kwargs.get("beta", 1), c.kwargs.get("alpha", 1)
     scalar = all(isinstance(f, int | float) and not isinstance(f, bool) for f in (alpha, beta))
-    if not scalar or len(c.args) > 3 or beta == 0:
+    if not scalar or len(c.args) > 3:
         raise Unsupported(f"{c.key} with these beta or alpha")
     dims = 3 if c.key == "baddbmm" else 2
     if not all(isinstance(t, torch.Tensor) and t.dim() == dims for t in (a, b)) or not isinstance(m, torch.Tensor):
@@ -164,7 +166,10 @@ def _biased(
     )
     alpha, beta = scale
     ab = _scaled(s, f"{name}.alpha", s.rec.var(mm)(*names), alpha, names, out.dtype)
-    vb = _scaled(s, f"{name}.beta", s.read(bias, names, tuple(out.shape)), beta, names, out.dtype)
+    if beta == 0:  # the bias is not read at all: not even a nan in it reaches the result
+        vb = constant(s, 0.0, f"{name}.beta", out.dtype)()
+    else:
+        vb = _scaled(s, f"{name}.beta", s.read(bias, names, tuple(out.shape)), beta, names, out.dtype)
     sum_text = f"{ax.ref_text(ab.var.name, names)} + {ax.ref_text(vb.var.name, vb.index)}"
     loop = s.rec.elementwise("add", f"{name}.loop", [ab, vb], names, symbol="", latex=latex, text=sum_text)
     extra = np.abs(vb.aligned(names).double().numpy())
