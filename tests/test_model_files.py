@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 
@@ -93,7 +94,7 @@ def test_rotation_pairs_matter(tmp_path: Path, drawn: tuple) -> None:
     ck = ggufread.read(tm.write_gguf(tmp_path / "m.gguf", weights, tok, "F32"))
     ids = ck.encode(TEXT)
     right = forward.run(ck, ids, 1).weights
-    ck.config = type(ck.config)(**{**ck.config.__dict__, "pairs": "half"})
+    ck.config = dataclasses.replace(ck.config, pairs="half")
     assert (forward.run(ck, ids, 1).weights - right).abs().max() > 1e-3
 
 

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 import numpy as np
@@ -73,6 +74,7 @@ class Config:
         """Numbers per head: the width over the query heads."""
         return self.width // self.heads
 
+    @cached_property
     def shapes(self) -> dict[str, tuple[int, ...]]:
         """Every weight's expected ``(out, in)`` shape by the lesson's names (``head`` included)."""
         kv, w = self.kv_heads * self.head_dim, self.width
@@ -102,7 +104,7 @@ class Config:
             )
         if not (np.isfinite(self.rope_base) and self.rope_base > 1 and np.isfinite(self.eps) and 0 <= self.eps < 1):
             raise InputError(f"the model states rope base {self.rope_base!r} and norm epsilon {self.eps!r}")
-        params = sum(int(np.prod(s)) for s in self.shapes().values())
+        params = sum(int(np.prod(s)) for s in self.shapes.values())
         if params > MAX_PARAMS:
             raise InputError(f"the model states {params} parameters, more than this lesson reads ({MAX_PARAMS})")
         return self
@@ -117,16 +119,21 @@ class Checkpoint:
     """A ``tokenizers.Tokenizer`` built from the file's own vocabulary."""
     bos: int | None
     """The start token put before the text when a GGUF file asks for one (a tokenizer.json adds its own)."""
-    read: Callable[[str], np.ndarray]
-    """Name -> the weight as float64 ``(out, in)``; ``head`` reads ``embed`` when the two are tied."""
+    read: Callable[[str, list[int] | None], np.ndarray]
+    """(name, rows) -> the weight as float64 ``(out, in)``, only the listed rows unless ``None``;
+    ``head`` reads ``embed`` when the two are tied."""
     kinds: dict[str, str] = field(default_factory=dict)
     """Name -> how the file stores it (``Q4_1``, ``F32``, ``BF16`` ...), for the page's note on the weights."""
     source: str = ""
 
-    def weight(self, name: str) -> np.ndarray:
-        """The weight ``name``, checked against the shape the config promises."""
-        want = self.config.shapes()[name]
-        got = self.read(name)
+    def weight(self, name: str, rows: list[int] | None = None) -> np.ndarray:
+        """The weight ``name`` (only ``rows`` of it when given), checked against the shape the config promises."""
+        want = self.config.shapes[name]
+        if rows is not None:
+            if not all(0 <= r < want[0] for r in rows):
+                raise InputError(f"{self.source}: rows {rows} of weight {name}, which has {want[0]}")
+            want = (len(rows), *want[1:])
+        got = self.read(name, rows)
         if tuple(got.shape) != want:
             raise InputError(f"{self.source}: weight {name} has shape {tuple(got.shape)}, the model's sizes say {want}")
         return got

@@ -94,9 +94,23 @@ def feed_forward(cfg: Config, ck: Checkpoint, layer: int, x: torch.Tensor) -> to
 
 
 def run(ck: Checkpoint, ids: list[int], layer: int) -> Run:
-    """Embed ``ids``, run layers ``0 … layer−1``, round the stream to float32, then the rest to the next token."""
+    """Embed ``ids``, run layers ``0 … layer−1``, round the stream to float32, then the rest to the next token.
+
+    On one thread: the products are a few tokens wide, and a pool of
+    threads waiting for work costs more than they save (most of all on a
+    busy machine).  The numbers do not depend on it (module docstring).
+    """
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        return _run(ck, ids, layer)
+    finally:
+        torch.set_num_threads(threads)
+
+
+def _run(ck: Checkpoint, ids: list[int], layer: int) -> Run:
     cfg = ck.config
-    x = torch.from_numpy(ck.weight("embed")[ids])
+    x = torch.from_numpy(ck.weight("embed", ids))
     for i in range(layer):
         x = x + attention(cfg, ck, i, x)[0]
         x = x + feed_forward(cfg, ck, i, x)

@@ -1,10 +1,10 @@
 """A GGUF file as a :class:`~.checkpoint.Checkpoint`: sizes, tokenizer and weights, read as untrusted data.
 
-``gguf`` (the format's reader from llama.cpp's authors) parses the header
-and maps the file into memory; nothing is allocated for a tensor before its
-stated shape and type have been checked against the model's sizes and its
-bytes against the file's length.  Whatever the parser meets in a truncated
-or lying file becomes one :class:`~tracer.errors.InputError` line.
+:mod:`.gguffile` parses the header and maps the file into memory; nothing
+is allocated for a tensor before its stated shape and type have been checked
+against the model's sizes and its bytes against the file's length.  Whatever
+the parser meets in a truncated or lying file is one
+:class:`~tracer.errors.InputError` line.
 
 The tokenizer is rebuilt from the file's own vocabulary and merges with
 ``tokenizers`` (byte-level BPE, ``tokenizer.ggml.model = gpt2``; the
@@ -22,6 +22,7 @@ import numpy as np
 from tracer.core.files import quoted
 from tracer.errors import InputError
 from tracer.lessons.model.checkpoint import Checkpoint, Config, Naming
+from tracer.lessons.model.gguffile import GGUF, Tensor
 from tracer.lessons.model.quant import TYPES, dequantize, row_bytes
 
 file_name = Naming(
@@ -35,19 +36,11 @@ DIGITS_FIRST = ("smollm", "qwen2", "deepseek-llm")
 
 def read(path: Path) -> Checkpoint:
     """The checkpoint in the GGUF file ``path``, or one line saying what is wrong with it."""
-    try:
-        import gguf
-    except ImportError:
-        raise InputError("reading GGUF models needs the 'gguf' package: pip install 'attn-trace[model]'") from None
     if not path.is_file():
         raise InputError(f"no such model file: {quoted(path)}")
-    try:
-        reader = gguf.GGUFReader(str(path), "r")
-        fields = {k: f for k, f in reader.fields.items()}
-        tensors = {t.name: t for t in reader.tensors}
-    except Exception as e:  # the parser's own errors on a truncated or lying file
-        raise InputError(f"{quoted(path)} is not a readable GGUF file: {one_line(e)}") from None
-    value = metadata(fields, path)
+    file = GGUF(path)
+    tensors = file.tensors
+    value = metadata(file.fields, path)
     arch = value("general.architecture", str)
     if arch != "llama":
         raise InputError(f"{quoted(path)} holds a {arch!r} model; this lesson reads the Llama architecture")
@@ -63,22 +56,25 @@ def read(path: Path) -> Checkpoint:
         pairs="interleaved",
         name=str(value("general.name", str, "")),
     ).check()
-    size = path.stat().st_size
     kinds: dict[str, str] = {}
-    for name, shape in cfg.shapes().items():
+    shapes = cfg.shapes
+    for name, shape in shapes.items():
         t = tensors.get(file_name(name))
         if t is None:
             if name == "head":
                 continue
             raise InputError(f"{quoted(path)} has no tensor {file_name(name)}")
-        kinds[name] = check_tensor(t, name, shape, size, path)
+        kinds[name] = check_tensor(t, shape, file.size, path)
 
-    def weights(name: str) -> np.ndarray:
+    def weights(name: str, rows: list[int] | None = None) -> np.ndarray:
         t = tensors[file_name("embed" if name == "head" and "head" not in kinds else name)]
-        shape = cfg.shapes()[name]
-        rows, width = (1, shape[0]) if len(shape) == 1 else shape
+        shape = shapes[name]
+        height, width = (1, shape[0]) if len(shape) == 1 else shape
+        raw = file.data(t, height * row_bytes(t.kind, width)).reshape(height, -1)
+        if rows is not None:  # only these rows: the embeddings of a sentence's tokens
+            raw, height, shape = raw[rows], len(rows), (len(rows), width)
         try:
-            return dequantize(t.tensor_type.name, t.data, rows, width).reshape(shape)
+            return dequantize(t.kind, raw, height, width).reshape(shape)
         except ValueError as e:
             raise InputError(f"{quoted(path)}: tensor {t.name}: {e}") from None
 
@@ -105,15 +101,11 @@ def metadata(fields: dict[str, Any], path: Path) -> Any:
     missing = object()
 
     def value(key: str, kind: type, default: Any = missing) -> Any:
-        f = fields.get(key)
-        if f is None:
+        if key not in fields:
             if default is missing:
                 raise InputError(f"{quoted(path)} has no metadata {key}")
             return default
-        try:
-            got = f.contents()
-        except Exception as e:
-            raise InputError(f"{quoted(path)}: metadata {key} cannot be read: {one_line(e)}") from None
+        got = fields[key]
         ok = isinstance(got, kind) and not (kind is int and isinstance(got, bool))
         if kind is float and isinstance(got, int) and not isinstance(got, bool):
             got, ok = float(got), True
@@ -126,22 +118,20 @@ def metadata(fields: dict[str, Any], path: Path) -> Any:
     return value
 
 
-def check_tensor(t: Any, name: str, shape: tuple[int, ...], size: int, path: Path) -> str:
+def check_tensor(t: Tensor, shape: tuple[int, ...], size: int, path: Path) -> str:
     """The tensor's type name, once its type, shape and bytes fit the model's sizes and the file."""
-    kind = t.tensor_type.name
+    kind = t.kind
     if kind not in TYPES:
         raise InputError(f"{quoted(path)}: tensor {t.name} is {kind}; this lesson reads {', '.join(TYPES)}")
-    dims = tuple(int(d) for d in t.shape)[::-1]  # GGUF lists the fastest-varying size first
-    if dims != shape:
-        raise InputError(f"{quoted(path)}: tensor {t.name} has shape {dims}, the model's sizes say {shape}")
+    if t.dims != shape:
+        raise InputError(f"{quoted(path)}: tensor {t.name} has shape {t.dims}, the model's sizes say {shape}")
     rows, width = (1, shape[0]) if len(shape) == 1 else shape
     if kind not in ("F32", "F16") and width % 32:
         raise InputError(f"{quoted(path)}: tensor {t.name} is {kind} with rows of {width}, not a multiple of 32")
     need = rows * row_bytes(kind, width)
-    start = int(t.data_offset)
-    if int(t.n_bytes) != need or start + need > size or np.asarray(t.data).nbytes != need:
+    if t.start + need > size:
         raise InputError(f"{quoted(path)}: tensor {t.name} needs {need} bytes the file does not hold (truncated?)")
-    return str(kind)
+    return kind
 
 
 def tokenizer(tokens: list[str], merges: list[tuple[str, ...]], pre: str) -> Any:

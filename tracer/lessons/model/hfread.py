@@ -55,7 +55,7 @@ def read(folder: Path) -> Checkpoint:
     except (SafetensorError, OSError, ValueError) as e:
         raise InputError(f"{quoted(weights)} is not a readable safetensors file: {one_line(e)}") from None
     kinds: dict[str, str] = {}
-    for name, shape in cfg.shapes().items():
+    for name, shape in cfg.shapes.items():
         key = file_name(name)
         if key not in stored:
             if name == "head" and config.get("tie_word_embeddings", True) is not False:
@@ -68,7 +68,7 @@ def read(folder: Path) -> Checkpoint:
     if any(k.endswith(".bias") for k in stored):
         raise InputError(f"{quoted(weights)} has biases; this lesson reads bias-free Llama-family models")
 
-    def read_weight(name: str) -> np.ndarray:
+    def read_weight(name: str, rows: list[int] | None = None) -> np.ndarray:
         key = file_name("embed" if name == "head" and "head" not in kinds else name)
         try:
             t = handle.get_tensor(key)
@@ -76,7 +76,7 @@ def read(folder: Path) -> Checkpoint:
             raise InputError(f"{quoted(weights)}: tensor {key} cannot be read: {one_line(e)}") from None
         if not t.is_floating_point():
             raise InputError(f"{quoted(weights)}: tensor {key} is {t.dtype}, not floating-point numbers")
-        out: np.ndarray = t.to(torch.float64).numpy()
+        out: np.ndarray = (t if rows is None else t[rows]).to(torch.float64).numpy()
         return out
 
     tok = tokenizer(folder / "tokenizer.json")

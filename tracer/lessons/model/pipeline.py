@@ -44,13 +44,17 @@ MAX_TEXT_TOKENS = 32
 
 
 def load(model: str | Path | None) -> Checkpoint:
-    """The checkpoint ``model`` names: ``None`` the default (fetched once), a folder, or a GGUF file."""
-    from tracer.lessons.model import fetch, ggufread, hfread
+    """The checkpoint ``model`` names: ``None`` the default (fetched once), a folder, or a GGUF file.
 
-    if model is None:
-        return ggufread.read(fetch.default_model())
-    path = Path(model)
-    return hfread.read(path) if path.is_dir() else ggufread.read(path)
+    A quantized GGUF file's weights are read from the dequantized-weight
+    cache (:mod:`.weightcache`), which the first run fills.
+    """
+    from tracer.lessons.model import fetch, ggufread, hfread, weightcache
+
+    path = fetch.default_model() if model is None else Path(model)
+    if path.is_dir():
+        return hfread.read(path)
+    return weightcache.cached(ggufread.read(path), path)
 
 
 def whole(name: str, value: object, top: int) -> int:
