@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 import torch
 
-pytest.importorskip("gguf", reason="could not import gguf (the model extra)")
+pytest.importorskip("gguf", reason="could not import gguf (a test dependency)")
 pytest.importorskip("tokenizers", reason="could not import tokenizers (the model extra)")
 
 import gguf

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 import torch
 
-pytest.importorskip("gguf", reason="could not import gguf (the model extra)")
+pytest.importorskip("gguf", reason="could not import gguf (a test dependency)")
 pytest.importorskip("tokenizers", reason="could not import tokenizers (the model extra)")
 pytest.importorskip("safetensors", reason="could not import safetensors (the model extra)")
 
