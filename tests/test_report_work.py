@@ -1,100 +1,57 @@
-"""What a report process does, counted rather than timed: verifications run, modules imported.
+"""Several pages in one process share their work: counted, not timed.
 
-A page says which values do not follow from their inputs, so building it
-recomputes the whole trace (:meth:`Trace.verify`): at T=512, d=64 that is
-the largest share of a report after the trace itself.  It runs once per
-trace however many languages and formats are written, because the trace
-and its shown form (:func:`tracer.core.portable.shown`) are kept.  And the
-command line's start-up imports nothing a plain report never uses: the
-student checker, its sandbox, the capture of a teacher's own code, the
-plotting library.
+``attn-trace report --lesson all --lang all`` builds eighteen pages in one
+process.  Three things are made once and reused, and each is counted here:
+a template is compiled once (not once per page), a lesson's doors data is
+made once for its two languages (only the panel's words differ), and an id
+looked up twice in a trace is parsed once.
 """
 
 from __future__ import annotations
 
-import ast
-import subprocess
-import sys
-from pathlib import Path
-
-import numpy as np
 import pytest
+from jinja2 import Environment
 
 import tracer
-from tracer.core import portable
-from tracer.core import verify as verify_module
+from tracer.core import ids
 from tracer.present import report
-
-ROOT = Path(__file__).resolve().parent.parent
-
-NEVER_FOR_A_REPORT = (
-    "tracer.sandbox",
-    "tracer.checking",
-    "tracer.classout",
-    "tracer.compare.check",
-    "tracer.compare.differ",
-    "tracer.record.capture",
-    "tracer.cli.classcheck",
-    "tracer.plot",
-    "matplotlib",
-)
+from tracer.present.views import doors
 
 
-@pytest.fixture
-def verifications(monkeypatch: pytest.MonkeyPatch) -> list[int]:
-    """How many times the verification ran (one entry per run, the number of nodes it read)."""
-    runs: list[int] = []
-    real = verify_module.verify
+def _count(monkeypatch: pytest.MonkeyPatch, owner: object, name: str) -> list[int]:
+    calls = [0]
+    real = getattr(owner, name)
 
-    def counted(trace: tracer.Trace) -> object:
-        runs.append(len(trace.nodes))
-        return real(trace)
+    def counted(*a: object, **k: object) -> object:
+        calls[0] += 1
+        return real(*a, **k)
 
-    monkeypatch.setattr(verify_module, "verify", counted)
-    return runs
+    monkeypatch.setattr(owner, name, counted)
+    return calls
 
 
-def test_two_languages_and_two_formats_verify_the_trace_once(verifications: list[int]) -> None:
-    trace = tracer.trace_self_attention(np.random.default_rng(5).uniform(-1, 1, (7, 4)), query=2)
-    first = {lang: report.build(trace, lang, ("html", "md")) for lang in ("en", "zh")}
-    again = {lang: report.build(trace, lang, ("html",)) | report.build(trace, lang, ("md",)) for lang in ("en", "zh")}
-    assert len(verifications) == 1
-    assert first == again  # the kept shown trace gives the same bytes
+def test_pages_in_two_languages_share_templates_and_doors(monkeypatch: pytest.MonkeyPatch) -> None:
+    trace = tracer.trace_lesson("causal")
+    report.build(trace, "en")  # anything compiled before this point is compiled for good
+    compiled = _count(monkeypatch, Environment, "compile")
+    made = _count(monkeypatch, doors, "equation")
+    en = report.build(trace, "en")
+    zh = report.build(trace, "zh")
+    assert compiled[0] == 0  # the second and third page compile no template
+    assert made[0] == 0  # the doors' equations were written for the first page only
+    assert en["index.html"] != zh["index.html"]
+    assert b"attn-trace-doors" in zh["index.html"]
 
 
-def test_a_new_trace_is_verified_anew(verifications: list[int]) -> None:
-    x = np.random.default_rng(6).uniform(-1, 1, (5, 3))
-    for _ in range(2):
-        report.build(tracer.trace_self_attention(x), "en", ("md",))
-    assert len(verifications) == 2
-
-
-def test_a_shown_trace_follows_its_meta() -> None:
-    """The kept shown form is dropped when the trace's meta (a plain dict) was changed since."""
-    trace = tracer.trace_self_attention(np.random.default_rng(7).uniform(-1, 1, (4, 3)))
-    before = portable.shown(trace)
-    assert before is not trace and portable.shown(trace) is before
-    trace.meta["narrative"] = "edited"
-    after = portable.shown(trace)
-    assert after is not before and after.meta["narrative"] == "edited"
-
-
-def _imported(code: str) -> list[str]:
-    probe = f"{code}\nimport sys\nprint(sorted(m for m in sys.modules if m.startswith({NEVER_FOR_A_REPORT!r})))"
-    out = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, capture_output=True, text=True, check=False)
-    assert out.returncode == 0, out.stderr
-    return list(ast.literal_eval(out.stdout.strip().splitlines()[-1]))  # a printed list of module names
-
-
-def test_the_command_line_starts_without_the_checker_sandbox_or_capture() -> None:
-    assert _imported("import tracer.cli") == []
-
-
-def test_a_report_run_imports_none_of_them(tmp_path: Path) -> None:
-    run = (
-        "import sys\nfrom tracer.cli import main\n"
-        f"sys.argv = ['attn-trace', 'report', '--text', 'a b c', '--dim', '2', '-o', {str(tmp_path / 'r')!r}]\n"
-        "try:\n    main()\nexcept SystemExit as e:\n    assert not e.code, e.code"
-    )
-    assert _imported(run) == []
-    assert (tmp_path / "r" / "index.html").is_file()
+def test_an_id_looked_up_again_is_not_parsed_again(monkeypatch: pytest.MonkeyPatch) -> None:
+    trace = tracer.trace_self_attention()
+    parsed = _count(monkeypatch, ids, "parse")
+    first = trace["omega[2,1]"]
+    again = trace["omega[2,1]"]
+    assert parsed[0] == 1
+    assert again.id == first.id and again.value == first.value
+    with pytest.raises(tracer.StepNotFound):
+        trace["omega[9,1]"]  # a bad id is refused every time, and not remembered
+    with pytest.raises(tracer.StepNotFound):
+        trace["omega[9,1]"]
+    assert parsed[0] == 3

@@ -24,6 +24,7 @@ import numpy as np
 import numpy.typing as npt
 
 from tracer.core import formula, hooks, ids
+from tracer.core.reads import Box, Reads
 from tracer.core.verdict import Verification
 from tracer.errors import StepNotFound
 
@@ -32,6 +33,8 @@ Values = npt.NDArray[np.floating[Any]]
 
 ELEMENT = "element"  # every entry of the node is a step of its own
 TENSOR = "tensor"  # the node is one step (matrix-form results, comparisons)
+FOUND = 1 << 16
+"""How many looked-up ids a trace remembers (a page's few thousand fit; a loop over millions stays bounded)."""
 
 
 @dataclass(frozen=True)
@@ -104,13 +107,14 @@ class Step:
     binds every axis.  Everything is derived on access from the node.
     """
 
-    __slots__ = ("_inputs", "_trace", "index", "node")
+    __slots__ = ("_inputs", "_reads", "_trace", "index", "node")
 
     def __init__(self, trace: Trace, node: Node, index: tuple[int, ...]) -> None:
         self._trace = trace
         self.node = node
         self.index = index
         self._inputs: tuple[str, ...] | None = None  # resolved on first use, kept for the step's life
+        self._reads: Reads | None = None
 
     @property
     def is_element(self) -> bool:
@@ -176,12 +180,21 @@ class Step:
     def inputs(self) -> tuple[str, ...]:
         """Ids of the steps this one was computed from, in argument order (resolved once per step object)."""
         if self._inputs is None:
-            out: list[str] = []
-            for ref in self.node.args:
-                out.extend(self._trace._resolve(ref, self.bound, expand=self.is_element))
-            me = self.id
-            self._inputs = tuple(i for i in dict.fromkeys(out) if i != me)
+            self._inputs = tuple(self.reads())
         return self._inputs
+
+    def reads(self) -> Reads:
+        """:attr:`inputs` as a sequence that writes an id only when asked: its length costs no id.
+
+        A page that lists the first 16 of a 512-key softmax's inputs, or a
+        board equation that writes out five terms, renders those, not 512.
+        Made once per step object, like :attr:`inputs`.
+        """
+        if self._reads is None:
+            bound, expand = self.bound, self.is_element
+            boxes = [b for b in (self._trace._box(ref, bound, expand) for ref in self.node.args) if b is not None]
+            self._reads = Reads(boxes, self.node.name, lambda: self.id)
+        return self._reads
 
     def __repr__(self) -> str:
         """``Step(omega[2,1] = 0.9544, op='sum', stage='scores')``: the value as pages print it (see reprs)."""
@@ -204,6 +217,7 @@ class Trace:
         self._recorded: Trace | None = None
         self.shown_form: Trace | None = None
         """This trace as pages print it (:func:`tracer.core.portable.shown` keeps it here, made once)."""
+        self._found: dict[str, tuple[Node, tuple[int, ...]]] = {}  # ids looked up already (see __getitem__)
         for n in nodes:
             if n.name in self._nodes:
                 raise ValueError(f"duplicate node {n.name}")
@@ -259,6 +273,22 @@ class Trace:
 
     # -- steps -------------------------------------------------------------
     def __getitem__(self, step_id: str) -> Step:
+        """The step an id names; :class:`~tracer.errors.StepNotFound` says what is wrong with a bad one.
+
+        A page looks the same ids up many times (a value, then its equation,
+        then as another step's input): each id is parsed and checked once and
+        remembered, up to :data:`FOUND` ids, after which the memory starts over.
+        """
+        hit = self._found.get(step_id)
+        if hit is not None:
+            return Step(self, *hit)
+        step = self._find(step_id)
+        if len(self._found) >= FOUND:
+            self._found.clear()
+        self._found[step_id] = (step.node, step.index)
+        return step
+
+    def _find(self, step_id: str) -> Step:
         try:
             name, segments, index = ids.parse(step_id)
         except ValueError as e:
@@ -378,29 +408,30 @@ class Trace:
         hooks.call("save", self, path)
 
     # -- helpers -----------------------------------------------------------
-    def _resolve(self, ref: Ref, bound: Mapping[str, int], expand: bool) -> list[str]:
-        """Ids a reference points at, given the reading step's bound axes (1-based)."""
+    def _box(self, ref: Ref, bound: Mapping[str, int], expand: bool) -> Box | None:
+        """The entries a reference selects, given the reading step's bound axes (1-based); None: none.
+
+        An axis read at ``*`` takes every index when the step is an element
+        (``expand``) and ends the selection otherwise (a slice reads a slice);
+        an index outside the operand selects nothing.
+        """
         op = self._nodes[ref.node]
         if ref.index is None:
-            return [op.name]
-        per_axis: list[list[int]] = []
+            return (op.name, op.split, None)
+        prefix: list[list[int]] = []
+        stopped = False
         for expr, size in zip(ref.index, op.value.shape, strict=True):
             if expr == "*":
-                per_axis.append(list(range(1, size + 1)) if expand else [])
-                continue
-            i = ids.index_expr(expr)(bound)
-            if i is None:
-                per_axis.append([])
-                continue
-            if not 1 <= i <= size:
-                return []
-            per_axis.append([i])
-        prefix: list[list[int]] = []
-        for choices in per_axis:
-            if not choices:
-                break
-            prefix.append(choices)
-        return [ids.render(op.name, op.split, list(c)) for c in product(*prefix)]
+                choices = list(range(1, size + 1)) if expand else []
+            else:
+                i = ids.index_expr(expr)(bound)
+                if i is not None and not 1 <= i <= size:
+                    return None
+                choices = [] if i is None else [i]
+            stopped = stopped or not choices
+            if not stopped:
+                prefix.append(choices)
+        return (op.name, op.split, prefix)
 
     @staticmethod
     def _grammar(node: Node) -> str:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import math
 import weakref
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -73,7 +74,7 @@ def _elide(items: list[str]) -> list[str]:
     return shown_terms(items, "…")
 
 
-def _shown(ids: list[str]) -> list[str | None]:
+def _shown(ids: Sequence[str]) -> list[str | None]:
     """The inputs a board equation writes out (:func:`tracer.present.board.elide`); None stands for the gap.
 
     Only these are turned into text: a weighted sum over 512 tokens writes
@@ -85,15 +86,16 @@ def _shown(ids: list[str]) -> list[str | None]:
 def equation(trace: Trace, step: Step, decimals: int = DECIMALS) -> str:
     """The one-line board equation for an element step."""
     node = step.node
-    ins = list(step.inputs)
+    ins = step.reads()  # only the ids the equation writes out are rendered
     v = num(float(step.value), decimals) if node.op != "maxabsdiff" else portable.check_text(node, decimals)
-    head = f"{step.id} = {step.text}" if step.text else step.id
+    text = step.text  # indices filled in: worked out once
+    head = f"{step.id} = {text}" if text else step.id
     if node.granularity != "element":
         return f"{head} {v}" if v.startswith("≤") else f"{head} = {v}"
-    vals = [value_text(trace, i, decimals) if i is not None else "…" for i in _shown(ins)]  # elided already
     op = node.op
     if op == "input":
         return f"{step.id} = {value_text(trace, step.id, decimals)}"
+    vals = [value_text(trace, i, decimals) if i is not None else "…" for i in _shown(ins)]  # elided already
     if len(ins) == 1 and (op == "write" or trace[ins[0]].node.name.endswith(".put")):
         src = trace[ins[0]]  # an entry written through indexing, or a stacked number: the step it came from
         while src.op == "write" and len(src.inputs) == 1 and trace[src.inputs[0]].op == "write":

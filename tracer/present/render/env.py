@@ -16,7 +16,8 @@ import unicodedata
 from functools import lru_cache
 from typing import Any
 
-from jinja2 import Environment, FileSystemLoader, StrictUndefined, pass_context, select_autoescape
+from jinja2 import BytecodeCache, Environment, FileSystemLoader, StrictUndefined, pass_context, select_autoescape
+from jinja2.bccache import Bucket
 from jinja2.runtime import Context
 from markupsafe import Markup, escape
 
@@ -33,6 +34,31 @@ _STICK = re.compile(r"[，。：；、！？）」』,.:;!?)\]]*")
 """Punctuation that must not begin a line: kept with the maths before it."""
 
 
+class _Compiled(BytecodeCache):
+    """Templates compiled once per process, kept in memory.
+
+    Each page renders through an overlay of the shared environment that
+    carries its own strings (:func:`render`); an overlay starts with a copy of
+    the parent's template cache, which never fills, so without this every page
+    compiled its three templates again (54 compilations for 18 pages).  The
+    compiled code is looked up by template name and source checksum, so an
+    edited template is compiled afresh; nothing is written to disk.
+    """
+
+    def __init__(self) -> None:
+        self._code: dict[str, bytes] = {}
+
+    def load_bytecode(self, bucket: Bucket) -> None:
+        """Fill ``bucket`` with the code compiled earlier for its template, if any."""
+        code = self._code.get(bucket.key)
+        if code is not None:
+            bucket.bytecode_from_string(code)
+
+    def dump_bytecode(self, bucket: Bucket) -> None:
+        """Keep the code just compiled for ``bucket``'s template."""
+        self._code[bucket.key] = bucket.bytecode_to_string()
+
+
 @lru_cache(maxsize=1)
 def environment() -> Environment:
     """The shared environment (templates from the package's ``templates`` folder)."""
@@ -44,6 +70,7 @@ def environment() -> Environment:
         trim_blocks=True,
         lstrip_blocks=True,
         keep_trailing_newline=True,
+        bytecode_cache=_Compiled(),  # shared by every overlay render() makes
     )
     env.filters["mathml"] = mathml
     env.filters["chunk"] = chunk

@@ -29,8 +29,10 @@ from __future__ import annotations
 
 import json
 import re
+import weakref
 from collections import deque
 from collections.abc import Iterable, Iterator
+from typing import Any
 
 from tracer.core.fmt import printable
 from tracer.core.trace import Trace
@@ -74,7 +76,25 @@ def _unescape(text: str) -> str:
 
 def data(trace: Trace, sections: Iterable[Section], decimals: int, s: Strings) -> dict[str, object]:
     """The panels' data for a page of ``trace`` showing ``sections``, with the panel's words in ``s``'s language."""
-    queue = deque(dict.fromkeys(i for i in shown(sections) if i in trace))
+    start = tuple(dict.fromkeys(i for i in shown(sections) if i in trace))
+    steps = _steps(trace, start, decimals)
+    words = {k: s(f"door.{k}", n=COUNT) for k in WORDS}  # "more" keeps a slot the page's script fills
+    return {"w": words, **steps}
+
+
+_MADE: weakref.WeakKeyDictionary[Trace, dict[tuple[object, ...], dict[str, list[Any]]]]
+_MADE = weakref.WeakKeyDictionary()
+"""Per trace, the steps' part of the data already made: a lesson's pages in two languages show the same numbers,
+and only the panel's words differ, so the second page reuses the first's (the equations are the same text)."""
+
+
+def _steps(trace: Trace, start: tuple[str, ...], decimals: int) -> dict[str, list[Any]]:
+    """``ops``, ``ids`` and ``s`` of :func:`data`: the shown steps, then their inputs breadth first, up to LIMIT."""
+    made = _MADE.setdefault(trace, {})
+    key = (start, decimals, LIMIT, MAX_INPUTS)
+    if key in made:
+        return made[key]
+    queue = deque(start)
     seen = set(queue)
     ops: dict[str, int] = {}
     rows: dict[str, tuple[int, str, str, list[str], int]] = {}
@@ -83,7 +103,7 @@ def data(trace: Trace, sections: Iterable[Section], decimals: int, s: Strings) -
         step = trace[sid]
         if not step.is_element:
             continue
-        ins = list(step.inputs)
+        ins = step.reads()  # counted whole, written out only as far as the panel lists them
         listed = ins[:MAX_INPUTS]
         said = printable(equation(trace, step, decimals)).removeprefix(f"{sid} = ")  # the panel's title is the id
         op = ops.setdefault(step.op, len(ops))
@@ -94,8 +114,9 @@ def data(trace: Trace, sections: Iterable[Section], decimals: int, s: Strings) -
                 queue.append(i)
     at = {sid: n for n, sid in enumerate(rows)}
     steps = [[op, v, said, [at.get(i, i) for i in listed], more] for op, v, said, listed, more in rows.values()]
-    words = {k: s(f"door.{k}", n=COUNT) for k in WORDS}  # "more" keeps a slot the page's script fills
-    return {"w": words, "ops": list(ops), "ids": list(rows), "s": steps}
+    out: dict[str, list[Any]] = {"ops": list(ops), "ids": list(rows), "s": steps}
+    made[key] = out
+    return out
 
 
 def embedded(trace: Trace, sections: Iterable[Section], decimals: int, s: Strings) -> str:
