@@ -21,6 +21,7 @@ from tracer.cli import app
 from tracer.core.trace import Trace
 from tracer.errors import InputError
 from tracer.lessons.model import fetch, weightcache
+from tracer.lessons.model.gguffile import GGUF
 from tracer.present import report
 
 TEXT = "a cat and 3 dogs"
@@ -141,3 +142,48 @@ def test_real_model_says_paris(user_cache: Path) -> None:
     assert (entry / "3.q.npy").is_file() and (entry / "embed.npy").is_file()
     for lang in ("en", "zh"):  # the committed pages, byte for byte
         compare(ROOT / "reports" / "model" / lang, report.build(t, lang))
+
+
+def halves(w: torch.Tensor, heads: int) -> torch.Tensor:
+    """Rows of a GGUF query or key weight put back in Hugging Face's order (the converter's reordering undone)."""
+    out, inp = w.shape
+    return w.reshape(heads, out // heads // 2, 2, inp).transpose(1, 2).reshape(out, inp)
+
+
+@pytest.mark.slow
+def test_real_models_head_agrees_with_an_independent_forward(user_cache: Path) -> None:
+    """Layers 0 to 3 of SmolLM2 dequantized by gguf's own code, rotate-half on undone rows: the traced head to 1e-5."""
+    import gguf
+
+    t = tracer.trace_lesson("model")
+    file = GGUF(user_cache)  # the header reader, itself checked against gguf's (tests/test_model_cache.py)
+    f = file.fields
+    sizes = {"layers": f["llama.block_count"], "width": f["llama.embedding_length"]}
+    sizes |= {"heads": f["llama.attention.head_count"], "kv_heads": f["llama.attention.head_count_kv"]}
+    sizes |= {"base": f["llama.rope.freq_base"], "eps": f["llama.attention.layer_norm_rms_epsilon"]}
+    names = {"attn_q": "self_attn.q_proj", "attn_k": "self_attn.k_proj", "attn_v": "self_attn.v_proj"}
+    names |= {"attn_output": "self_attn.o_proj", "ffn_gate": "mlp.gate_proj", "ffn_up": "mlp.up_proj"}
+    names |= {"ffn_down": "mlp.down_proj", "attn_norm": "input_layernorm", "ffn_norm": "post_attention_layernorm"}
+    reader = gguf.GGUFReader(str(user_cache), "r")
+    weights: dict[str, torch.Tensor] = {}
+    ids = t.meta["ids"]
+    for tensor in reader.tensors:
+        kind = tensor.tensor_type
+        if tensor.name == "token_embd.weight":
+            rows = np.asarray(tensor.data)[ids]  # the sentence's rows only
+            weights["model.embed_tokens.weight"] = torch.from_numpy(
+                gguf.quants.dequantize(rows, kind).astype(np.float64)
+            )
+            continue
+        parts = tensor.name.split(".")
+        if parts[0] != "blk" or int(parts[1]) > 3:
+            continue
+        w = torch.from_numpy(np.asarray(gguf.quants.dequantize(np.asarray(tensor.data), kind), dtype=np.float64))
+        if parts[2] in ("attn_q", "attn_k"):
+            w = halves(w, sizes["heads"] if parts[2] == "attn_q" else sizes["kv_heads"])
+        weights[f"model.layers.{parts[1]}.{names[parts[2]]}.weight"] = w
+    maps, _ = tm.layers(weights, list(range(len(ids))), sizes, 4)
+    traced = torch.from_numpy(np.asarray(t.node("causal.alpha").value, dtype=np.float64))
+    torch.testing.assert_close(traced, maps[3][5], atol=1e-5, rtol=0)
+    gallery = torch.from_numpy(np.asarray(t.node("heads.alpha").value, dtype=np.float64))
+    torch.testing.assert_close(gallery, maps[3], atol=1e-5, rtol=0)

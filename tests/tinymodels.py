@@ -169,15 +169,23 @@ def stored(weights: dict[str, torch.Tensor], kind: str) -> dict[str, torch.Tenso
     return out
 
 
-def rms(x: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
-    return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + SIZES["eps"]) * w
+def rms(x: torch.Tensor, w: torch.Tensor, eps: float) -> torch.Tensor:
+    return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + eps) * w
 
 
 def reference(weights: dict[str, torch.Tensor], ids: list[int]) -> tuple[list[torch.Tensor], torch.Tensor]:
     """Every layer's attention weights ``(heads, T, T)`` and the last token's next-token probabilities, float64."""
-    s = SIZES
+    maps, x = layers(weights, ids, SIZES, SIZES["layers"])
+    last = rms(x[-1], weights["model.norm.weight"].to(torch.float64), SIZES["eps"])
+    return maps, torch.softmax(last @ weights["model.embed_tokens.weight"].to(torch.float64).T, -1)
+
+
+def layers(
+    weights: dict[str, torch.Tensor], ids: list[int], s: dict[str, Any], upto: int
+) -> tuple[list[torch.Tensor], torch.Tensor]:
+    """The first ``upto`` layers of a model of sizes ``s``: their attention weights and the residual stream after."""
     w = {k: v.to(torch.float64) for k, v in weights.items()}
-    dh, t = s["width"] // s["heads"], len(ids)
+    dh, t, eps = s["width"] // s["heads"], len(ids), s["eps"]
     inv = 1.0 / s["base"] ** (torch.arange(0, dh, 2, dtype=torch.float64) / dh)
     turn = torch.polar(
         torch.ones(t, dh // 2, dtype=torch.float64), torch.outer(torch.arange(t, dtype=torch.float64), inv)
@@ -189,9 +197,9 @@ def reference(weights: dict[str, torch.Tensor], ids: list[int]) -> tuple[list[to
 
     x = w["model.embed_tokens.weight"][ids]
     maps = []
-    for i in range(s["layers"]):
+    for i in range(upto):
         p = f"model.layers.{i}."
-        h = rms(x, w[p + "input_layernorm.weight"])
+        h = rms(x, w[p + "input_layernorm.weight"], eps)
         q = (h @ w[p + "self_attn.q_proj.weight"].T).view(t, s["heads"], dh).permute(1, 0, 2)
         k = (h @ w[p + "self_attn.k_proj.weight"].T).view(t, s["kv_heads"], dh).permute(1, 0, 2)
         v = (h @ w[p + "self_attn.v_proj.weight"].T).view(t, s["kv_heads"], dh).permute(1, 0, 2)
@@ -204,11 +212,10 @@ def reference(weights: dict[str, torch.Tensor], ids: list[int]) -> tuple[list[to
         a = e / e.sum(-1, keepdim=True)
         maps.append(a)
         x = x + torch.einsum("hij,hjd->ihd", a, v).reshape(t, -1) @ w[p + "self_attn.o_proj.weight"].T
-        h = rms(x, w[p + "post_attention_layernorm.weight"])
+        h = rms(x, w[p + "post_attention_layernorm.weight"], eps)
         gate = h @ w[p + "mlp.gate_proj.weight"].T
         x = x + (gate * torch.sigmoid(gate) * (h @ w[p + "mlp.up_proj.weight"].T)) @ w[p + "mlp.down_proj.weight"].T
-    last = rms(x[-1], w["model.norm.weight"]) @ w["model.embed_tokens.weight"].T
-    return maps, torch.softmax(last, -1)
+    return maps, x
 
 
 REAL_MODEL_LESSON = "model"
