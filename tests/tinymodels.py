@@ -10,7 +10,7 @@ definition (rotate-half on the Hugging Face layout, complex-number
 rotation, explicit softmax), in float64, giving every layer's attention
 weights and the last token's next-token probabilities.
 
-:func:`lesson_trace` and :func:`lesson_args` are how tests that run every
+:func:`lesson_trace` is how tests that run every
 lesson (verify, explain, display, narratives) run lesson ``model``: on a
 tiny model written once per test process, so that only the tests whose
 subject is the real model pay for reading it.
@@ -241,9 +241,3 @@ def stand_in(lesson: str) -> dict[str, Any]:
 def lesson_trace(lesson: str) -> tracer.Trace:
     """``tracer.trace_lesson(lesson)``, lesson model on the tiny stand-in."""
     return tracer.trace_lesson(lesson, **stand_in(lesson))
-
-
-def lesson_args(lesson: str) -> list[str]:
-    """``--lesson NAME`` for the command line, and the stand-in's options as flags."""
-    flags = [(f"--{k}", str(v)) for k, v in stand_in(lesson).items()]
-    return ["--lesson", lesson, *(x for pair in flags for x in pair)]
