@@ -37,6 +37,10 @@ class LessonChoice(click.Choice[str]):
 
         super().__init__(registry.names())
 
+    def get_metavar(self, param: click.Parameter, ctx: click.Context) -> str:
+        """``NAME`` in ``--help``: the list grows with every installed lesson (``attn-trace lessons`` lists them)."""
+        return "NAME"
+
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> str:
         if value not in self.choices:
             raise UserError(unknown("lesson", value, [str(c) for c in self.choices]))
