@@ -109,6 +109,8 @@ def test_text_goes_to_the_lesson(tiny: tuple, tmp_path: Path) -> None:
     code, said = run_cli("trace", "--lesson", "model", *args, "-o", str(out))
     assert code == 0, said
     assert tracer.load(out).meta["text"] == TEXT
+    saved = out.read_text(encoding="utf-8")  # the model is named, the folders it sits in are not
+    assert tracer.load(out).meta["model"]["source"] == "hf" and str(tiny[1].parent) not in saved
 
 
 @pytest.fixture

@@ -165,7 +165,7 @@ def build(
     info = {
         "model": {
             "name": cfg.name,
-            "source": ck.source,
+            "source": source_name(prepared["model"]),
             "kinds": sorted(set(ck.kinds.values())),
             "layers": cfg.layers,
             "width": cfg.width,
@@ -184,6 +184,13 @@ def build(
     }
     meta = {**meta, "n_tokens": t, "dim": cfg.width, "default_query": t, "variant": variant(prepared)}
     return rec.trace({**meta, "lesson": "model", "tokens": labels, "query": t, "stages": list(STAGES), **info})
+
+
+def source_name(model: str | Path | None) -> str:
+    """The model's file or folder name as a trace records it: never the path, which names the reader's machine."""
+    from tracer.lessons.model import fetch
+
+    return fetch.model_path().name if model is None else Path(model).name
 
 
 def variant(prepared: dict[str, Any]) -> str:
