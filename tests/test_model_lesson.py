@@ -189,3 +189,27 @@ def test_real_models_head_agrees_with_an_independent_forward(user_cache: Path) -
     torch.testing.assert_close(traced, maps[3][5], atol=1e-5, rtol=0)
     gallery = torch.from_numpy(np.asarray(t.node("heads.alpha").value, dtype=np.float64))
     torch.testing.assert_close(gallery, maps[3], atol=1e-5, rtol=0)
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_the_page_tells_the_model_at_hand(tiny: tuple, lang: str) -> None:
+    """Sizes, groups, rotary base and the note on the weights come from the model read, not from SmolLM2's."""
+    t = tracer.trace_lesson("model", text=TEXT, layer=1, head=2, model=str(tiny[0]))
+    md = report.build(t, lang)["index.md"].decode("utf-8")
+    said = {
+        "en": ["$d = 64$", "$H = 4$ query heads and $G = 2$", "heads 0-1 read group 0, heads 2-3 group 1",
+               "stored as F32 and Q4\\_1", "base $b$ is 10000.", "the sum of the 4 heads' shares"],
+        "zh": ["$d = 64$", "$H = 4$ 个查询头和 $G = 2$", "头 0-1 读组 0，头 2-3 读组 1", "以 F32、Q4\\_1 存储",
+               "底数 $b$ 为 10000。", "是 4 个头的份额之和"],
+    }[lang]  # fmt: skip
+    assert [s for s in said if s not in md] == []
+    assert "SmolLM2-135M-Instruct is" not in md and "SmolLM2-135M-Instruct 是" not in md
+
+
+def test_a_trace_file_without_the_models_sizes_is_one_line(tiny: tuple, tmp_path: Path) -> None:
+    t = tracer.trace_lesson("model", text=TEXT, layer=0, head=0, model=str(tiny[0]))
+    broken = Trace(t.nodes, {**t.meta, "model": {**t.meta["model"], "kv_heads": 3}})
+    with pytest.raises(InputError, match="states 4 query heads in 3 key/value groups"):
+        report.build(broken, "en")
+    with pytest.raises(InputError, match="does not give the model's sizes"):
+        report.build(Trace(t.nodes, {**t.meta, "model": "SmolLM2"}), "en")

@@ -37,4 +37,5 @@ LESSON = PackagedLesson(
     pipeline="tracer.lessons.model.pipeline",
     package=__name__,
     options=Options,
+    facts="tracer.lessons.model.facts:facts",
 )
