@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -154,11 +155,16 @@ def halves(w: torch.Tensor, heads: int) -> torch.Tensor:
 
 @pytest.mark.slow
 def test_real_models_head_agrees_with_an_independent_forward(user_cache: Path) -> None:
-    """Layers 0 to 3 of SmolLM2 dequantized by gguf's own code, rotate-half on undone rows: the traced head to 1e-5."""
+    """Layers 0 to 3 of SmolLM2 dequantized by gguf's own code, rotate-half on undone rows: the traced head to 1e-5.
+
+    The tensors' bytes are found by the lesson's header reader, which is held
+    to gguf's own reader on the tests' files (``tests/test_model_cache.py``);
+    gguf's reader takes many seconds over SmolLM2's vocabulary.
+    """
     import gguf
 
     t = tracer.trace_lesson("model")
-    file = GGUF(user_cache)  # the header reader, itself checked against gguf's (tests/test_model_cache.py)
+    file = GGUF(user_cache)
     f = file.fields
     sizes = {"layers": f["llama.block_count"], "width": f["llama.embedding_length"]}
     sizes |= {"heads": f["llama.attention.head_count"], "kv_heads": f["llama.attention.head_count_kv"]}
@@ -166,21 +172,26 @@ def test_real_models_head_agrees_with_an_independent_forward(user_cache: Path) -
     names = {"attn_q": "self_attn.q_proj", "attn_k": "self_attn.k_proj", "attn_v": "self_attn.v_proj"}
     names |= {"attn_output": "self_attn.o_proj", "ffn_gate": "mlp.gate_proj", "ffn_up": "mlp.up_proj"}
     names |= {"ffn_down": "mlp.down_proj", "attn_norm": "input_layernorm", "ffn_norm": "post_attention_layernorm"}
-    reader = gguf.GGUFReader(str(user_cache), "r")
     weights: dict[str, torch.Tensor] = {}
     ids = t.meta["ids"]
-    for tensor in reader.tensors:
-        kind = tensor.tensor_type
+
+    def dequantized(tensor: Any, rows: list[int] | None = None) -> torch.Tensor:
+        kind = gguf.GGMLQuantizationType[tensor.kind]
+        block, size = gguf.GGML_QUANT_SIZES[kind]
+        height, width = (1, *tensor.dims) if len(tensor.dims) == 1 else tensor.dims
+        raw = file.data(tensor, height * width // block * size).reshape(height, -1)
+        got = gguf.quants.dequantize(raw if rows is None else raw[rows], kind)
+        return torch.from_numpy(np.asarray(got, dtype=np.float64).reshape(-1 if rows is None else len(rows), width))
+
+    for tensor in file.tensors.values():
         if tensor.name == "token_embd.weight":
-            rows = np.asarray(tensor.data)[ids]  # the sentence's rows only
-            weights["model.embed_tokens.weight"] = torch.from_numpy(
-                gguf.quants.dequantize(rows, kind).astype(np.float64)
-            )
+            weights["model.embed_tokens.weight"] = dequantized(tensor, ids)  # the sentence's rows only
             continue
         parts = tensor.name.split(".")
         if parts[0] != "blk" or int(parts[1]) > 3:
             continue
-        w = torch.from_numpy(np.asarray(gguf.quants.dequantize(np.asarray(tensor.data), kind), dtype=np.float64))
+        w = dequantized(tensor)
+        w = w.reshape(-1) if len(tensor.dims) == 1 else w
         if parts[2] in ("attn_q", "attn_k"):
             w = halves(w, sizes["heads"] if parts[2] == "attn_q" else sizes["kv_heads"])
         weights[f"model.layers.{parts[1]}.{names[parts[2]]}.weight"] = w
@@ -194,7 +205,7 @@ def test_real_models_head_agrees_with_an_independent_forward(user_cache: Path) -
 @pytest.mark.parametrize("lang", ["en", "zh"])
 def test_the_page_tells_the_model_at_hand(tiny: tuple, lang: str) -> None:
     """Sizes, groups, rotary base and the note on the weights come from the model read, not from SmolLM2's."""
-    t = tracer.trace_lesson("model", text=TEXT, layer=1, head=2, model=str(tiny[0]))
+    t = tracer.trace_lesson("model", text="the cat", layer=1, head=2, model=str(tiny[0]))
     md = report.build(t, lang)["index.md"].decode("utf-8")
     said = {
         "en": ["$d = 64$", "$H = 4$ query heads and $G = 2$", "heads 0-1 read group 0, heads 2-3 group 1",
