@@ -83,6 +83,7 @@ bench: $(READY)  ## benchmarks: ratios measured side by side in one run; a misse
 	$(PY) bench/bench_report.py
 	$(PY) bench/bench_capture.py
 	$(PY) bench/bench_check.py
+	$(PY) bench/bench_model.py
 
 gold: $(READY)  ## rewrite the golden reports (reports/) from today's code
 	UPDATE_GOLD=1 $(PY) -m pytest -q tests/test_report_gold.py tests/test_report_lessons.py

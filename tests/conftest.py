@@ -21,6 +21,9 @@ import tracer.pytest_plugin
 from tests import chromium
 from tests.mutation import fresh_caches, shared
 
+USER_CACHE = os.environ.get("ATTN_TRACE_CACHE")
+"""The model cache folder the user set, if any (the session points ``ATTN_TRACE_CACHE`` at a folder of its own)."""
+
 REQUIRED_IN_CI = ("could not import", "chromium is not installed")
 """Skip reasons that mean a declared test dependency or Chromium is missing: failures when ``CI`` is set."""
 
@@ -74,6 +77,19 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         return
     slow = {item.path for item in items if item.get_closest_marker("slow")}
     items.sort(key=lambda item: item.path not in slow)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _own_model_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """What tests write into lesson model's cache (the tiny models' dequantized weights) goes to the session's folder.
+
+    The tests whose subject is the real model read it from the user's cache
+    instead (``tests/test_model_lesson.py``'s ``user_cache``), as a reader's run would.
+    """
+    patch = pytest.MonkeyPatch()
+    patch.setenv("ATTN_TRACE_CACHE", str(tmp_path_factory.mktemp("model-cache")))
+    yield
+    patch.undo()
 
 
 def pytest_sessionstart(session: pytest.Session) -> None:

@@ -133,7 +133,10 @@ def test_traces_and_reports_are_the_same_in_every_process(tmp_path: Path) -> Non
         (["explain", "omega[9,9]"], "out of range"),
         (["report", "--from", "missing.json"], "no such trace file"),
         (["report", "--lang", "fr"], "unknown language 'fr': choose from all, en, zh"),
-        (["report", "--lnag", "en"], "No such option '--lnag'. Did you mean '--lang'? (see: attn-trace report --help)"),
+        (  # lesson model's --layer is as near a spelling as --lang
+            ["report", "--lnag", "en"],
+            "No such option '--lnag'. (Did you mean one of: '--lang', '--layer'?) (see: attn-trace report --help)",
+        ),
         (["check", "a.py:f", "--lesson"], "Option '--lesson' requires an argument. (see: attn-trace check --help)"),
         (["--bogus"], "No such option '--bogus'. (see: attn-trace --help)"),
         (["frobnicate"], "No such command 'frobnicate'. (see: attn-trace --help)"),

@@ -7,6 +7,7 @@ import re
 import pytest
 
 import tracer
+from tests import tinymodels as tm
 from tracer.present.display import ROOT, summary
 from tracer.record import registry
 
@@ -57,7 +58,7 @@ def test_the_focus_token_is_marked_by_the_view_model(tutorial: tracer.Trace) -> 
 
 @pytest.mark.parametrize("lesson", registry.names())
 def test_html_is_scoped_and_offline(lesson: str) -> None:
-    t = tracer.trace_lesson(lesson)
+    t = tm.lesson_trace(lesson)
     for html in (t._repr_mimebundle_()["text/html"], t[t.nodes[-1].name]._repr_mimebundle_()["text/html"]):
         assert html.startswith(f'<div class="{ROOT}">')
         sels = selectors(html)

@@ -16,6 +16,7 @@ import pytest
 from click.testing import CliRunner
 
 import tracer
+from tests import tinymodels as tm
 from tests.hostile import seal
 from tracer.cli import app
 from tracer.core import serialize
@@ -31,7 +32,7 @@ def _moved(doc: dict[str, Any], name: str, arg: int, index: list[str]) -> dict[s
 
 @pytest.mark.parametrize("lesson", registry.names())
 def test_no_step_of_any_lesson_reads_past_its_operands(lesson: str) -> None:
-    trace = tracer.trace_lesson(lesson)
+    trace = tm.lesson_trace(lesson)
     first = {}  # one step of each node: the note is about a node's references
     for step in trace.steps():
         if step.is_element:

@@ -75,6 +75,15 @@ def test_every_lesson_option_is_on_the_command_line_with_its_meaning() -> None:
     assert "Lesson window: How many keys each query sees" in said
 
 
+def test_a_lesson_option_named_like_a_general_one_takes_that_flag_once() -> None:
+    """Lesson model's ``text`` is carried by the general ``--text``: one such flag, listed as the lesson's."""
+    out = CliRunner().invoke(app, ["trace", "--help"], terminal_width=200).output
+    assert len(re.findall(r"^\s+--text\b", out, re.M)) == 1
+    assert [f.flag for f in lessonopts.fields() if f.name in lessonopts.GENERAL] == ["--text"]
+    listed = CliRunner().invoke(app, ["lessons", "--options", "model"]).output
+    assert re.search(r"^--text str \(default The capital of France is\): The sentence", listed, re.M)
+
+
 def test_lessons_options_lists_a_lessons_own() -> None:
     res = CliRunner().invoke(app, ["lessons", "--options", "rope"])
     assert res.exit_code == 0

@@ -19,7 +19,9 @@ from tracer.record import registry
 from tracer.record.lesson import Lesson, PackagedLesson
 
 ROOT = Path(__file__).resolve().parent.parent
-BUILT_IN = ["simple", "trainable", "causal", "multihead", "window", "gqa", "flash", "rope", "kvcache"]
+BUILT_IN = ["simple", "trainable", "causal", "multihead", "window", "gqa", "flash", "rope", "kvcache", "model"]
+UNCHECKED = ("model",)
+"""Built-in lessons with no student check: lesson model traces a trained model's weights, not a module one writes."""
 
 
 def test_the_built_in_lessons_are_registered_as_entry_points_by_name() -> None:
@@ -58,6 +60,9 @@ def test_each_lesson_has_both_narratives_and_notebook_cells(name: str) -> None:
     spec = lesson.check  # the lesson's check description: its own name, one of the check's ways of running code
     from tracer.compare.check.lessons import DRIVERS, Spec
 
+    if name in UNCHECKED:
+        assert spec is None
+        return
     assert isinstance(spec, Spec) and spec.name == name and spec.driver in DRIVERS
 
 

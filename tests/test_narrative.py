@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 import tracer
+from tests import tinymodels as tm
 from tracer.errors import InputError
 from tracer.present import narrative
 from tracer.present.strings import LANGS
@@ -29,7 +30,7 @@ def test_languages_have_the_same_keys(lesson: str) -> None:
 @pytest.mark.parametrize("lang", LANGS)
 def test_every_stage_has_prose(lesson: str, lang: str) -> None:
     story = narrative.load(lesson, lang)
-    for stage in tracer.trace_lesson(lesson).stages:
+    for stage in tm.lesson_trace(lesson).stages:
         prose = story.stage(stage)
         assert prose.title.strip() and prose.text.strip()
         assert prose.text.count("$") % 2 == 0, f"{lesson}.{lang} {stage}: unbalanced $"

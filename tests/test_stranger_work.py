@@ -15,6 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import tracer
+from tests import tinymodels as tm
 from tests.hostile import seal
 from tracer.cli import app
 from tracer.core import ids, limits, serialize, validate
@@ -85,7 +86,7 @@ def test_millions_of_tiny_json_values_are_refused_before_the_parser_runs(
 
 @pytest.mark.parametrize("lesson", registry.names())
 def test_a_lessons_trace_file_spells_out_far_fewer_values_than_the_limit(lesson: str) -> None:
-    text = serialize.dumps(tracer.trace_lesson(lesson))
+    text = serialize.dumps(tm.lesson_trace(lesson))
     assert serialize.json_items(text) == serialize.json_items(text.encode("utf-8"))
     assert serialize.json_items(text) * 100 < limits.MAX_JSON_ITEMS
 

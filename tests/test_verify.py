@@ -15,6 +15,7 @@ import pytest
 from click.testing import CliRunner
 
 import tracer
+from tests import tinymodels as tm
 from tests.hostile import seal
 from tracer.cli import app
 from tracer.core import serialize
@@ -23,7 +24,7 @@ from tracer.record import registry
 
 @pytest.mark.parametrize("lesson", registry.names())
 def test_every_lesson_follows_from_its_inputs_and_every_node_is_checked(lesson: str) -> None:
-    result = tracer.trace_lesson(lesson).verify()
+    result = tm.lesson_trace(lesson).verify()
     assert result.ok and result.summary() == "" and result.checked > 20
     assert result.unchecked == ()  # head splits and joins recomputed, matrix forms held to their loop forms
 

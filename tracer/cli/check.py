@@ -34,7 +34,7 @@ MEMORY_MOST = float(1 << 30)
 
 @app.command()
 @click.argument("spec", metavar="FILE.py:NAME")
-@click.option("--lesson", type=LessonChoice(), required=True, help="The lesson the code should compute.")
+@click.option("--lesson", type=LessonChoice(), required=True, help="The lesson the code should compute (`lessons`).")
 @click.option("--lang", type=click.Choice(LANGS), default=LANGS[0], show_default=True, help="Language of the verdict.")
 @click.option("--format", "fmt", type=click.Choice(FORMATS), default="text", show_default=True, help="Output format.")
 @click.option("-o", "--output", help="File to write (default: stdout); for a class in html, a folder.")

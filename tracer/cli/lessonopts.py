@@ -7,7 +7,10 @@ what they mean and which lessons take them, and a teacher's lesson gets its
 own flags without a line of CLI code.  A field's flag is its name with
 dashes (``d_out`` -> ``--d-out``), or ``metadata={"flag": ...}`` when the
 lesson wants another (``--rope-style``); ``metadata={"choices": (...)}``
-makes it a choice.  An option the chosen lesson does not take is refused by
+makes it a choice.  A field named like one of the general input options
+(:data:`GENERAL`: lesson ``model``'s ``text``, its sentence) gets no flag of
+its own: the general flag carries its value to that lesson instead of
+embedding the words.  An option the chosen lesson does not take is refused by
 the lesson itself (:meth:`~tracer.record.lesson.PackagedLesson.run`), in
 one line with exit status 2.
 """
@@ -28,6 +31,9 @@ import click
 
 from tracer.errors import InputError
 from tracer.record import registry
+
+GENERAL = {"text": "--text"}
+"""Lesson option names that a general input option carries (the lesson then takes ``--text`` as its own)."""
 
 
 @dataclass(frozen=True)
@@ -89,6 +95,8 @@ def _kind(options: type, field: dataclasses.Field[Any]) -> type:
 
 
 def _flag(field: dataclasses.Field[Any]) -> str:
+    if field.name in GENERAL:
+        return GENERAL[field.name]
     return str(field.metadata.get("flag", "--" + field.name.replace("_", "-")))
 
 
@@ -128,6 +136,8 @@ def click_options() -> list[Any]:
     """The click decorators of every lesson's options (each given as ``None`` when not on the command line)."""
     out = []
     for f in fields():
+        if f.name in GENERAL:  # the general option is already there and carries it
+            continue
         kind: Any = click.Choice(f.choices) if f.choices else f.kind
         out.append(click.option(f.flag, f.name, type=kind, default=None, help=f.help()))
     return out

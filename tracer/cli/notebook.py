@@ -32,6 +32,8 @@ def notebook(lang: str, output: Path, force: bool, **options: Any) -> None:
 
     if output.suffix != ".ipynb":
         raise UserError(f"{output}: a notebook file name ends in .ipynb")
+    if options.get("pipeline") is None and options.get("torch_fn") is None:
+        notebooks.writes_cells(options["lesson"])  # a lesson without cells says so before it computes anything
     t = build_trace(**options)
     data = notebooks.build(t, lang, options.get("pipeline"))
     write_output(data, str(output), force)

@@ -37,6 +37,10 @@ class LessonChoice(click.Choice[str]):
 
         super().__init__(registry.names())
 
+    def get_metavar(self, param: click.Parameter, ctx: click.Context) -> str:
+        """``NAME`` in ``--help``: the list grows with every installed lesson (``attn-trace lessons`` lists them)."""
+        return "NAME"
+
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> str:
         if value not in self.choices:
             raise UserError(unknown("lesson", value, [str(c) for c in self.choices]))
@@ -56,7 +60,11 @@ def input_options(func: F) -> F:
             help="Embeddings file: .json, .csv, .npy or .pt (default: the tutorial's six tokens).",
         ),
         click.option("--tokens", help="Token labels for the rows, separated by spaces."),
-        click.option("--text", help="Embed these whitespace-separated tokens with seeded random numbers."),
+        click.option(
+            "--text",
+            help="Embed these whitespace-separated tokens with seeded random numbers"
+            " (a lesson with its own text option, such as a real model's, takes the sentence as it is).",
+        ),
         click.option("--dim", type=int, help="With --text: embedding size (default 3)."),
         click.option("--seed", type=int, help="With --text: random seed (default 0)."),
         click.option("--query", type=int, help="1-based focus query (default 2, or 1 for a single token)."),
@@ -139,6 +147,9 @@ def build_trace(
         from tracer.record.capture import script
 
         return script.run(torch_fn, tokens.split() if tokens is not None else None, query)
+    own_text = None
+    if text is not None and pipeline is None and set(lessonopts.GENERAL) & set(lesson_option_names(lesson)):
+        own_text, text = text, None  # the lesson's own sentence, not tokens to embed
     if text is None and (dim is not None or seed is not None):
         raise UserError("--dim and --seed go with --text")
     if text is not None and (inputs_file is not None or tokens is not None):
@@ -172,6 +183,8 @@ def build_trace(
         if lesson != DEFAULT_LESSON or own or backward or grad_output is not None:
             raise UserError("--pipeline replaces the lesson: --lesson and the lessons' options do not apply")
         return custom.run(pipeline, ex)
+    if own_text is not None:
+        own["text"] = own_text
     if backward:
         own["backward"] = True
     if grad_output is not None:
@@ -188,6 +201,17 @@ def _grad_file(path: Path) -> Any:
         return gradient_array(inputs.read_file(path)[0])
     except InputError as e:
         raise InputError(f"--grad-output {quoted(path.name)}: {e}") from None
+
+
+def lesson_option_names(lesson: str) -> tuple[str, ...]:
+    """The names of a registered lesson's own options (none for a name no lesson has: reported later)."""
+    from tracer.record import registry
+    from tracer.record.lesson import option_names
+
+    try:
+        return option_names(registry.get(lesson).options)
+    except InputError:
+        return ()
 
 
 def trace_source(from_file: Path | None, options: dict[str, Any], check: bool = False) -> tracer.Trace:

@@ -54,7 +54,7 @@ from tracer.core.verdict import SHOWN, Verification, Wrong
 __all__ = ["SHOWN", "Verification", "Wrong", "verify"]
 
 _ULPS = 8  # kernels' exp and softmax agree with float64 to a few units in the last place
-_UNARY = {"exp": np.exp, "cos": np.cos, "sin": np.sin}
+_UNARY = {"exp": np.exp, "cos": np.cos, "sin": np.sin, "sqrt": np.sqrt}
 
 
 def verify(trace: Trace) -> Verification:
@@ -160,7 +160,7 @@ def _mismatch(
         guess = predict(node.op, node.axes, v.shape, args, node.attrs, done, v.dtype, like=like)
         if guess is not None and guess.shape == v.shape:
             return _differs(v, guess, bound)
-    if node.op in ("exp", "cos", "sin", "softmax") and len(args) == 1 and "index" in args[0]:
+    if node.op in (*_UNARY, "softmax") and len(args) == 1 and "index" in args[0]:
         src = done[args[0]["node"]]
         over = node.attrs.get("over")
         index = tuple(over if x == "*" else x for x in args[0]["index"]) if over else tuple(args[0]["index"])

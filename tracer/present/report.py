@@ -73,6 +73,9 @@ def slug(trace: Trace) -> str:
         base = "inputs-" + h.hexdigest()[:10]
     if lesson and kind != "tutorial":
         base = f"{lesson}-{base}"
+    variant = trace.meta.get("variant")
+    if isinstance(variant, str) and variant:  # a lesson's own options other than its defaults
+        base += "-" + plain_name(variant, "variant")
     default_q = trace.meta.get("default_query", 2 if len(trace.tokens) >= 2 else 1)  # a lesson's focus rule
     if trace.query != default_q:
         base += f"-q{trace.query}"

@@ -101,7 +101,7 @@ _BINARY: dict[str, Callable[..., torch.Tensor]] = {
     "div": torch.div,
 }
 """The two-operand elementwise ops, each one correctly rounded IEEE operation per entry."""
-_OPERANDS = {**dict.fromkeys(_BINARY, 2), "masked_fill": 2, "exp": 1, "cos": 1, "sin": 1}
+_OPERANDS = {**dict.fromkeys(_BINARY, 2), "masked_fill": 2, "exp": 1, "cos": 1, "sin": 1, "sqrt": 1}
 """How many operands each elementwise op takes."""
 
 SMALL_ROWS = 4096
@@ -276,7 +276,7 @@ class Recorder:
         split: Sequence[int] | None = None,
         fill: float = float("-inf"),
     ) -> Var:
-        """One of ``mul``, ``add``, ``sub``, ``div`` (two operands), ``exp``, ``cos``, ``sin`` (one) or
+        """One of ``mul``, ``add``, ``sub``, ``div`` (two operands), ``exp``, ``cos``, ``sin``, ``sqrt`` (one) or
         ``masked_fill`` (value, mask: entries where the mask is non-zero become
         ``fill``), broadcast over ``axes``.
 
@@ -532,4 +532,6 @@ def _pointwise(op: str, out: tuple[str, ...], args: Sequence[Arg], fill: float) 
         return torch.from_numpy(getattr(trig, op)(ts[0].contiguous().numpy()))
     if op == "masked_fill":
         return ts[0].masked_fill(ts[1] != 0, fill)
+    if op == "sqrt":  # IEEE 754 requires the square root correctly rounded: the same bits everywhere
+        return torch.sqrt(ts[0])
     return _BINARY[op](ts[0], ts[1])

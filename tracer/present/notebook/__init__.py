@@ -92,7 +92,7 @@ def cells(trace: Trace, lang: str = "en", pipeline: str | None = None) -> list[d
     else:
         per_stage = lesson_cells(trace)
     if per_stage is None:
-        raise InputError(f"no notebook code for lesson {lesson!r}: it is not an installed lesson that writes cells")
+        raise no_cells(lesson)
     everything = "".join(code for stage in per_stage.values() for code in stage)
     out = [_cell("markdown", cell_id(lesson, "intro"), intro(trace, story, s))]
     out.append(_cell("code", cell_id(lesson, "setup"), setup(trace)))
@@ -122,3 +122,20 @@ def build(trace: Trace, lang: str = "en", pipeline: str | None = None) -> bytes:
         "nbformat_minor": 5,
     }
     return (json.dumps(nb, sort_keys=True, indent=1, ensure_ascii=False) + "\n").encode("utf-8")
+
+
+def no_cells(lesson: str) -> InputError:
+    return InputError(f"no notebook code for lesson {lesson!r}: it is not an installed lesson that writes cells")
+
+
+def writes_cells(lesson: str) -> None:
+    """One line when the installed lesson ``lesson`` writes no notebook cells (an unknown name is said later)."""
+    from tracer.record import registry
+    from tracer.record.lesson import PackagedLesson
+
+    try:
+        chosen = registry.get(lesson)
+    except InputError:
+        return
+    if isinstance(chosen, PackagedLesson) and chosen.notebook is None:
+        raise no_cells(lesson)

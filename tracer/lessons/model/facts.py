@@ -1,0 +1,45 @@
+"""What lesson model's prose says about the model at hand: its sizes, which head reads which group, its weights.
+
+Only numbers and the names of storage types (``Q4_1``, ``BF16``: capitals,
+digits and ``_``, as the readers name them) reach the prose; the model's
+name and other metadata strings, which come from whoever wrote the file,
+never do.
+"""
+
+from __future__ import annotations
+
+import re
+
+from tracer.core.trace import Trace
+from tracer.errors import InputError
+from tracer.lessons.model import fetch
+from tracer.present.facts import formatted, join
+from tracer.present.narrative import Narrative
+
+
+def facts(trace: Trace, story: Narrative) -> tuple[dict[str, object], dict[str, str]]:
+    """Width, heads, groups, head size, rotary base, the heads of each group, and which note on the weights."""
+    m = trace.meta.get("model")
+    if not isinstance(m, dict):
+        m = {}
+    try:
+        h, g, dh, d = (int(m[k]) for k in ("heads", "kv_heads", "head_dim", "width"))
+        base = float(m["rope_base"])
+    except (TypeError, KeyError, ValueError):
+        raise InputError("the trace's meta.model does not give the model's sizes (heads, kv_heads, ...)") from None
+    if not 1 <= g <= h or h % g:
+        raise InputError(f"the trace's meta.model states {h} query heads in {g} key/value groups")
+    r = h // g
+    extra = story.stage("inputs").extra
+    first, rest = extra.get("say_reads_first", ""), extra.get("say_reads_next", "")
+    spans = [{"a": k * r, "b": k * r + r - 1, "g": k} for k in range(g)]
+    reads = [formatted(first if k == 0 else rest, s) for k, s in enumerate(spans)]
+    kinds = [str(k) for k in m.get("kinds", ()) if re.fullmatch(r"[A-Z0-9_]{1,8}", str(k))]
+    values: dict[str, object] = {"d": d, "H": h, "G": g, "dh": dh, "base": f"{base:g}"}
+    values |= {"reads": extra.get("say_reads_sep", ", ").join(reads), "kinds": join(kinds or ["?"], story.lang)}
+    default = m.get("source") == fetch.model_path().name and kinds == ["F32", "Q4_1", "Q8_0"]  # what its note says
+    cases = {
+        "groups": "own" if r == 1 else "one" if g == 1 else "some",
+        "weights": "default" if default else "other",
+    }
+    return values, cases
