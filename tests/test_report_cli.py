@@ -25,7 +25,15 @@ def test_default_folder_and_no_overwrite(tmp_path: Path, monkeypatch) -> None:  
     assert code == 0, out
     folder = tmp_path / "reports" / "tutorial" / "zh"
     assert sorted(p.name for p in folder.iterdir()) == sorted(
-        ["index.md", "fig-inputs.svg", "fig-weights.svg", "fig-context.svg", "fig-omega.svg", "fig-alpha.svg"]
+        [
+            "index.md",
+            "fig-idea.svg",
+            "fig-inputs.svg",
+            "fig-weights.svg",
+            "fig-context.svg",
+            "fig-omega.svg",
+            "fig-alpha.svg",
+        ]
     )
     mask = os.umask(0o022)
     os.umask(mask)
@@ -54,7 +62,7 @@ def test_fragment_is_one_scoped_section(tmp_path: Path) -> None:
     frag = (tmp_path / "fragment.html").read_text()
     assert frag.startswith('<section class="attn-trace-report"') and frag.rstrip().endswith("</section>")
     assert "<html" not in frag and "<head>" not in frag and "<script" not in frag
-    assert frag.count('src="data:image/svg+xml;base64,') == 5 and "<svg" not in frag
+    assert frag.count('src="data:image/svg+xml;base64,') == 6 and "<svg" not in frag  # the idea and 5 figures
     style = re.search(r"<style>(.*?)</style>", frag, re.S)
     assert style is not None
     css = re.sub(r"/\*.*?\*/", "", style.group(1), flags=re.S)

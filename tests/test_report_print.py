@@ -34,20 +34,27 @@ pytestmark = [
 ]
 
 
+PDFS = tempfile.TemporaryDirectory(prefix="attn-trace-print-")
+"""Where the printed pages go: one folder for the module, removed when the test process ends."""
+
+
 @cache
 def printed(page: str) -> Path:
     """The page printed to PDF by headless Chromium."""
-    out = Path(tempfile.mkdtemp(prefix="attn-trace-print-")) / "page.pdf"
+    out = Path(PDFS.name) / page.replace("/", "-") / "page.pdf"
+    out.parent.mkdir(parents=True)
     profile = tempfile.mkdtemp(prefix="attn-trace-chromium-")
     flags = [f for f in FLAGS if f != "--remote-debugging-pipe"]
     url = (ROOT / "reports" / page / "index.html").as_uri()
-    subprocess.run(
-        [str(EXE), *flags, f"--user-data-dir={profile}", "--no-pdf-header-footer", f"--print-to-pdf={out}", url],
-        capture_output=True,
-        timeout=180,
-        check=True,
-    )
-    shutil.rmtree(profile, ignore_errors=True)
+    try:
+        subprocess.run(
+            [str(EXE), *flags, f"--user-data-dir={profile}", "--no-pdf-header-footer", f"--print-to-pdf={out}", url],
+            capture_output=True,
+            timeout=180,
+            check=True,
+        )
+    finally:
+        shutil.rmtree(profile, ignore_errors=True)
     assert out.stat().st_size > 10_000
     return out
 

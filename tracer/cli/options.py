@@ -136,7 +136,8 @@ def build_trace(
     if torch_fn is not None:
         others = {"--lesson": lesson != DEFAULT_LESSON, "--inputs": inputs_file is not None, "--text": text is not None}
         others.update({"--dim": dim is not None, "--seed": seed is not None, "--dtype": dtype != "float32"})
-        others.update({flag: name in own for name, flag in lessonopts.flags().items()})
+        for name, flag in lessonopts.flags().items():  # a general flag (--text) may carry a lesson's option too
+            others[flag] = others.get(flag, False) or name in own
         others["--pipeline"] = pipeline is not None
         others.update({"--backward": bool(backward), "--grad-output": grad_output is not None})
         clash = [k for k, v in others.items() if v]

@@ -246,6 +246,6 @@ def footnoted(stage: Stage) -> str:
             order.append(m.group(1))
         return f"<sup>{order.index(m.group(1)) + 1}</sup>"
 
-    text = _MARK.sub(one, stage.text.rstrip() + (f"\n\n{stage.proof.strip()}\n" if stage.proof else ""))
+    text = _MARK.sub(one, stage.text.rstrip() + f"\n\n{stage.proof.strip()}\n" if stage.proof else stage.text)
     notes = [f"<sup>{n}</sup> {' '.join(stage.notes[k].split())}" for n, k in enumerate(order, 1) if k in stage.notes]
     return text if not notes else text.rstrip() + "\n\n---\n\n" + "\n\n".join(notes) + "\n"
