@@ -232,7 +232,7 @@ def test_the_architecture_table_names_every_module_of_each_layer() -> None:
 
 
 LESSON_NAMES = frozenset(("simple", "trainable", "causal", "multihead", "window", "gqa", "flash", "rope", "kvcache"))
-LESSON_NAME_LITERALS = 12  # 11, and config.py's "window": a published config's field name, not the lesson
+LESSON_NAME_LITERALS = 11
 """String constants equal to a lesson name outside ``tracer/lessons/`` (193 before the lessons had folders, 149 after,
 18 once each lesson's check description moved into its folder and the pages, notebooks and command line asked the
 lessons instead, 11 once lesson rope's mistakes came from its folder).

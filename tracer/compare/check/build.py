@@ -44,7 +44,7 @@ ALIASES: dict[str, tuple[str, ...]] = {
         "num_kv_groups", "n_kv_groups", "num_kv_heads", "n_kv_heads", "n_kv_head", "num_key_value_heads",
         "kv_heads", "num_groups", "n_groups", "n_kv",
     ),
-    "window_size": ("window_size", "window", "sliding_window", "window_len", "attention_window", "local_window"),
+    "window_size": config.WINDOW,
     "qkv_bias": ("qkv_bias", "bias", "use_bias"),
 }  # fmt: skip
 """The names each of the lesson's arguments goes by (``qkv_bias`` is recognised, and left at its default)."""

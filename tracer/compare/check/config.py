@@ -39,6 +39,9 @@ import torch
 from tracer.errors import InputError
 from tracer.message import Message
 
+WINDOW = ("window_size", "window", "sliding_window", "window_len", "attention_window", "local_window")
+"""The names a window's width goes by, as a constructor's parameter or a configuration's field (one list for both)."""
+
 FIELDS: dict[str, tuple[str, ...]] = {
     "width": (
         "hidden_size", "n_embd", "n_embed", "dim", "d_model", "embed_dim", "emb_dim", "n_state", "d_embed",
@@ -58,7 +61,7 @@ FIELDS: dict[str, tuple[str, ...]] = {
         "attention_dropout", "attn_pdrop", "attn_dropout", "attention_probs_dropout_prob", "dropout",
         "dropout_rate", "attn_drop", "resid_pdrop", "hidden_dropout_prob", "p_drop",
     ),
-    "window_size": ("sliding_window", "window_size", "attention_window", "window"),
+    "window_size": WINDOW,
     "rope_theta": ("rope_theta", "rope_base", "rotary_base", "rotary_emb_base", "theta"),
     "layers": ("num_hidden_layers", "n_layer", "n_layers", "num_layers"),
     "batch": ("max_batch_size",),
