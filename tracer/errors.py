@@ -11,14 +11,32 @@ from collections.abc import Iterable
 from tracer.message import Message
 
 
-def unknown(what: str, name: object, choices: Iterable[str]) -> str:
+def unknown(what: str, name: object, choices: Iterable[str]) -> Message:
     """The one wording of a name that is none of its choices, whichever command or function met it.
 
     ``unknown lesson 'foo': choose from simple, trainable, ...``: ``report``,
     ``check``, ``explain`` and :func:`tracer.trace_lesson` all say this, so
-    the same mistake never reads as two different ones.
+    the same mistake never reads as two different ones.  A lesson and a
+    language are named in the reader's language; any other ``what`` (an
+    option's own name) is said as it is.
     """
-    return f"unknown {what} {name!r}: choose from {', '.join(choices)}"
+    said = {"name": repr(name), "choices": ", ".join(choices)}
+    if what == "lesson":
+        return Message("choice.unknown_lesson", **said)
+    if what == "language":
+        return Message("choice.unknown_language", **said)
+    return Message("choice.unknown", what=what, **said)
+
+
+def message_of(error: BaseException) -> str | Message:
+    """What ``error`` says, as the message it carries when it has one, else as its English words.
+
+    An error that wraps another (``--grad-output g.json: inputs are empty``)
+    passes this as an argument of its own message, so the inner sentence is
+    said in the reader's language too, not frozen in English.
+    """
+    found = getattr(error, "said", None)
+    return found if isinstance(found, Message) else str(error)
 
 
 class TracerError(Exception):
@@ -47,11 +65,16 @@ class InputError(TracerError, ValueError):
     ``"dim must be at least 1"``.  The CLI puts its own option name in front
     instead (``--dim must be at least 1``), so neither kind of user reads the
     other's vocabulary.
+
+    A :class:`~tracer.message.Message` as ``message`` is kept as ``problem_said``
+    too, so the CLI can say the problem in the reader's language after its flag.
     """
 
     def __init__(self, message: str | Message, *, arg: str | None = None) -> None:
         super().__init__(message if not arg else f"{arg} {message}")
-        self.said = message if isinstance(message, Message) and not arg else None
+        self.problem_said = message if isinstance(message, Message) else None
+        if isinstance(message, Message):
+            self.said = Message("inputs.arg_problem", arg=arg, problem=message) if arg else message
         self.arg = arg
         self.problem = str(message)
 

@@ -131,3 +131,17 @@ def render(message: Message, lang: str = "en") -> str:
 def text(said: str | Message, lang: str = "en") -> str:
     """What a message or a plain string says in ``lang`` (a plain string is already words)."""
     return render(said, lang) if isinstance(said, Message) else said
+
+
+def shortened(message: Message, name: str, most: int) -> Message:
+    """``message`` with its string argument ``name`` cut at the end so that its English is at most ``most`` long.
+
+    A value read from a file can be any length; an error quoting it stays one
+    readable line.  The English is the yardstick (so it reads as it always
+    has); another language's sentence holds the same cut value.
+    """
+    value = message.args[name]
+    over = len(str(message)) - most
+    if over <= 0 or not isinstance(value, str):
+        return message
+    return Message(message.key, **{**message.args, name: value[: max(0, len(value) - over)]})

@@ -20,6 +20,7 @@ import tracer
 from tracer.core.files import quoted
 from tracer.core.fmt import COLUMNS, printable
 from tracer.errors import InputError, TracerError
+from tracer.message import Message
 
 
 class UserError(click.ClickException):
@@ -27,11 +28,18 @@ class UserError(click.ClickException):
 
     The message is :func:`~tracer.core.fmt.printable`: a file name or a value
     from a file with a newline or an escape sequence in it stays one inert line.
+    A :class:`~tracer.message.Message` is said in the language of the running
+    command's ``--lang`` (English before its options are read).
     """
 
     exit_code = 2
 
-    def __init__(self, message: str) -> None:
+    def __init__(self, message: str | Message) -> None:
+        if isinstance(message, Message):
+            from tracer.present.messages import render
+
+            ctx = click.get_current_context(silent=True)
+            message = render(message, reader_lang(ctx) if ctx is not None else "en")
         super().__init__(printable(message))
 
 
@@ -86,7 +94,20 @@ class Command(click.Command):
                 raise  # words already (the group makes them one line)
             from tracer.present.messages import render
 
-            raise UserError(render(e.said, reader_lang(ctx))) from None
+            lang = reader_lang(ctx)
+            flag = _flag_of(e)
+            if flag and isinstance(e, InputError) and e.problem_said is not None:
+                raise UserError(Message("inputs.arg_problem", arg=flag, problem=e.problem_said)) from None
+            raise UserError(render(e.said, lang)) from None
+
+
+def _flag_of(e: TracerError) -> str | None:
+    """The CLI option that carries the library argument an :class:`InputError` names (None: none does)."""
+    if not isinstance(e, InputError) or not e.arg:
+        return None
+    from tracer.cli import lessonopts
+
+    return (OPTION_OF | lessonopts.flags()).get(e.arg)
 
 
 def reader_lang(ctx: click.Context) -> str:
@@ -122,9 +143,7 @@ class App(click.Group):
         except click.UsageError as e:  # no such command
             raise _one_line(e, ctx) from None
         except InputError as e:
-            from tracer.cli import lessonopts
-
-            flag = (OPTION_OF | lessonopts.flags()).get(e.arg or "")
+            flag = _flag_of(e)
             raise UserError(f"{flag} {e.problem}" if flag else str(e)) from None
         except TracerError as e:
             raise UserError(str(e)) from None
@@ -144,7 +163,7 @@ def _one_line(e: click.UsageError, ctx: click.Context) -> UserError:
     ``Error: No such option '--lnag'. (see: attn-trace report --help)``: what is wrong and where the
     options are listed, with exit code 2 like any bad usage.
     """
-    return UserError(f"{e.format_message()} (see: {(e.ctx or ctx).command_path} --help)")
+    return UserError(Message("cli.see_help", usage=e.format_message(), command=(e.ctx or ctx).command_path))
 
 
 OPTION_OF = {
@@ -188,15 +207,15 @@ def write_output(data: bytes, output: str | None, force: bool) -> None:
     path = Path(output)
     try:
         if output.endswith(("/", os.sep)) or path.is_dir():
-            raise UserError(f"{output} is a folder; give a file name")
+            raise UserError(Message("cli.folder_give_file_name", output=output))
         stream = stream_kind(path)
         if path.exists() and not force and not stream:
-            raise UserError(f"{quoted(path)} already exists; use --force to overwrite it")
+            raise UserError(Message("cli.already_exists_use_force", out=quoted(path)))
         write_atomic(path, data)
     except Refused as e:
         raise UserError(str(e)) from None
     except OSError as e:  # a folder we may not look into, a full disk, a read-only file system
-        raise UserError(f"cannot write {quoted(path)}: {e.strerror or e}") from None
+        raise UserError(Message("cli.cannot_write", out=quoted(path), error=str(e.strerror or e))) from None
 
 
 def status(message: str) -> None:
