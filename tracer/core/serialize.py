@@ -44,6 +44,7 @@ from tracer.core.files import quoted
 from tracer.core.predict import predict
 from tracer.core.trace import ELEMENT, TENSOR, Node, Ref, Trace
 from tracer.errors import InputError, TraceFormatError
+from tracer.message import Message
 
 FORMAT = "attn-trace"
 
@@ -92,22 +93,31 @@ def fits(trace: Trace) -> None:
     """
     if len(trace.nodes) > limits.MAX_NODES:
         raise InputError(
-            f"this trace has {len(trace.nodes):,} nodes, past the {limits.MAX_NODES:,} a trace file may hold"
+            Message("trace_file.trace_nodes_past_trace", n_nodes=len(trace.nodes), max_nodes=limits.MAX_NODES)
         )
     total = 0
     for n in trace.nodes:
         total += n.value.size
         if n.value.size > limits.MAX_CELLS or total > limits.MAX_TRACE_CELLS:
             raise InputError(
-                f"this trace's node {n.name} makes {total:,} entries in all ({n.value.size:,} in it), past what a "
-                f"trace file may hold ({limits.MAX_CELLS:,} in one node, {limits.MAX_TRACE_CELLS:,} in all): "
-                "use fewer tokens or dims"
+                Message(
+                    "trace_file.trace_s_node_makes",
+                    name=n.name,
+                    total=total,
+                    size=n.value.size,
+                    max_cells=limits.MAX_CELLS,
+                    max_trace_cells=limits.MAX_TRACE_CELLS,
+                )
             )
         size = total * n.value.dtype.itemsize
         if size > limits.MAX_TRACE_VALUE_BYTES:
             raise InputError(
-                f"this trace's values need {size:,} bytes by node {n.name}, past the "
-                f"{limits.MAX_TRACE_VALUE_BYTES:,} a trace file may hold: use float32, or fewer tokens or dims"
+                Message(
+                    "trace_file.trace_s_values_need",
+                    size=size,
+                    name=n.name,
+                    max_trace_value_bytes=limits.MAX_TRACE_VALUE_BYTES,
+                )
             )
 
 
@@ -147,7 +157,7 @@ def _encode(n: Node, spec: dict[str, Any], done: dict[str, np.ndarray]) -> dict[
     v = n.value
     dt = str(v.dtype)
     if dt not in _DTYPES:
-        raise TraceFormatError(f"node {n.name}: cannot store dtype {dt}")
+        raise TraceFormatError(Message("trace_file.node_cannot_store_dtype", name=n.name, dt=str(dt)))
     head: dict[str, Any] = {"dtype": dt, "shape": list(v.shape)}
     if v.size <= LIST_LIMIT and bool(np.isfinite(v).all()):  # no pass over a large tensor that is no list
         return {**head, "encoding": "list", "data": [float(f) for f in v.ravel()]}
@@ -199,13 +209,13 @@ def read_document(path: str | os.PathLike[str]) -> tuple[Any, str]:
     try:
         raw = files.read_limited(p, limits.MAX_TRACE_BYTES, "trace file")
     except FileNotFoundError:
-        raise TraceFormatError(f"no such trace file: {quoted(p)}") from None
+        raise TraceFormatError(Message("trace_file.no_such_trace_file", file=quoted(p))) from None
     except IsADirectoryError:
-        raise TraceFormatError(f"{quoted(p)} is a directory, not a trace file") from None
+        raise TraceFormatError(Message("trace_file.directory_not_trace_file", file=quoted(p))) from None
     except files.NotRegular as e:
         raise TraceFormatError(str(e)) from None
     except OSError as e:
-        raise TraceFormatError(f"cannot read {quoted(p)}: {e.strerror}") from None
+        raise TraceFormatError(Message("trace_file.cannot_read", file=quoted(p), error=str(e.strerror))) from None
     return parse(raw, quoted(p.name)), quoted(p.name)
 
 
@@ -224,25 +234,26 @@ def parse(raw: bytes | str, name: str = "trace") -> Any:
     items = json_items(raw)
     if items > limits.MAX_JSON_ITEMS:
         raise TraceFormatError(
-            f"{name} is not a readable trace file (it spells out about {items:,} JSON values, "
-            f"past the limit of {limits.MAX_JSON_ITEMS:,}: see docs/security.md)"
+            Message("trace_file.not_readable_trace_file", name=name, items=items, max_json_items=limits.MAX_JSON_ITEMS)
         )
     try:
         text = raw.decode("utf-8") if isinstance(raw, bytes) else raw
         return json.loads(text, parse_constant=_reject_constant, parse_float=_finite, object_pairs_hook=unique_keys)
     except RecursionError:
-        raise TraceFormatError(f"{name} is not a readable trace file (nested too deeply)") from None
+        raise TraceFormatError(Message("trace_file.not_readable_trace_file_2", name=name)) from None
     except UnicodeDecodeError:
-        raise TraceFormatError(f"{name} is not a trace file (not UTF-8 text)") from None
+        raise TraceFormatError(Message("trace_file.not_trace_file_not", name=name)) from None
     except json.JSONDecodeError as e:
         body = text.strip()
         at_end = e.pos >= len(body)  # the parser ran out of text: the file was cut short
         why = (
             "truncated" if not body or at_end or (body.startswith("{") and not body.endswith("}")) else "not valid JSON"
         )
-        raise TraceFormatError(f"{name} is not a readable trace file ({why}: {e.msg} at line {e.lineno})") from None
+        raise TraceFormatError(
+            Message("trace_file.not_readable_trace_file_3", name=name, why=why, msg=e.msg, lineno=e.lineno)
+        ) from None
     except ValueError as e:
-        raise TraceFormatError(f"{name} is not a readable trace file ({e})") from None
+        raise TraceFormatError(Message("trace_file.not_readable_trace_file_4", name=name, error=str(e))) from None
 
 
 _OTHERS = bytes(range(256)).translate(None, b",[{")
@@ -275,44 +286,58 @@ def _finite(text: str) -> float:
 def from_dict(doc: Any, name: str = "trace") -> Trace:
     """Build a trace from a parsed document, checking version, digest and structure."""
     if not isinstance(doc, dict) or doc.get("format") != FORMAT:
-        raise TraceFormatError(f'{name} is not an attn-trace trace file (no "format": "{FORMAT}")')
+        raise TraceFormatError(Message("trace_file.not_attn_trace_trace", name=name, format=FORMAT))
     version = doc.get("version")
     if version is None:
-        raise TraceFormatError(f"{name} has no format version")
+        raise TraceFormatError(Message("trace_file.no_format_version", name=name))
     if version not in SUPPORTED_VERSIONS:
+        known = ", ".join(map(str, SUPPORTED_VERSIONS))
+        many = len(SUPPORTED_VERSIONS) > 1
+        reads = (
+            Message("trace_file.reads_many", versions=known)
+            if many
+            else Message("trace_file.reads_one", versions=known)
+        )
         raise TraceFormatError(
-            f"{name} has format version {version!r}, which this attn-trace cannot read "
-            f"(it reads version{'s' if len(SUPPORTED_VERSIONS) > 1 else ''} "
-            f"{', '.join(map(str, SUPPORTED_VERSIONS))})"
+            Message(
+                "trace_file.unknown_version",
+                name=name,
+                version=repr(version),
+                reads=reads,
+            )
         )
     validate.count(doc, name)  # before the digest, which costs a pass over every node
     digest = doc.get("digest")
     body = {k: v for k, v in doc.items() if k != "digest"}
     if not isinstance(digest, str):
-        raise TraceFormatError(f"{name} has no digest")
+        raise TraceFormatError(Message("trace_file.no_digest", name=name))
     try:
         same = _digest(body) == digest
     except (ValueError, RecursionError):  # a value json cannot write back (nesting, a huge int)
         same = False
     if not same:
-        raise TraceFormatError(f"{name} was modified after it was written (its digest does not match its content)")
+        raise TraceFormatError(Message("trace_file.modified_after_written_digest", name=name))
     validate.check(doc, name)
     meta, specs = doc["meta"], doc["nodes"]
     done: dict[str, np.ndarray] = {}
     nodes = []
     for i, spec in enumerate(specs, 1):
         if not isinstance(spec, dict):
-            raise TraceFormatError(f"{name}: malformed node {i}: a node must be an object, got {type(spec).__name__}")
+            raise TraceFormatError(
+                Message("trace_file.malformed_node_node_must", name=name, i=i, type=type(spec).__name__)
+            )
         try:
             nodes.append(_node(spec, done))
         except (KeyError, TypeError, ValueError) as e:
             label = spec.get("name")
-            raise TraceFormatError(f"{name}: malformed node {i} ({label!r}): {e}") from None
+            raise TraceFormatError(
+                Message("trace_file.malformed_node", name=name, i=i, label=repr(label), error=str(e))
+            ) from None
         done[nodes[-1].name] = nodes[-1].value
     try:
         return Trace(nodes, meta)
     except ValueError as e:
-        raise TraceFormatError(f"{name}: malformed trace file: {e}") from None
+        raise TraceFormatError(Message("trace_file.malformed_trace_file", name=name, error=str(e))) from None
 
 
 def _node(spec: dict[str, Any], done: dict[str, np.ndarray]) -> Node:

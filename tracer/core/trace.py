@@ -27,6 +27,7 @@ from tracer.core import formula, hooks, ids
 from tracer.core.reads import Box, Reads
 from tracer.core.verdict import Verification
 from tracer.errors import StepNotFound
+from tracer.message import Message
 
 Values = npt.NDArray[np.floating[Any]]
 """What a node holds: float32 or float64 values (the only dtypes a trace file may declare)."""
@@ -300,11 +301,11 @@ class Trace:
         short = False
         for got, want in zip(counts, node.split, strict=True):
             if got > want or (short and got):
-                raise StepNotFound(f"{step_id!r} does not fit {self._grammar(node)}")
+                raise StepNotFound(Message("step.does_not_fit", step_id=repr(step_id), grammar=self._grammar(node)))
             short = short or got < want
         for axis, i, size in zip(node.axes, index, node.value.shape, strict=False):
             if not 1 <= i <= size:
-                raise StepNotFound(f"{step_id!r}: index {axis}={i} is out of range 1..{size}")
+                raise StepNotFound(Message("step.index_out_range", step_id=repr(step_id), axis=axis, i=i, size=size))
         return Step(self, node, tuple(i - 1 for i in index))
 
     def get(self, step_id: str) -> Step | None:

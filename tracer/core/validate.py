@@ -46,6 +46,7 @@ from typing import Any
 
 from tracer.core import ids, limits
 from tracer.errors import TraceFormatError
+from tracer.message import Message
 
 SCHEMA_FILE = Path(__file__).with_name("trace-format.schema.json")
 
@@ -127,7 +128,7 @@ def count(doc: Any, name: str = "trace") -> None:
     nodes = doc.get("nodes") if isinstance(doc, dict) else None
     if isinstance(nodes, list) and len(nodes) > limits.MAX_NODES:
         raise TraceFormatError(
-            f"{name}: malformed trace file at $.nodes: {len(nodes):,} nodes is past the limit of {limits.MAX_NODES:,}"
+            Message("trace_file.malformed_trace_file_nodes", name=name, n_nodes=len(nodes), max_nodes=limits.MAX_NODES)
         )
 
 
@@ -137,15 +138,23 @@ def check(doc: dict[str, Any], name: str = "trace") -> None:
     try:
         err = _first_error(doc)
     except RecursionError:
-        raise TraceFormatError(f"{name}: malformed trace file: nested too deeply") from None
+        raise TraceFormatError(Message("trace_file.malformed_trace_file_nested", name=name)) from None
     if err is not None:
         at, message = err
-        raise TraceFormatError(f"{name}: malformed trace file at {at}{_node_name(doc, at)}: {_short(message)}")
+        raise TraceFormatError(
+            Message(
+                "trace_file.malformed_trace_file_2", name=name, at=at, node=_node_name(doc, at), problem=_short(message)
+            )
+        )
     try:
         _cross(doc)
     except _Bad as e:
         where, message = e.args
-        raise TraceFormatError(f"{name}: malformed trace file at {where}{_node_name(doc, where)}: {message}") from None
+        raise TraceFormatError(
+            Message(
+                "trace_file.malformed_trace_file_2", name=name, at=where, node=_node_name(doc, where), problem=message
+            )
+        ) from None
 
 
 def _node_name(doc: Any, path: str) -> str:
