@@ -19,6 +19,7 @@ from typing import Any
 
 from tracer.core.trace import Trace
 from tracer.errors import InputError
+from tracer.message import Message
 from tracer.record import loader
 from tracer.record.inputs import Example
 from tracer.record.lesson import trace_with
@@ -30,10 +31,10 @@ def load(spec: str) -> tuple[Callable[..., Any], dict[str, Any], str]:
     module = loader.module(where, "pipeline")
     fn = getattr(module, func, None)
     if not callable(fn):
-        raise InputError(f"pipeline module {where} has no function {func!r}")
+        raise InputError(Message("lessons.pipeline_module_no_function", where=where, func=repr(func)))
     story = getattr(module, "NARRATIVE", None)
     if not isinstance(story, dict) or not story:
-        raise InputError(f"pipeline module {where} has no NARRATIVE dict ({{'en': {{...}}, ...}})")
+        raise InputError(Message("lessons.pipeline_module_no_narrative", where=where))
     return fn, story, loader.short_name(where, func)
 
 
@@ -59,7 +60,9 @@ class PipelineLesson:
 
     def run(self, example: Example, **options: Any) -> Trace:
         if options:
-            raise InputError(f"pipeline {self.spec} takes no option {', '.join(sorted(options))}")
+            raise InputError(
+                Message("lessons.pipeline_takes_no_option", spec=self.spec, options=", ".join(sorted(options)))
+            )
         values, dt, meta = example.for_pipeline()
         meta.update(query=example.query, tokens=example.tokens)
         try:
@@ -67,9 +70,9 @@ class PipelineLesson:
         except KeyboardInterrupt:  # the person at the keyboard, not the pipeline
             raise
         except BaseException as e:  # SystemExit(0) too: a pipeline that exits has not made a trace
-            raise InputError(f"pipeline {self.spec} failed: {loader.describe(e)}") from None
+            raise InputError(Message("lessons.pipeline_failed", spec=self.spec, error=loader.describe(e))) from None
         if not isinstance(trace, Trace):
-            raise InputError(f"pipeline {self.spec} returned {type(trace).__name__}, not a Trace")
+            raise InputError(Message("lessons.pipeline_returned_not_trace", spec=self.spec, type=type(trace).__name__))
         trace.meta.setdefault("lesson", self.name)
         trace.meta.setdefault("query", example.query)
         trace.meta.setdefault("tokens", list(example.tokens))

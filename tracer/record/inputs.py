@@ -26,9 +26,10 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from tracer.core.files import quoted
-from tracer.core.fmt import counted, printable
+from tracer.core.fmt import printable
 from tracer.core.limits import MAX_CELLS, MAX_DIM, MAX_TOKENS
 from tracer.errors import InputError, InputNote
+from tracer.message import Message, shortened
 from tracer.record import untrusted
 
 if TYPE_CHECKING:
@@ -104,19 +105,30 @@ def validate(
         query = min(DEFAULT_QUERY, t)
     if t * t * d > MAX_CELLS or t > MAX_TOKENS or d > MAX_DIM:
         raise InputError(
-            f"inputs of {t} tokens x {d} dims are too large: the limits are {MAX_TOKENS} tokens, "
-            f"{MAX_DIM} dims and T*T*d <= {MAX_CELLS:,} (here {t * t * d:,})"
+            Message(
+                "inputs.inputs_tokens_x_dims",
+                t=t,
+                d=d,
+                max_tokens=MAX_TOKENS,
+                max_dim=MAX_DIM,
+                max_cells=MAX_CELLS,
+                cells=int(t * t * d),
+            )
         )
     with np.errstate(over="ignore"):
         cast = arr.astype(dt)
     if not np.isfinite(cast).all():
         r, c = np.argwhere(~np.isfinite(cast))[0]
-        raise InputError(f"value at row {r + 1}, column {c + 1} ({arr[r, c]:g}) does not fit in {dt}")
+        raise InputError(
+            Message(
+                "inputs.value_row_column_does", row=int(r) + 1, column=int(c) + 1, value=float(arr[r, c]), dt=str(dt)
+            )
+        )
     labels = _tokens(tokens, t)
     if isinstance(query, bool) or not isinstance(query, (int, np.integer)):
-        raise InputError(f"query must be a whole number from 1 to {t}, got {query!r}")
+        raise InputError(Message("inputs.query_must_whole_number", t=t, query=repr(query)))
     if not 1 <= int(query) <= t:
-        raise InputError(f"query {query} is out of range: there are {t} tokens, so it must be 1..{t}")
+        raise InputError(Message("inputs.query_out_range_there", query=str(query), t=t))
     return Example(arr, labels, int(query), dt, dict(source or {"kind": "array"}), chosen)
 
 
@@ -138,7 +150,7 @@ def example(
 def _dtype(dtype: Any) -> str:
     name = str(dtype).removeprefix("torch.")
     if name not in DTYPES:
-        raise InputError(f"dtype must be float32 or float64, got {dtype!r}")
+        raise InputError(Message("inputs.dtype_must_float32_or", dtype=repr(dtype)))
     return name
 
 
@@ -148,38 +160,47 @@ def _matrix(inputs: Any) -> np.ndarray:
         inputs = inputs.detach().cpu().numpy()
     if isinstance(inputs, np.ndarray):
         if inputs.dtype.kind not in "biuf" or inputs.dtype.kind == "b":
-            raise InputError(f"inputs must be numbers, got an array of {inputs.dtype}")
+            raise InputError(Message("inputs.inputs_must_numbers_array", dtype=str(inputs.dtype)))
         if inputs.ndim != 2:
-            raise InputError(f"inputs must be a 2-d table (tokens x dims), got {inputs.ndim}-d shape {inputs.shape}")
+            raise InputError(Message("inputs.inputs_must_d_table", ndim=int(inputs.ndim), shape=str(inputs.shape)))
         rows = inputs.astype(np.float64)
     else:
         rows = _rows(inputs)
     if rows.shape[0] == 0 or rows.shape[1] == 0:
-        raise InputError(f"inputs are empty (shape {rows.shape[0]} x {rows.shape[1]})")
+        raise InputError(Message("inputs.inputs_empty_shape_x", shape=int(rows.shape[0]), shape2=int(rows.shape[1])))
     if not np.isfinite(rows).all():
         r, c = np.argwhere(~np.isfinite(rows))[0]
-        raise InputError(f"value at row {r + 1}, column {c + 1} is {rows[r, c]}: inputs must be finite")
+        raise InputError(
+            Message("inputs.value_row_column_inputs", row=int(r) + 1, column=int(c) + 1, value=float(rows[r, c]))
+        )
     return rows
 
 
 def _rows(inputs: Any) -> np.ndarray:
     if not isinstance(inputs, (list, tuple)):
-        raise InputError(f"inputs must be a list of rows, got {type(inputs).__name__}")
+        raise InputError(Message("inputs.inputs_must_list_rows", type=type(inputs).__name__))
     if not inputs:
-        raise InputError("inputs are empty (no rows)")
+        raise InputError(Message("inputs.inputs_empty_no_rows"))
     width = None
     out = []
     for r, row in enumerate(inputs, 1):
         if not isinstance(row, (list, tuple)):
-            raise InputError(f"row {r} is not a list of numbers: {row!r}"[:200])
+            raise InputError(shortened(Message("inputs.row_not_list", r=r, row=repr(row)), "row", 200))
         if width is None:
             width = len(row)
         elif len(row) != width:
-            raise InputError(f"ragged rows: row {r} has {counted(len(row), 'value')}, row 1 has {width}")
+            raise InputError(
+                Message(
+                    "inputs.ragged",
+                    r=r,
+                    count=Message("inputs.one_value") if len(row) == 1 else Message("inputs.n_values", n=len(row)),
+                    width=width,
+                )
+            )
         vals = []
         for c, v in enumerate(row, 1):
             if isinstance(v, bool) or not isinstance(v, (int, float, np.integer, np.floating)):
-                raise InputError(f"row {r}, column {c} is not a number: {v!r}"[:200])
+                raise InputError(shortened(Message("inputs.cell_not_number", r=r, c=c, value=repr(v)), "value", 200))
             vals.append(float(v))
         out.append(vals)
     return np.array(out, dtype=np.float64).reshape(len(out), width or 0)
@@ -189,13 +210,13 @@ def _tokens(tokens: Any, t: int) -> list[str]:
     if tokens is None:
         return [f"t{i}" for i in range(1, t + 1)]
     if isinstance(tokens, str) or not isinstance(tokens, (list, tuple)):
-        raise InputError("tokens must be a list of strings")
+        raise InputError(Message("inputs.tokens_must_list_strings"))
     labels = [str(tok) for tok in tokens]
     if len(labels) != t:
-        raise InputError(f"{len(labels)} tokens given for {t} input rows: they must match")
+        raise InputError(Message("inputs.tokens_given_input_rows", n_labels=len(labels), t=t))
     for n, lab in enumerate(labels, 1):
         if not lab.strip():
-            raise InputError(f"token {n} is empty")
+            raise InputError(Message("inputs.token_empty", n=n))
     return labels
 
 
@@ -203,15 +224,13 @@ def _tokens(tokens: Any, t: int) -> list[str]:
 def read_file(path: str | Path) -> tuple[Any, list[str] | None]:
     """Read embeddings (and token labels, if the file has them) from a file."""
     p = Path(path)
-    untrusted.look(p, f"no such file: {quoted(p)}")
+    untrusted.look(p, Message("files.no_such_file", file=quoted(p)))
     if p.is_dir():
-        raise InputError(f"{quoted(p)} is a directory, not an inputs file")
+        raise InputError(Message("inputs.directory_not_inputs_file", file=quoted(p)))
     ext = p.suffix.lower()
     readers = {".json": read_json, ".csv": read_csv, ".npy": read_npy, ".pt": read_pt}
     if ext not in readers:
-        raise InputError(
-            f"unsupported inputs file type {ext or '(none)'!r} for {quoted(p.name)}: use .json, .csv, .npy or .pt"
-        )
+        raise InputError(Message("inputs.unsupported_inputs_file_type", ext=repr(ext or "(none)"), file=quoted(p.name)))
     return readers[ext](p)
 
 
@@ -220,9 +239,9 @@ def read_json(p: Path) -> tuple[Any, list[str] | None]:
     data = untrusted.parse_json(untrusted.read_bytes(p, "inputs file"), quoted(p.name))
     rows, tokens = (data.get("inputs"), data.get("tokens")) if isinstance(data, dict) else (data, None)
     if isinstance(data, dict) and "inputs" not in data:
-        raise InputError(f'{quoted(p.name)}: a JSON object must have an "inputs" key (and optionally "tokens")')
+        raise InputError(Message("inputs.json_object_must_inputs", file=quoted(p.name)))
     if rows is None:  # None would mean "the tutorial's inputs" to the API
-        raise InputError(f"{quoted(p.name)}: inputs must be a list of rows, got null")
+        raise InputError(Message("inputs.inputs_must_list_rows_2", file=quoted(p.name)))
     return rows, tokens
 
 
@@ -237,12 +256,14 @@ def read_csv(p: Path) -> tuple[Any, list[str] | None]:
     try:
         text = untrusted.read_bytes(p, "inputs file").decode("utf-8-sig")
     except UnicodeDecodeError:
-        raise InputError(f"{quoted(p.name)} is not a text CSV file") from None
+        raise InputError(Message("inputs.not_text_csv_file", file=quoted(p.name))) from None
     reader = csv.reader(text.splitlines())
     try:
         lines = [(n, r) for n, r in enumerate(reader, 1) if any(c.strip() for c in r)]
     except csv.Error as e:  # a field past csv's 131,072 characters, a NUL byte
-        raise InputError(f"{quoted(p.name)}: line {reader.line_num} is not readable CSV: {e}") from None
+        raise InputError(
+            Message("inputs.line_not_readable_csv", file=quoted(p.name), line_num=reader.line_num, error=str(e))
+        ) from None
     numbered = [any(_is_number(c) for c in r) for _, r in lines]
     if lines and not numbered[0] and (len(lines) == 1 or numbered[1]):  # a header only above numbers
         (n, header), lines = lines[0], lines[1:]
@@ -251,7 +272,7 @@ def read_csv(p: Path) -> tuple[Any, list[str] | None]:
             warnings.warn(InputNote(f"{quoted(p.name)}: line {n} ({said}) is read as a header"), stacklevel=2)
     rows = [r for _, r in lines]
     if not rows:
-        raise InputError(f"{quoted(p.name)} has no rows of numbers")
+        raise InputError(Message("inputs.no_rows_numbers", file=quoted(p.name)))
     labels = None
     if all(r and not _is_number(r[0]) for r in rows) and any(len(r) > 1 for r in rows):
         labels = [r[0].strip() for r in rows]
@@ -261,7 +282,13 @@ def read_csv(p: Path) -> tuple[Any, list[str] | None]:
         vals: list[Any] = []
         for c, cell in enumerate(r, 1):
             if not _is_number(cell):
-                raise InputError(f"{quoted(p.name)}: line {n}, column {c} is not a number: {cell.strip()!r}"[:200])
+                raise InputError(
+                    shortened(
+                        Message("inputs.csv_not_number", file=quoted(p.name), n=n, c=c, value=repr(cell.strip())),
+                        "value",
+                        200,
+                    )
+                )
             vals.append(float(cell))
         out.append(vals)
     return out, labels
@@ -271,15 +298,15 @@ def read_npy(p: Path) -> tuple[Any, list[str] | None]:
     """A 2-d numeric ``.npy`` array (pickled objects are refused)."""
     raw = untrusted.read_bytes(p, "inputs file")
     if raw[:6] != b"\x93NUMPY":
-        raise InputError(f"{quoted(p.name)} is not a .npy file (it has no NumPy header)")
+        raise InputError(Message("inputs.not_npy_file_no", file=quoted(p.name)))
     untrusted.npy_shape(p, raw)
     try:
         arr = np.load(io.BytesIO(raw), allow_pickle=False)
     except ValueError as e:
         why = "it holds Python objects" if "pickle" in str(e) else str(e).splitlines()[0]
-        raise InputError(f"{quoted(p.name)} is not a numeric .npy array: {why}") from None
+        raise InputError(Message("inputs.not_numeric_npy_array", file=quoted(p.name), why=why)) from None
     except (OSError, EOFError) as e:
-        raise InputError(f"{quoted(p.name)} is not a .npy file: {e}") from None
+        raise InputError(Message("inputs.not_npy_file", file=quoted(p.name), error=str(e))) from None
     return np.asarray(arr), None
 
 
@@ -289,21 +316,29 @@ def read_pt(p: Path) -> tuple[Any, list[str] | None]:
 
     raw = untrusted.read_bytes(p, "inputs file")
     if raw[:4] != b"PK\x03\x04" and raw[:1] != b"\x80":  # torch.save writes a zip (or, long ago, a pickle)
-        raise InputError(f"{quoted(p.name)} is not a readable PyTorch file (not written by torch.save)")
+        raise InputError(Message("inputs.not_readable_pytorch_file", file=quoted(p.name)))
     untrusted.unpacked_size(raw, quoted(p.name), "PyTorch file")  # before torch inflates anything
     try:
         obj = torch.load(io.BytesIO(raw), map_location="cpu", weights_only=True)
     except Exception as e:  # an untrusted file can fail inside torch in many ways; all mean "unreadable"
         first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
-        raise InputError(f"{quoted(p.name)} is not a readable PyTorch file: {first}"[:300]) from None
+        raise InputError(
+            shortened(Message("inputs.not_readable_pytorch", file=quoted(p.name), error=first), "error", 300)
+        ) from None
     if isinstance(obj, dict):
         if "inputs" not in obj:
-            raise InputError(f'{quoted(p.name)}: a saved dict must have an "inputs" tensor (and optionally "tokens")')
+            raise InputError(Message("inputs.saved_dict_must_inputs", file=quoted(p.name)))
         obj, tokens = obj["inputs"], obj.get("tokens")
     else:
         tokens = None
     if not isinstance(obj, torch.Tensor):
-        raise InputError(f"{quoted(p.name)} holds {'null' if obj is None else 'a ' + type(obj).__name__}, not a tensor")
+        raise InputError(
+            Message(
+                "inputs.holds_not_tensor",
+                file=quoted(p.name),
+                held=Message("inputs.held_null") if obj is None else Message("inputs.held_a", type=type(obj).__name__),
+            )
+        )
     notes: list[str] = []
     values = untrusted.tensor_values(obj, quoted(p.name), notes)
     for note in notes:
@@ -335,20 +370,23 @@ def from_text(text: str, dim: int = 3, seed: int = 0) -> tuple[list[list[float]]
 
     tokens = text.split()
     if not tokens:
-        raise InputError("has no tokens", arg="text")
+        raise InputError(Message("inputs.no_tokens"), arg="text")
     if isinstance(dim, bool) or not isinstance(dim, int) or dim < 1:
-        raise InputError(f"must be a whole number of at least 1, got {dim!r}", arg="dim")
+        raise InputError(Message("inputs.must_whole_number_least", dim=repr(dim)), arg="dim")
     if dim > MAX_DIM:
-        raise InputError(f"{dim} is past the limit of {MAX_DIM}", arg="dim")
+        raise InputError(Message("inputs.past_limit", dim=dim, max_dim=MAX_DIM), arg="dim")
     if len(tokens) > MAX_TOKENS:
-        raise InputError(f"has {len(tokens)} tokens, past the limit of {MAX_TOKENS}", arg="text")
+        raise InputError(Message("inputs.tokens_past_limit", n_tokens=len(tokens), max_tokens=MAX_TOKENS), arg="text")
     if isinstance(seed, bool) or not isinstance(seed, int) or not SEEDS[0] <= seed <= SEEDS[1]:
-        raise InputError(f"must be a whole number from {SEEDS[0]} to {SEEDS[1]}, got {seed!r}"[:200], arg="seed")
+        raise InputError(
+            shortened(Message("inputs.seed_range", low=SEEDS[0], high=SEEDS[1], seed=repr(seed)), "seed", 200),
+            arg="seed",
+        )
     vocab = list(dict.fromkeys(tokens))
     gen = torch.Generator().manual_seed(int(seed))
     table = torch.rand(len(vocab), dim, generator=gen, dtype=torch.float64)
     rounded = [[round(v, 2) for v in row] for row in table.tolist()]
     rows = [rounded[vocab.index(tok)] for tok in tokens]
     if not all(math.isfinite(v) for row in rows for v in row):  # pragma: no cover - rand is finite
-        raise InputError("random embeddings are not finite")
+        raise InputError(Message("inputs.random_embeddings_not_finite"))
     return rows, tokens

@@ -27,7 +27,8 @@ from importlib import resources
 from types import ModuleType
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
-from tracer.errors import InputError
+from tracer.errors import InputError, message_of
+from tracer.message import Message
 
 if TYPE_CHECKING:
     from tracer.core.trace import Trace
@@ -175,7 +176,7 @@ class PackagedLesson:
         back = backward_request(self.name, self.module, options)
         unknown = sorted(set(options) - set(option_names(self.options)))
         if unknown:
-            raise InputError(f"lesson {self.name!r} takes no option {', '.join(unknown)}")
+            raise InputError(Message("lessons.takes_no_option", name=repr(self.name), unknown=", ".join(unknown)))
         values, dt, meta = example.for_pipeline()
         prepare = getattr(self.module, "prepare", None)
         extra = prepare(values, **options) if prepare is not None else {}
@@ -223,7 +224,7 @@ def page_part(lesson: Lesson, part: str) -> Callable[..., Any] | None:
     where, _, func = spec.partition(":")
     fn: Callable[..., Any] | None = getattr(importlib.import_module(where), func, None)
     if not callable(fn):
-        raise InputError(f"lesson {lesson.name!r} names {spec} as its {part}, and that is not a function")
+        raise InputError(Message("lessons.lesson_names_not_function", name=repr(lesson.name), spec=spec, part=part))
     return fn
 
 
@@ -241,7 +242,7 @@ def backward_request(name: str, module: ModuleType, options: dict[str, Any]) -> 
     if not wanted and given is None:
         return None
     if "backward_pass" not in inspect.signature(module.build).parameters:
-        raise InputError(f"lesson {name!r} has no backward pass yet")
+        raise InputError(Message("lessons.lesson_no_backward_pass", name=repr(name)))
     from tracer.record.blocks.backward import Backward, gradient_array
 
     if given is None:
@@ -249,7 +250,7 @@ def backward_request(name: str, module: ModuleType, options: dict[str, Any]) -> 
     try:
         return Backward(gradient_array(given))
     except InputError as e:
-        raise InputError(f"the upstream gradient {e}") from None
+        raise InputError(Message("lessons.upstream_gradient", error=message_of(e))) from None
 
 
 def focus_query(module: ModuleType, tokens: int, prepared: dict[str, Any]) -> int:
@@ -265,7 +266,7 @@ def focus_query(module: ModuleType, tokens: int, prepared: dict[str, Any]) -> in
         return min(DEFAULT_QUERY, tokens)
     q = int(rule(tokens, prepared))
     if not 1 <= q <= tokens:
-        raise InputError(f"the lesson's focus rule picked query {q}, but there are {tokens} tokens")
+        raise InputError(Message("lessons.lesson_s_focus_rule", q=q, tokens=tokens))
     return q
 
 
@@ -279,5 +280,7 @@ def data_file(package: str, stem: str, lang: str) -> dict[str, Any] | None:
     try:
         data: dict[str, Any] = tomllib.loads(path.read_text(encoding="utf-8"))
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
-        raise InputError(f"the {lang!r} {stem} of {package} is not valid TOML: {e}") from None
+        raise InputError(
+            Message("lessons.not_valid_toml", lang=repr(lang), stem=stem, package=package, error=str(e))
+        ) from None
     return data

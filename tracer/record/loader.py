@@ -14,13 +14,14 @@ from pathlib import Path
 from types import ModuleType
 
 from tracer.errors import InputError
+from tracer.message import Message
 
 
 def split(spec: str, arg: str) -> tuple[str, str]:
     """``(where, function)`` of a spec, or a one-line error naming the argument ``arg`` that carried it."""
     where, sep, func = spec.rpartition(":")
     if not sep or not where or not func:
-        raise InputError(f"wants module:function or path/to/file.py:function, not {spec!r}", arg=arg)
+        raise InputError(Message("lessons.wants_module_function_or", spec=repr(spec)), arg=arg)
     return where, func
 
 
@@ -30,7 +31,7 @@ def module(where: str, what: str) -> ModuleType:
         if where.endswith(".py"):
             path = Path(where)
             if not path.is_file():
-                raise InputError(f"{what} file {where} does not exist")
+                raise InputError(Message("lessons.file_does_not_exist", what=what, where=where))
             loader = importlib.util.spec_from_file_location(f"attn_trace_{what}_{path.stem}", path)
             assert loader is not None and loader.loader is not None
             mod = importlib.util.module_from_spec(loader)
@@ -49,7 +50,7 @@ def module(where: str, what: str) -> ModuleType:
     except KeyboardInterrupt:  # the person at the keyboard, not the user's code
         raise
     except BaseException as e:  # the user's code: any failure, SystemExit at import included, in one line
-        raise InputError(f"cannot import {what} {where}: {describe(e)}") from None
+        raise InputError(Message("lessons.cannot_import", what=what, where=where, error=describe(e))) from None
 
 
 def describe(e: BaseException) -> str:

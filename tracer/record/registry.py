@@ -25,6 +25,7 @@ from types import ModuleType
 from typing import TYPE_CHECKING, TypeGuard
 
 from tracer.errors import InputError, unknown
+from tracer.message import Message
 from tracer.record.lesson import Lesson, PackagedLesson
 
 if TYPE_CHECKING:
@@ -41,7 +42,9 @@ def _entries() -> dict[str, EntryPoint]:
     for ep in sorted(entry_points(group=GROUP), key=lambda e: e.name):
         seen = out.get(ep.name)
         if seen is not None and seen.value != ep.value:
-            raise InputError(f"two installed packages declare lesson {ep.name!r}: {seen.value} and {ep.value}")
+            raise InputError(
+                Message("lessons.two_installed_packages_declare", name=repr(ep.name), first=seen.value, second=ep.value)
+            )
         out.setdefault(ep.name, ep)
     return out
 
@@ -82,9 +85,13 @@ def get(name: str) -> Lesson:
     except KeyboardInterrupt:
         raise
     except Exception as e:  # a broken plug-in is a one-line error, not a traceback
-        raise InputError(f"lesson {name!r} ({ep.value}) cannot be loaded: {type(e).__name__}: {e}") from None
+        raise InputError(
+            Message(
+                "lessons.lesson_cannot_loaded", name=repr(name), target=ep.value, type=type(e).__name__, error=str(e)
+            )
+        ) from None
     if not _is_lesson(lesson) or lesson.name != name:
-        raise InputError(f"lesson {name!r} ({ep.value}) is not a Lesson named {name!r}")
+        raise InputError(Message("lessons.lesson_not_lesson_named", name=repr(name), target=ep.value))
     return lesson
 
 
@@ -130,7 +137,7 @@ def pipeline_module(name: str) -> ModuleType:
     """
     lesson = get(name)
     if not isinstance(lesson, PackagedLesson):
-        raise InputError(f"lesson {name!r} is not a packaged lesson: it has no pipeline module")
+        raise InputError(Message("lessons.lesson_not_packaged_lesson", name=repr(name)))
     return lesson.module
 
 

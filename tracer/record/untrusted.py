@@ -36,9 +36,10 @@ from tracer.core import files, limits
 from tracer.core.files import quoted
 from tracer.core.serialize import unique_keys
 from tracer.errors import InputError
+from tracer.message import Message, shortened
 
 
-def look(p: Path, missing: str) -> None:
+def look(p: Path, missing: Message) -> None:
     """Raise ``InputError(missing)`` when ``p`` does not exist, and one naming the reason when it cannot be looked at.
 
     ``Path.exists()`` raises for a folder this user may not search
@@ -49,7 +50,7 @@ def look(p: Path, missing: str) -> None:
     except (FileNotFoundError, NotADirectoryError):
         raise InputError(missing) from None
     except OSError as e:
-        raise InputError(f"cannot read {quoted(p)}: {e.strerror or e}") from None
+        raise InputError(Message("trace_file.cannot_read", file=quoted(p), error=str(e.strerror or e))) from None
 
 
 def read_bytes(p: Path, what: str) -> bytes:
@@ -57,13 +58,13 @@ def read_bytes(p: Path, what: str) -> bytes:
     try:
         return files.read_limited(p, limits.MAX_INPUT_BYTES, what)
     except FileNotFoundError:
-        raise InputError(f"no such file: {quoted(p)}") from None
+        raise InputError(Message("files.no_such_file", file=quoted(p))) from None
     except IsADirectoryError:
-        raise InputError(f"{quoted(p)} is a directory, not {files.a_or_an(what)}") from None
+        raise InputError(Message("files.directory_not", file=quoted(p), what=files.a_or_an(what))) from None
     except files.NotRegular as e:
         raise InputError(str(e)) from None
     except OSError as e:
-        raise InputError(f"cannot read {quoted(p)}: {e.strerror or e}") from None
+        raise InputError(Message("trace_file.cannot_read", file=quoted(p), error=str(e.strerror or e))) from None
 
 
 def _integer(text: str) -> int | float:
@@ -92,11 +93,11 @@ def parse_json(raw: bytes, name: str) -> Any:
             object_pairs_hook=unique_keys,
         )
     except RecursionError:
-        raise InputError(f"{name} is not valid JSON: nested too deeply") from None
+        raise InputError(Message("files.not_valid_json_nested", name=name)) from None
     except UnicodeDecodeError:
-        raise InputError(f"{name} is not valid JSON: not UTF-8 text") from None
+        raise InputError(Message("files.not_valid_json_not", name=name)) from None
     except ValueError as e:  # JSONDecodeError included
-        raise InputError(f"{name} is not valid JSON: {e}"[:300]) from None
+        raise InputError(shortened(Message("files.not_valid_json", name=name, error=str(e)), "error", 300)) from None
 
 
 def unpacked_size(raw: bytes, name: str, what: str) -> None:
@@ -120,13 +121,18 @@ def unpacked_size(raw: bytes, name: str, what: str) -> None:
             records = z.infolist()
     except (zipfile.BadZipFile, ValueError, OSError, EOFError, NotImplementedError) as e:
         raise InputError(
-            f"{name} is not a readable {what}: not a zip archive whose sizes can be read ({e})"[:300]
+            shortened(Message("files.not_zip", name=name, what=what, error=str(e)), "error", 300)
         ) from None
     total = sum(r.file_size for r in records)
     if total > limits.MAX_INPUT_BYTES or len(records) > MAX_RECORDS:
         raise InputError(
-            f"{name} would unpack to {total:,} bytes in {len(records):,} records, past the"
-            f" {limits.MAX_INPUT_BYTES:,}-byte limit for an inputs or weights file (docs/security.md)"
+            Message(
+                "files.would_unpack_bytes_records",
+                name=name,
+                total=total,
+                n_records=len(records),
+                max_input_bytes=limits.MAX_INPUT_BYTES,
+            )
         )
 
 
@@ -146,18 +152,17 @@ def npy_shape(p: Path, raw: bytes) -> None:
         reader = npf.read_array_header_1_0 if major == 1 else npf.read_array_header_2_0
         shape, _, dtype = reader(f)
     except Exception as e:  # a malformed header can fail in many ways
+        why = repr(str(e).splitlines()[0] if str(e) else e)
         raise InputError(
-            f"{quoted(p.name)} is not a .npy file: {str(e).splitlines()[0] if str(e) else e!r}"[:300]
+            shortened(Message("inputs.not_npy_file", file=quoted(p.name), error=why), "error", 300)
         ) from None
     if dtype.hasobject:
-        raise InputError(f"{quoted(p.name)} is not a numeric .npy array: it holds Python objects")
+        raise InputError(Message("files.not_numeric_npy_array", file=quoted(p.name)))
     if len(shape) != 2:
-        raise InputError(f"{quoted(p.name)}: inputs must be a 2-d table (tokens x dims), got shape {shape}")
+        raise InputError(Message("files.inputs_must_d_table", file=quoted(p.name), shape=str(shape)))
     t, d = shape
     if t > limits.MAX_TOKENS or d > limits.MAX_DIM or t * t * d > limits.MAX_CELLS:
-        raise InputError(
-            f"{quoted(p.name)}: an array of shape {shape} is too large (past the limits in docs/security.md)"
-        )
+        raise InputError(Message("files.array_shape_too_large", file=quoted(p.name), shape=str(shape)))
 
 
 def tensor_values(t: Any, name: str, notes: list[str] | None = None) -> np.ndarray:
@@ -166,22 +171,24 @@ def tensor_values(t: Any, name: str, notes: list[str] | None = None) -> np.ndarr
 
     layout = getattr(t, "layout", torch.strided)
     if layout != torch.strided or getattr(t, "is_sparse", False):
-        raise InputError(f"{name} is a sparse tensor ({layout}): save it dense (tensor.to_dense())")
+        raise InputError(Message("files.sparse_tensor_save_dense", name=name, layout=str(layout)))
     if getattr(t, "is_quantized", False):
-        raise InputError(f"{name} is a quantized tensor: save it dequantized (tensor.dequantize())")
+        raise InputError(Message("files.quantized_tensor_save_dequantized", name=name))
     if getattr(t, "is_meta", False) or t.device.type == "meta":
-        raise InputError(f"{name} is a meta tensor: it has a shape but no values")
+        raise InputError(Message("files.meta_tensor_shape_but", name=name))
     if t.is_complex():
-        raise InputError(f"{name} is a complex tensor: inputs and weights must be real numbers")
+        raise InputError(Message("files.complex_tensor_inputs_weights", name=name))
     if t.dtype == torch.bool:
-        raise InputError(f"{name} is a tensor of booleans, not numbers")
+        raise InputError(Message("files.tensor_booleans_not_numbers", name=name))
     if t.dtype in (torch.bfloat16, torch.float16):
         if notes is not None:
             notes.append(f"{name} holds {str(t.dtype).removeprefix('torch.')}: converted exactly to float64")
         t = t.to(torch.float64)
     if t.numel() > limits.MAX_CELLS:
-        raise InputError(f"{name} has {t.numel():,} values, past the limits (see docs/security.md)")
+        raise InputError(Message("files.values_past_limits_see", name=name, n=t.numel()))
     try:
         return np.asarray(t.detach().cpu().to(torch.float64).numpy())
     except (TypeError, RuntimeError) as e:
-        raise InputError(f"{name} cannot be read as numbers: {str(e).splitlines()[0]}"[:300]) from None
+        raise InputError(
+            shortened(Message("files.not_numbers", name=name, error=(str(e).splitlines() or [""])[0]), "error", 300)
+        ) from None

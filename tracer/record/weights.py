@@ -26,6 +26,7 @@ import torch
 from tracer.core import limits
 from tracer.core.files import quoted
 from tracer.errors import InputError
+from tracer.message import Message, shortened
 from tracer.record import untrusted
 
 NAMES = ("W_query", "W_key", "W_value")
@@ -89,10 +90,10 @@ def linear(d_in: int, d_out: int, seed: int = LINEAR_SEED) -> dict[str, torch.Te
 def load(path: str | Path, d_in: int) -> dict[str, torch.Tensor]:
     """Weights from a file; each must be d_in x d_out with the same d_out, all finite."""
     p = Path(path)
-    untrusted.look(p, f"no such weights file: {quoted(p)}")
+    untrusted.look(p, Message("weights.no_such_file", file=quoted(p)))
     ext = p.suffix.lower()
     if ext not in (".json", ".pt", ".npz"):
-        raise InputError(f"unsupported weights file type {ext or '(none)'!r}: use .json, .pt or .npz")
+        raise InputError(Message("weights.unsupported_weights_file_type", ext=repr(ext or "(none)")))
     data = untrusted.read_bytes(p, "weights file")
     if ext in (".pt", ".npz"):
         untrusted.unpacked_size(
@@ -108,31 +109,35 @@ def load(path: str | Path, d_in: int) -> dict[str, torch.Tensor]:
             with np.load(io.BytesIO(data), allow_pickle=False) as z:
                 raw = {k: z[k] for k in z.files}
         else:
-            raise InputError(f"unsupported weights file type {ext or '(none)'!r}: use .json, .pt or .npz")
+            raise InputError(Message("weights.unsupported_weights_file_type", ext=repr(ext or "(none)")))
     except InputError:
         raise
     except Exception as e:  # an untrusted file can fail in many ways; all mean "unreadable"
         raise InputError(
-            f"{quoted(p.name)} is not a readable weights file: {str(e).splitlines()[0] if str(e) else e!r}"
+            Message(
+                "weights.not_readable_weights_file",
+                file=quoted(p.name),
+                error=repr(str(e).splitlines()[0] if str(e) else e),
+            )
         ) from None
     if not isinstance(raw, dict):
-        raise InputError(f"{quoted(p.name)} must hold W_query, W_key and W_value")
+        raise InputError(Message("weights.must_hold_w_query", file=quoted(p.name)))
     missing = [n for n in NAMES if n not in raw]
     if missing:
-        raise InputError(f"{quoted(p.name)} lacks {', '.join(missing)}")
+        raise InputError(Message("weights.lacks", file=quoted(p.name), missing=", ".join(missing)))
     out = {}
     for name in NAMES:
         t = torch.as_tensor(_numbers(raw[name], f"{quoted(p.name)}: {name}"))
         if t.ndim != 2 or t.shape[0] != d_in or t.shape[1] < 1:
             raise InputError(
-                f"{quoted(p.name)}: {name} must be {d_in} x d_out (the inputs have {d_in} dims), got {tuple(t.shape)}"
+                Message("weights.must_x_d_out", file=quoted(p.name), name=name, d_in=d_in, shape=str(tuple(t.shape)))
             )
         if not torch.isfinite(t).all() or not torch.isfinite(t.to(torch.float32)).all():
-            raise InputError(f"{quoted(p.name)}: {name} has values that are not finite in float32")
+            raise InputError(Message("weights.values_not_finite_float32", file=quoted(p.name), name=name))
         out[name] = t
     widths = {t.shape[1] for t in out.values()}
     if len(widths) != 1:
-        raise InputError(f"{quoted(p.name)}: W_query, W_key and W_value must have the same number of columns")
+        raise InputError(Message("weights.w_query_w_key", file=quoted(p.name)))
     return out
 
 
@@ -143,9 +148,9 @@ def _numbers(value: Any, what: str) -> np.ndarray:
     try:
         arr = np.asarray(value)
     except (TypeError, ValueError):
-        raise InputError(f"{what} is not a table of numbers") from None
+        raise InputError(Message("weights.not_table_numbers", what=what)) from None
     if arr.dtype.kind not in "iuf":  # b(ool), c(omplex), O(bject), U(nicode) ...
-        raise InputError(f"{what} is not a table of real numbers (it holds {arr.dtype})")
+        raise InputError(Message("weights.not_table_real_numbers", what=what, dtype=str(arr.dtype)))
     return arr.astype(np.float64)
 
 
@@ -157,12 +162,20 @@ def check_size(tokens: int, d_in: int, d_out: int, batch: int = 2) -> None:
     each for up to ``batch`` copies of the inputs.
     """
     if isinstance(d_out, bool) or not isinstance(d_out, int) or not 1 <= d_out <= limits.MAX_DIM:
-        raise InputError(f"must be from 1 to {limits.MAX_DIM} (a whole number), got {d_out!r}"[:200], arg="d_out")
+        raise InputError(
+            shortened(Message("weights.d_out_range", most=limits.MAX_DIM, d_out=repr(d_out)), "d_out", 200), arg="d_out"
+        )
     cells = batch * tokens * max(d_in, tokens) * d_out
     if cells > limits.MAX_CELLS:
         raise InputError(
-            f"{d_out} with {tokens} tokens of {d_in} dims makes tensors of {cells:,} entries, "
-            f"past the limit of {limits.MAX_CELLS:,}",
+            Message(
+                "weights.tokens_dims_makes_tensors",
+                d_out=d_out,
+                tokens=tokens,
+                d_in=d_in,
+                cells=cells,
+                max_cells=limits.MAX_CELLS,
+            ),
             arg="d_out",
         )
 

@@ -33,6 +33,7 @@ import torch
 
 from tracer.core.ids import rename
 from tracer.errors import InputError
+from tracer.message import Message
 from tracer.record.blocks.attention import P, r
 from tracer.record.recorder import Arg, Recorder, Var
 
@@ -67,20 +68,22 @@ def gradient_array(given: Any) -> np.ndarray:
         given = given.detach().cpu().numpy()
     if isinstance(given, np.ndarray):
         if given.dtype.kind not in "iuf":
-            raise InputError(f"must be numbers, got an array of {given.dtype}")
+            raise InputError(Message("gradient.must_numbers_array", dtype=str(given.dtype)))
         arr = given.astype(np.float64)
     else:
         if not isinstance(given, (list, tuple)):
-            raise InputError(f"must be nested lists of numbers or an array, got {type(given).__name__}")
+            raise InputError(Message("gradient.must_nested_lists_numbers", type=type(given).__name__))
         try:
             arr = np.asarray(given, dtype=np.float64)
         except (ValueError, TypeError):
-            raise InputError("must be nested lists of numbers, every row as long as the others") from None
+            raise InputError(Message("gradient.must_nested_lists_numbers_2")) from None
     if arr.ndim == 0 or arr.size == 0:
-        raise InputError(f"is empty or a single number (shape {arr.shape}), not a table")
+        raise InputError(Message("gradient.empty_or_single_number", shape=str(arr.shape)))
     if not np.isfinite(arr).all():
         at = tuple(int(n) + 1 for n in np.argwhere(~np.isfinite(arr))[0])
-        raise InputError(f"the value at {list(at)} is {arr[tuple(n - 1 for n in at)]}: it must be finite")
+        raise InputError(
+            Message("gradient.value_must_finite", at=str(list(at)), arr=str(arr[tuple(n - 1 for n in at)]))
+        )
     return arr
 
 
@@ -105,7 +108,9 @@ def upstream(rec: Recorder, out: Var, back: Backward, sym: str) -> Var:
         if tuple(back.given.shape) != want:
             got = " x ".join(map(str, back.given.shape))
             raise InputError(
-                f"the upstream gradient has shape {got}; the output {out.name} has shape {' x '.join(map(str, want))}"
+                Message(
+                    "gradient.upstream_gradient_shape_output", got=got, name=out.name, want=" x ".join(map(str, want))
+                )
             )
         value = torch.from_numpy(np.ascontiguousarray(back.given)).to(rec.dtype)
         text = f"given ∂L/∂{r(out.name, *P(out.axes))}"

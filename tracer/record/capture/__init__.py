@@ -89,7 +89,7 @@ class Capture:
     def trace(self) -> Trace:
         """The captured trace (after the ``with`` block)."""
         if self._trace is None:
-            raise InputError("the capture has not finished (use cap.trace after the with block)")
+            raise InputError(Message("capture.capture_not_finished_use"))
         return self._trace
 
     @property
@@ -138,11 +138,11 @@ class Capture:
             out_name = None
         rows = _default_tokens(s, nodes, self.node_of)
         if self.tokens is not None and rows and len(self.tokens) != len(rows):
-            raise InputError(f"{len(self.tokens)} token labels for inputs of {len(rows)} rows")
+            raise InputError(Message("capture.token_labels_inputs_rows", n_tokens=len(self.tokens), n_rows=len(rows)))
         tokens = self.tokens if self.tokens is not None else rows
         query = self.query if self.query is not None else max(1, min(DEFAULT_QUERY, len(tokens)))
         if tokens and not 1 <= query <= len(tokens):
-            raise InputError(f"must be from 1 to {len(tokens)}, got {query}", arg="query")
+            raise InputError(Message("capture.must", n_tokens=len(tokens), query=query), arg="query")
         nodes = [_untokened(n, len(tokens)) for n in nodes]
         dtype = next((str(n.value.dtype) for n in nodes if n.op != "input"), "float32")
         meta = {

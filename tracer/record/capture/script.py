@@ -19,6 +19,7 @@ import torch
 
 from tracer.core.trace import Trace
 from tracer.errors import InputError
+from tracer.message import Message
 from tracer.record import loader
 from tracer.record.capture import capture
 
@@ -29,9 +30,9 @@ def run(spec: str, tokens: Sequence[str] | None = None, query: int | None = None
     module = loader.module(where, "torch code")
     fn = getattr(module, func, None)
     if fn is None:
-        raise InputError(f"{where} has no function {func!r}")
+        raise InputError(Message("capture.no_function", where=where, func=repr(func)))
     if not callable(fn):
-        raise InputError(f"{where}:{func} is not callable (it is a {type(fn).__name__})")
+        raise InputError(Message("capture.not_callable", where=where, func=func, type=type(fn).__name__))
     try:
         wanted = [
             p.name
@@ -41,7 +42,7 @@ def run(spec: str, tokens: Sequence[str] | None = None, query: int | None = None
     except (TypeError, ValueError):
         wanted = []
     if wanted:
-        raise InputError(f"{spec} must take no arguments (it builds its own inputs), but it wants {', '.join(wanted)}")
+        raise InputError(Message("capture.must_take_no_arguments", spec=spec, wanted=", ".join(wanted)))
     name = loader.short_name(where, func)
     cap = capture(tokens, name, query)
     try:
@@ -51,14 +52,14 @@ def run(spec: str, tokens: Sequence[str] | None = None, query: int | None = None
     except (InputError, KeyboardInterrupt):  # our own verdict, or the person at the keyboard
         raise
     except BaseException as e:  # the user's code: any failure, SystemExit included, is one line
-        raise InputError(f"{spec} failed: {type(e).__name__}: {e}") from None
+        raise InputError(Message("capture.failed", spec=spec, type=type(e).__name__, error=str(e))) from None
     if not isinstance(out, torch.Tensor):
-        raise InputError(f"{spec} returned {type(out).__name__}, not a tensor: return the output of your module")
+        raise InputError(Message("capture.returned_not_tensor_return", spec=spec, type=type(out).__name__))
     trace = cap.trace
     story = getattr(module, "NARRATIVE", None)
     if story is not None:
         if not isinstance(story, dict):
-            raise InputError(f"{where}: NARRATIVE must be a dict ({{'en': {{...}}, ...}})")
+            raise InputError(Message("capture.narrative_must_dict", where=where))
         trace.meta["narrative"] = story
     trace.meta["torch"] = spec
     return trace
