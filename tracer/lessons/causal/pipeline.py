@@ -26,6 +26,7 @@ import torch
 from tracer.core.trace import Trace
 from tracer.errors import InputError
 from tracer.lessons.causal import backward
+from tracer.message import Message
 from tracer.record import agree
 from tracer.record import weights as wts
 from tracer.record.blocks.attention import context, row_sum, scores
@@ -41,7 +42,7 @@ DROPOUT = 0.5
 def prepare(values: torch.Tensor, d_out: int = 2, **unknown: Any) -> dict[str, Any]:
     """The book's weights for both parts, and the dropout mask torch draws."""
     if unknown:
-        raise InputError(f"lesson 'causal' takes no option {', '.join(sorted(unknown))}")
+        raise InputError(Message("lessons.takes_no_option", name=repr("causal"), unknown=", ".join(sorted(unknown))))
     d_in, t = int(values.shape[1]), int(values.shape[0])
     linear, info = wts.choose("linear", d_in, d_out, int(values.shape[0]))
     with torch.random.fork_rng(devices=[]):

@@ -33,6 +33,7 @@ from tracer.core.trace import Ref, Trace
 from tracer.errors import InputError
 from tracer.lessons.flash import backward
 from tracer.lessons.flash.flashbound import flash_bound
+from tracer.message import Message
 from tracer.record import weights as wts
 from tracer.record.blocks.attention import context, row_sum, scores
 from tracer.record.blocks.backward import Backward
@@ -48,9 +49,9 @@ BLOCK = 2
 def prepare(values: torch.Tensor, block: int = BLOCK, d_out: int = 2, **unknown: Any) -> dict[str, Any]:
     """The causal lesson's ``nn.Linear`` weights (seed 789) and a validated block size."""
     if unknown:
-        raise InputError(f"lesson 'flash' takes no option {', '.join(sorted(unknown))}")
+        raise InputError(Message("lessons.takes_no_option", name=repr("flash"), unknown=", ".join(sorted(unknown))))
     if isinstance(block, bool) or not isinstance(block, int) or block < 1:
-        raise InputError(f"must be a whole number of keys, at least 1, got {block!r}", arg="block")
+        raise InputError(Message("options.must_whole_number_keys", block=repr(block)), arg="block")
     weights, info = wts.choose("linear", int(values.shape[1]), d_out, int(values.shape[0]))
     return {"weights": weights, "weights_meta": info, "block": block}
 

@@ -26,6 +26,7 @@ import torch
 from tracer.core.trace import Ref, Trace
 from tracer.errors import InputError
 from tracer.lessons.gqa import backward
+from tracer.message import Message
 from tracer.record import weights as wts
 from tracer.record.blocks.attention import context, projection, scores
 from tracer.record.blocks.backward import Backward
@@ -47,14 +48,14 @@ def prepare(
 ) -> dict[str, Any]:
     """The module's weights, drawn in the order the module builds its layers."""
     if unknown:
-        raise InputError(f"lesson 'gqa' takes no option {', '.join(sorted(unknown))}")
+        raise InputError(Message("lessons.takes_no_option", name=repr("gqa"), unknown=", ".join(sorted(unknown))))
     for name, n in (("heads", heads), ("groups", groups), ("d_out", d_out)):
         if isinstance(n, bool) or not isinstance(n, int) or n < 1:
-            raise InputError(f"must be a positive whole number, got {n!r}", arg=name)
+            raise InputError(Message("options.must_positive_whole_number", n=repr(n)), arg=name)
     if heads % groups:
-        raise InputError(f"must divide the {heads} query heads, got {groups}", arg="groups")
+        raise InputError(Message("options.must_divide_query_heads", heads=heads, groups=groups), arg="groups")
     if d_out % heads:
-        raise InputError(f"must be divisible by the {heads} heads, got {d_out}", arg="d_out")
+        raise InputError(Message("options.must_divisible_heads", heads=heads, d_out=d_out), arg="d_out")
     d_in, kv = int(values.shape[1]), groups * (d_out // heads)
     wts.check_size(int(values.shape[0]), d_in, d_out, batch=2)
     with torch.random.fork_rng(devices=[]):

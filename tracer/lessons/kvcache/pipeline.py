@@ -40,6 +40,7 @@ from tracer.errors import InputError
 from tracer.lessons.kvcache.kvbatch import Ahead, Replay, same_nodes
 from tracer.lessons.kvcache.kvcost import COUNTS, LAYERS, cost
 from tracer.lessons.kvcache.kvstep import BLANK, Spot, at_position, qkv, step
+from tracer.message import Message
 from tracer.record import weights as wts
 from tracer.record.blocks.attention import context, scores
 from tracer.record.blocks.masks import causal_masks, masked_softmax
@@ -58,15 +59,15 @@ def prepare(values: torch.Tensor, prompt: int | None = None, d_out: int = 2, **u
     last token of a shorter text.
     """
     if unknown:
-        raise InputError(f"lesson 'kvcache' takes no option {', '.join(sorted(unknown))}")
+        raise InputError(Message("lessons.takes_no_option", name=repr("kvcache"), unknown=", ".join(sorted(unknown))))
     t = int(values.shape[0])
     if t < 2:
-        raise InputError("lesson 'kvcache' needs at least two tokens: a prompt and a token to generate")
+        raise InputError(Message("options.lesson_kvcache_needs_least"))
     prompt = min(PROMPT, t - 1) if prompt is None else prompt
     if isinstance(prompt, bool) or not isinstance(prompt, int) or prompt < 1:
-        raise InputError(f"must be a whole number of tokens, at least 1, got {prompt!r}", arg="prompt")
+        raise InputError(Message("options.must_whole_number_tokens", prompt=repr(prompt)), arg="prompt")
     if prompt >= t:
-        raise InputError(f"must leave a token to generate: the prompt has {prompt} of the {t} tokens", arg="prompt")
+        raise InputError(Message("options.must_leave_token_generate", prompt=prompt, t=t), arg="prompt")
     weights, info = wts.choose("linear", int(values.shape[1]), d_out, t)
     return {"weights": weights, "weights_meta": info, "prompt": prompt}
 
@@ -121,7 +122,7 @@ def build(
     d = int(w["W_key"].data.shape[1])
     spans = schedule(t, prompt) if spans is None else spans
     if [a for a, _ in spans] != [1] + [b + 1 for _, b in spans[:-1]] or spans[-1][1] != t:
-        raise InputError(f"the calls {spans} do not bring the {t} tokens in order, each once")
+        raise InputError(Message("options.calls_do_not_bring", spans=str(spans), t=t))
     with rec.stage("inputs"):
         _, up = causal_masks(rec, t)
     with rec.stage("prompt"):

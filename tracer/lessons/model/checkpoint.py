@@ -27,6 +27,7 @@ from typing import Any
 import numpy as np
 
 from tracer.errors import InputError
+from tracer.message import Message
 
 MAX_LAYERS, MAX_WIDTH, MAX_HEADS, MAX_VOCAB, MAX_FFN = 256, 16384, 256, 1 << 20, 65536
 MAX_PARAMS = 2_000_000_000
@@ -96,17 +97,18 @@ class Config:
             ("vocabulary size", self.vocab, MAX_VOCAB),
         ):
             if isinstance(n, bool) or not isinstance(n, int) or not 1 <= n <= top:
-                raise InputError(f"the model states {what} = {n!r}: must be a whole number from 1 to {top}")
+                raise InputError(Message("model.model_states_must_whole", what=what, n=repr(n), top=top))
         if self.width % self.heads or self.heads % self.kv_heads or self.head_dim % 2:
             raise InputError(
-                f"the model's {self.heads} query heads, {self.kv_heads} key/value heads and width {self.width} do not "
-                "fit together (heads must divide the width into even head sizes, key/value heads the heads)"
+                Message("model.model_s_query_heads", heads=self.heads, kv_heads=self.kv_heads, width=self.width)
             )
         if not (np.isfinite(self.rope_base) and self.rope_base > 1 and np.isfinite(self.eps) and 0 <= self.eps < 1):
-            raise InputError(f"the model states rope base {self.rope_base!r} and norm epsilon {self.eps!r}")
+            raise InputError(
+                Message("model.model_states_rope_base", rope_base=repr(self.rope_base), eps=repr(self.eps))
+            )
         params = sum(int(np.prod(s)) for s in self.shapes.values())
         if params > MAX_PARAMS:
-            raise InputError(f"the model states {params} parameters, more than this lesson reads ({MAX_PARAMS})")
+            raise InputError(Message("model.model_states_parameters_more", params=params, max_params=MAX_PARAMS))
         return self
 
 
@@ -131,11 +133,21 @@ class Checkpoint:
         want = self.config.shapes[name]
         if rows is not None:
             if not all(0 <= r < want[0] for r in rows):
-                raise InputError(f"{self.source}: rows {rows} of weight {name}, which has {want[0]}")
+                raise InputError(
+                    Message("model.rows_weight", source=self.source, rows=str(rows), name=name, want=int(want[0]))
+                )
             want = (len(rows), *want[1:])
         got = self.read(name, rows)
         if tuple(got.shape) != want:
-            raise InputError(f"{self.source}: weight {name} has shape {tuple(got.shape)}, the model's sizes say {want}")
+            raise InputError(
+                Message(
+                    "model.weight_shape_model_s",
+                    source=self.source,
+                    name=name,
+                    shape=str(tuple(got.shape)),
+                    want=str(want),
+                )
+            )
         return got
 
     def encode(self, text: str) -> list[int]:

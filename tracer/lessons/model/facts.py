@@ -13,6 +13,7 @@ import re
 from tracer.core.trace import Trace
 from tracer.errors import InputError
 from tracer.lessons.model import fetch
+from tracer.message import Message
 from tracer.present.facts import formatted, join
 from tracer.present.narrative import Narrative
 
@@ -26,9 +27,9 @@ def facts(trace: Trace, story: Narrative) -> tuple[dict[str, object], dict[str, 
         h, g, dh, d = (int(m[k]) for k in ("heads", "kv_heads", "head_dim", "width"))
         base = float(m["rope_base"])
     except (TypeError, KeyError, ValueError):
-        raise InputError("the trace's meta.model does not give the model's sizes (heads, kv_heads, ...)") from None
+        raise InputError(Message("model.trace_s_meta_model_2")) from None
     if not 1 <= g <= h or h % g:
-        raise InputError(f"the trace's meta.model states {h} query heads in {g} key/value groups")
+        raise InputError(Message("model.trace_s_meta_model", h=h, g=g))
     r = h // g
     extra = story.stage("inputs").extra
     first, rest = extra.get("say_reads_first", ""), extra.get("say_reads_next", "")

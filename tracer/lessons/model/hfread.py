@@ -21,6 +21,7 @@ from tracer.core.files import quoted
 from tracer.errors import InputError
 from tracer.lessons.model.checkpoint import Checkpoint, Config, Naming
 from tracer.lessons.model.ggufread import one_line
+from tracer.message import Message
 from tracer.record.untrusted import parse_json, read_bytes
 
 file_name = Naming(
@@ -39,43 +40,55 @@ def read(folder: Path) -> Checkpoint:
         import torch
         from safetensors import SafetensorError, safe_open
     except ImportError:
-        raise InputError(
-            "reading safetensors needs the 'safetensors' package: pip install 'attn-trace[model]'"
-        ) from None
+        raise InputError(Message("model.reading_safetensors_needs_safetensors")) from None
     config = parse_json(read_bytes(folder / "config.json", "JSON file"), quoted(folder / "config.json"))
     if not isinstance(config, dict):
-        raise InputError(f"{quoted(folder / 'config.json')} is not a JSON object")
+        raise InputError(Message("model.not_json_object", file=quoted(folder / "config.json")))
     cfg = make_config(config, folder)
     weights = folder / "model.safetensors"
     if not weights.is_file():
-        raise InputError(f"{quoted(folder)} has no model.safetensors (a .bin file is never unpickled)")
+        raise InputError(Message("model.no_model_safetensors_bin", folder=quoted(folder)))
     try:
         handle: Any = safe_open(str(weights), framework="pt")
         stored = set(handle.keys())
     except (SafetensorError, OSError, ValueError) as e:
-        raise InputError(f"{quoted(weights)} is not a readable safetensors file: {one_line(e)}") from None
+        raise InputError(
+            Message("model.not_readable_safetensors_file", weights=quoted(weights), error=one_line(e))
+        ) from None
     kinds: dict[str, str] = {}
     for name, shape in cfg.shapes.items():
         key = file_name(name)
         if key not in stored:
             if name == "head" and config.get("tie_word_embeddings", True) is not False:
                 continue
-            raise InputError(f"{quoted(weights)} has no tensor {key}")
+            raise InputError(Message("model.no_tensor", file=quoted(weights), key=key))
         sl = handle.get_slice(key)
         if tuple(sl.get_shape()) != shape:
-            raise InputError(f"{quoted(weights)}: tensor {key} has shape {tuple(sl.get_shape())}, config says {shape}")
+            raise InputError(
+                Message(
+                    "model.tensor_shape_config_says",
+                    weights=quoted(weights),
+                    key=key,
+                    found=str(tuple(sl.get_shape())),
+                    shape=str(shape),
+                )
+            )
         kinds[name] = str(sl.get_dtype())
     if any(k.endswith(".bias") for k in stored):
-        raise InputError(f"{quoted(weights)} has biases; this lesson reads bias-free Llama-family models")
+        raise InputError(Message("model.biases_lesson_reads_bias", weights=quoted(weights)))
 
     def read_weight(name: str, rows: list[int] | None = None) -> np.ndarray:
         key = file_name("embed" if name == "head" and "head" not in kinds else name)
         try:
             t = handle.get_tensor(key)
         except (SafetensorError, OSError, ValueError, RuntimeError) as e:
-            raise InputError(f"{quoted(weights)}: tensor {key} cannot be read: {one_line(e)}") from None
+            raise InputError(
+                Message("model.tensor_cannot_read", weights=quoted(weights), key=key, error=one_line(e))
+            ) from None
         if not t.is_floating_point():
-            raise InputError(f"{quoted(weights)}: tensor {key} is {t.dtype}, not floating-point numbers")
+            raise InputError(
+                Message("model.tensor_not_floating_point", weights=quoted(weights), key=key, dtype=str(t.dtype))
+            )
         out: np.ndarray = (t if rows is None else t[rows]).to(torch.float64).numpy()
         return out
 
@@ -88,7 +101,9 @@ def make_config(c: dict[str, Any], folder: Path) -> Config:
     kind = c.get("model_type")
     if kind not in FAMILY:
         raise InputError(
-            f"{quoted(folder)} holds a {kind!r} model; this lesson reads the Llama family ({', '.join(FAMILY)})"
+            Message(
+                "model.holds_model_lesson_reads_2", folder=quoted(folder), kind=repr(kind), family=", ".join(FAMILY)
+            )
         )
 
     def whole(key: str, default: int | None = None) -> Any:
@@ -103,13 +118,13 @@ def make_config(c: dict[str, Any], folder: Path) -> Config:
         and heads
         and c.get("head_dim", width // heads) != width // heads
     ):
-        raise InputError(f"{quoted(folder)}: head_dim differs from hidden_size / num_attention_heads; not read here")
+        raise InputError(Message("model.head_dim_differs_hidden", folder=quoted(folder)))
     if c.get("rope_scaling") is not None:
-        raise InputError(f"{quoted(folder)} scales its rotary embedding (rope_scaling); this lesson does not")
+        raise InputError(Message("model.scales_rotary_embedding_rope", folder=quoted(folder)))
     try:
         base, eps = float(c.get("rope_theta", 10000.0)), float(c.get("rms_norm_eps", 1e-6))
     except (TypeError, ValueError):
-        raise InputError(f"{quoted(folder)}: rope_theta and rms_norm_eps must be numbers") from None
+        raise InputError(Message("model.rope_theta_rms_norm", folder=quoted(folder))) from None
     return Config(
         layers=whole("num_hidden_layers"),
         width=width,
@@ -129,9 +144,9 @@ def tokenizer(path: Path) -> Any:
     try:
         from tokenizers import Tokenizer
     except ImportError:
-        raise InputError("reading tokenizer.json needs 'tokenizers': pip install 'attn-trace[model]'") from None
+        raise InputError(Message("model.reading_tokenizer_json_needs")) from None
     raw = read_bytes(path, "tokenizer file")
     try:
         return Tokenizer.from_str(raw.decode("utf-8"))
     except (UnicodeDecodeError, Exception) as e:
-        raise InputError(f"{quoted(path)} is not a readable tokenizer: {one_line(e)}") from None
+        raise InputError(Message("model.not_readable_tokenizer", file=quoted(path), error=one_line(e))) from None

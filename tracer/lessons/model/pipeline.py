@@ -32,6 +32,7 @@ from tracer.errors import InputError
 from tracer.lessons.model import Options, forward
 from tracer.lessons.model.checkpoint import Checkpoint
 from tracer.lessons.rope.rotary import angles, rotate
+from tracer.message import Message
 from tracer.record.blocks.attention import context, projection, scores
 from tracer.record.blocks.masks import causal_masks, masked_softmax
 from tracer.record.blocks.projections import sqrt_dk
@@ -60,7 +61,7 @@ def load(model: str | Path | None) -> Checkpoint:
 def whole(name: str, value: object, top: int) -> int:
     """``value`` as a whole number from 0 to ``top − 1``, or one line naming the option."""
     if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < top:
-        raise InputError(f"must be a whole number from 0 to {top - 1}, got {value!r}", arg=name)
+        raise InputError(Message("model.must_whole_number", top=top - 1, value=repr(value)), arg=name)
     return value
 
 
@@ -81,15 +82,17 @@ def prepare(
 ) -> dict[str, Any]:
     """Read the model, tokenize, run the untraced layers; ``values`` (the engine's example) are not used."""
     if unknown:
-        raise InputError(f"lesson 'model' takes no option {', '.join(sorted(unknown))}")
+        raise InputError(Message("lessons.takes_no_option", name=repr("model"), unknown=", ".join(sorted(unknown))))
     if not isinstance(text, str) or not text.strip():
-        raise InputError("must be a non-empty sentence", arg="text")
+        raise InputError(Message("model.must_non_empty_sentence"), arg="text")
     ck = load(model)
     cfg = ck.config
     layer, head = whole("layer", layer, cfg.layers), whole("head", head, cfg.heads)
     ids = ck.encode(text)
     if not 1 <= len(ids) <= MAX_TEXT_TOKENS:
-        raise InputError(f"makes {len(ids)} tokens; this lesson traces 1 to {MAX_TEXT_TOKENS}", arg="text")
+        raise InputError(
+            Message("model.makes_tokens_lesson_traces", n_ids=len(ids), max_text_tokens=MAX_TEXT_TOKENS), arg="text"
+        )
     run = forward.run(ck, ids, layer)
     return {"ck": ck, "ids": ids, "layer": layer, "head": head, "run": run, "text": text, "model": model}
 

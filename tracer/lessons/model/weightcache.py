@@ -36,6 +36,7 @@ from tracer.core.files import quoted
 from tracer.errors import InputError
 from tracer.lessons.model import fetch
 from tracer.lessons.model.checkpoint import Checkpoint
+from tracer.message import Message
 
 QUANTIZED = ("Q8_0", "Q4_0", "Q4_1")
 """Weights stored in these types are what the cache saves the work of; files without any are read directly."""
@@ -102,9 +103,7 @@ def load(path: Path, shape: tuple[int, ...]) -> np.ndarray:
     try:
         a = np.load(path, mmap_mode="r", allow_pickle=False)
     except (OSError, ValueError) as e:
-        raise InputError(f"the weight cache file {quoted(path)} cannot be read ({e}): delete its folder") from None
+        raise InputError(Message("model.weight_cache_file_cannot", file=quoted(path), error=str(e))) from None
     if not isinstance(a, np.ndarray) or a.dtype not in STORED or a.shape != shape or not a.flags.c_contiguous:
-        raise InputError(
-            f"the weight cache file {quoted(path)} does not hold {shape} float32 or float64 numbers: delete its folder"
-        )
+        raise InputError(Message("model.weight_cache_file_does", file=quoted(path), shape=str(shape)))
     return a

@@ -24,6 +24,7 @@ import torch
 from tracer.core.trace import TENSOR, Ref, Trace
 from tracer.errors import InputError
 from tracer.lessons.multihead import backward
+from tracer.message import Message
 from tracer.record import weights as wts
 from tracer.record.blocks.attention import context, projection, scores
 from tracer.record.blocks.backward import Backward
@@ -38,7 +39,7 @@ HEADS = 2
 def prepare(values: torch.Tensor, d_out: int = 2, **unknown: Any) -> dict[str, Any]:
     """Both modules' weights, drawn as the book draws them (the lesson's two heads)."""
     if unknown:
-        raise InputError(f"lesson 'multihead' takes no option {', '.join(sorted(unknown))}")
+        raise InputError(Message("lessons.takes_no_option", name=repr("multihead"), unknown=", ".join(sorted(unknown))))
     return with_heads(values, d_out, HEADS)
 
 
@@ -50,7 +51,7 @@ def with_heads(values: torch.Tensor, d_out: int, heads: int) -> dict[str, Any]:
     d_in = int(values.shape[1])
     wts.check_size(int(values.shape[0]), d_in, d_out, batch=2 * heads)  # 2 copies of the inputs, each in every head
     if heads < 1 or d_out % heads:
-        raise InputError(f"d_out must be divisible by the {heads} heads, got {d_out}")
+        raise InputError(Message("options.d_out_must_divisible", heads=heads, d_out=d_out))
     layers_ = wts.linear_layers(d_in, d_out, seed=wts.MODULE_SEED, count=heads)
     wrap = {name: torch.stack([layers_[3 * h + n].weight.T for h in range(heads)]) for n, name in enumerate(wts.NAMES)}
     with torch.random.fork_rng(devices=[]):

@@ -43,6 +43,7 @@ from tracer.core.trace import Ref, Trace
 from tracer.errors import InputError
 from tracer.lessons.rope import backward
 from tracer.lessons.rope.rotary import STYLES, angles, bound, rotate, scores
+from tracer.message import Message
 from tracer.record import weights as wts
 from tracer.record.blocks.attention import context
 from tracer.record.blocks.backward import Backward
@@ -71,18 +72,18 @@ def prepare(
 ) -> dict[str, Any]:
     """Lesson trainable's weights, ``d_out`` wide (even), and a validated base and offset."""
     if unknown:
-        raise InputError(f"lesson 'rope' takes no option {', '.join(sorted(unknown))}")
+        raise InputError(Message("lessons.takes_no_option", name=repr("rope"), unknown=", ".join(sorted(unknown))))
     if isinstance(d_out, bool) or not isinstance(d_out, int) or d_out < 2 or d_out % 2:
-        raise InputError(f"must be even: RoPE rotates pairs of components, got {d_out!r}", arg="d_out")
+        raise InputError(Message("options.must_even_rope_rotates", d_out=repr(d_out)), arg="d_out")
     if isinstance(base, bool) or not isinstance(base, int | float) or not math.isfinite(base) or base <= 1:
-        raise InputError(f"must be a finite number above 1, got {base!r}", arg="base")
+        raise InputError(Message("options.must_finite_number_above", base=repr(base)), arg="base")
     if isinstance(offset, bool) or not isinstance(offset, int) or abs(offset) > 2**20:
-        raise InputError(f"must be a whole number of positions, at most 2**20 in size, got {offset!r}", arg="offset")
+        raise InputError(Message("options.must_whole_number_positions", offset=repr(offset)), arg="offset")
     if style not in STYLES:
-        raise InputError(f"must be one of {', '.join(STYLES)}, got {style!r}", arg="style")
+        raise InputError(Message("options.must_one", styles=", ".join(STYLES), style=repr(style)), arg="style")
     built, info = wts.choose(weights, int(values.shape[1]), d_out, int(values.shape[0]))
     if int(built["W_query"].shape[1]) % 2:
-        raise InputError("RoPE rotates pairs of components: the weights file's width must be even")
+        raise InputError(Message("options.rope_rotates_pairs_components"))
     return {"weights": built, "weights_meta": info, "base": float(base), "offset": offset, "style": style}
 
 

@@ -20,6 +20,7 @@ import torch
 from tracer.core.trace import Trace
 from tracer.errors import InputError
 from tracer.lessons.trainable import backward
+from tracer.message import Message
 from tracer.record import agree
 from tracer.record.blocks.attention import context
 from tracer.record.blocks.backward import Backward
@@ -34,7 +35,7 @@ def prepare(values: torch.Tensor, weights: str = "rand", d_out: int = 2, **unkno
     from tracer.record import weights as w
 
     if unknown:
-        raise InputError(f"lesson 'trainable' takes no option {', '.join(sorted(unknown))}")
+        raise InputError(Message("lessons.takes_no_option", name=repr("trainable"), unknown=", ".join(sorted(unknown))))
     built, info = w.choose(weights, int(values.shape[1]), d_out, int(values.shape[0]))
     return {"weights": built, "weights_meta": info}
 

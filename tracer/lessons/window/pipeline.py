@@ -25,6 +25,7 @@ import torch
 from tracer.core.trace import Trace
 from tracer.errors import InputError
 from tracer.lessons.window import backward
+from tracer.message import Message
 from tracer.record import weights as wts
 from tracer.record.blocks.attention import context, scores
 from tracer.record.blocks.backward import Backward
@@ -42,9 +43,9 @@ WEIGHTS = r"\alpha^{\mathrm{win}}"
 def prepare(values: torch.Tensor, window: int = WINDOW, d_out: int = 2, **unknown: Any) -> dict[str, Any]:
     """The causal lesson's ``nn.Linear`` weights (seed 789) and a validated window width."""
     if unknown:
-        raise InputError(f"lesson 'window' takes no option {', '.join(sorted(unknown))}")
+        raise InputError(Message("lessons.takes_no_option", name=repr("window"), unknown=", ".join(sorted(unknown))))
     if isinstance(window, bool) or not isinstance(window, int) or window < 1:
-        raise InputError(f"must be a whole number of keys, at least 1, got {window!r}", arg="window")
+        raise InputError(Message("options.must_whole_number_keys", block=repr(window)), arg="window")
     weights, info = wts.choose("linear", int(values.shape[1]), d_out, int(values.shape[0]))
     return {"weights": weights, "weights_meta": info, "window": window}
 
