@@ -27,6 +27,7 @@ from typing import Any
 
 from tracer.core.trace import Trace
 from tracer.errors import InputError
+from tracer.message import Message
 from tracer.present.narrative import Narrative, NodeText, Stage
 from tracer.record import registry
 from tracer.record.lesson import page_part
@@ -64,13 +65,15 @@ def facts(trace: Trace, story: Narrative) -> dict[str, object]:
     """The values the narrative's placeholders take for ``trace``, the case variants already filled in."""
     found = facts_of(trace, story)
     if found is None:
-        raise InputError(f"lesson {story.lesson!r} says nothing about its example: it has no facts")
+        raise InputError(Message("narrative.lesson_says_nothing_about", lesson=repr(story.lesson)))
     values, cases = found(trace, story)
     extras = {k: v for s in story.stages.values() for k, v in s.extra.items() if k.startswith("say_")}
     for name, case in cases.items():
         key = f"say_{name}_{case}"
         if key not in extras:
-            raise InputError(f"the {story.lang!r} narrative of {story.lesson!r} lacks {key}")
+            raise InputError(
+                Message("narrative.narrative_lacks", lang=repr(story.lang), lesson=repr(story.lesson), key=key)
+            )
         values[name] = formatted(extras[key], values)
     return values
 
@@ -79,7 +82,9 @@ def formatted(text: str, values: dict[str, Any]) -> str:
     try:
         return text % values
     except (KeyError, ValueError, TypeError) as e:
-        raise InputError(f"a narrative placeholder cannot be filled: {e} in {text[:60]!r}") from None
+        raise InputError(
+            Message("narrative.narrative_placeholder_cannot_filled", error=str(e), text=repr(text[:60]))
+        ) from None
 
 
 def fill(trace: Trace, story: Narrative) -> Narrative:

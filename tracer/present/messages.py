@@ -62,7 +62,7 @@ def lesson_table(name: str, lang: str) -> dict[str, str]:
     if not data:
         return {}
     if not set(name) <= KEY_CHARS - {"."}:
-        raise InputError(f"lesson {name!r} has a message table, so its name must be lower-case letters, digits and _")
+        raise InputError(Message("narrative.lesson_message_table_so", name=repr(name)))
     return flatten(data, f"{LESSON}{name}.")
 
 

@@ -57,7 +57,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from tracer.errors import InputError
+from tracer.errors import InputError, unknown
+from tracer.message import Message
 from tracer.present.strings import LANGS, flatten
 from tracer.record import registry
 
@@ -137,7 +138,9 @@ class Narrative:
         try:
             return self.stages[name]
         except KeyError:
-            raise InputError(f"the {self.lang!r} narrative of {self.lesson!r} has no stage {name!r}") from None
+            raise InputError(
+                Message("narrative.narrative_no_stage", lang=repr(self.lang), lesson=repr(self.lesson), name=repr(name))
+            ) from None
 
     def keys(self) -> set[str]:
         """Every key, flattened (``stages.scores.title``): equal across languages."""
@@ -173,13 +176,15 @@ def load(lesson: str, lang: str) -> Narrative:
     among the registered lessons, never joined into a path.
     """
     if lang not in LANGS:
-        raise InputError(f"unknown language {lang!r}: choose from {', '.join(LANGS)}")
+        raise InputError(unknown("language", lang, LANGS))
     known = registry.names()
     if lesson not in known:
-        raise InputError(f"unknown lesson {lesson!r} (lessons with narratives: {', '.join(known)})")
+        raise InputError(
+            Message("narrative.unknown_lesson_lessons_narratives", lesson=repr(lesson), known=", ".join(known))
+        )
     data = registry.get(lesson).narrative(lang)
     if data is None:
-        raise InputError(f"lesson {lesson!r} has no {lang!r} narrative yet")
+        raise InputError(Message("narrative.lesson_no_narrative_yet", lesson=repr(lesson), lang=repr(lang)))
     return from_dict(data, lesson, lang)
 
 
@@ -190,9 +195,11 @@ def from_dict(data: dict[str, Any], lesson: str, lang: str) -> Narrative:
         nodes = {str(name): _node(name, table) for name, table in data.get("nodes", {}).items()}
         return Narrative(lesson, lang, str(data["title"]), str(data["summary"]), stages, nodes)
     except (KeyError, TypeError, AttributeError) as e:
-        raise InputError(f"the {lang!r} narrative of {lesson!r} is incomplete: missing {e}") from None
+        raise InputError(
+            Message("narrative.narrative_incomplete_missing", lang=repr(lang), lesson=repr(lesson), error=str(e))
+        ) from None
     except ValueError as e:
-        raise InputError(f"the {lang!r} narrative of {lesson!r}: {e}") from None
+        raise InputError(Message("narrative.narrative", lang=repr(lang), lesson=repr(lesson), error=str(e))) from None
 
 
 def _names(table: dict[str, Any], key: str) -> tuple[str, ...]:

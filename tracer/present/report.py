@@ -25,6 +25,7 @@ import numpy as np
 
 from tracer.core.trace import Trace
 from tracer.errors import InputError
+from tracer.message import Message
 from tracer.present import narrative
 from tracer.present.facts import fill
 from tracer.present.narrative import Narrative
@@ -139,7 +140,14 @@ def narrative_of(trace: Trace, lang: str) -> Narrative:
     carried = trace.meta.get("narrative")
     if isinstance(carried, dict):
         if lang not in carried:
-            raise InputError(f"pipeline {name!r} has no {lang!r} narrative (it has {', '.join(sorted(carried))})")
+            raise InputError(
+                Message(
+                    "narrative.pipeline_no_narrative",
+                    name=repr(name),
+                    lang=repr(lang),
+                    carried=", ".join(sorted(carried)),
+                )
+            )
         return narrative.from_dict(carried[lang], name, lang)
     if trace.meta.get("captured"):
         from tracer.present import captured

@@ -23,6 +23,7 @@ from typing import Any
 from tracer.core import portable
 from tracer.core.trace import Trace
 from tracer.errors import InputError
+from tracer.message import Message
 from tracer.present import narrative
 from tracer.present.notebook.code import Cell, lesson_cells, setup, traced_cell
 from tracer.present.render.env import md
@@ -125,7 +126,7 @@ def build(trace: Trace, lang: str = "en", pipeline: str | None = None) -> bytes:
 
 
 def no_cells(lesson: str) -> InputError:
-    return InputError(f"no notebook code for lesson {lesson!r}: it is not an installed lesson that writes cells")
+    return InputError(Message("notebook.no_notebook_code_lesson", lesson=repr(lesson)))
 
 
 def writes_cells(lesson: str) -> None:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from tracer.core.trace import Node, Trace
 from tracer.errors import InputError
+from tracer.message import Message
 from tracer.present.narrative import Narrative
 from tracer.present.notebook.code import Cell, check, inputs_cell, lines
 from tracer.present.views.lesson import featured
@@ -27,7 +28,7 @@ def inputs_node(trace: Trace) -> Node:
     for node in trace.nodes:
         if node.op == "input" and node.value.shape == shape:
             return node
-    raise InputError(f"the pipeline records no {shape[0]} x {shape[1]} input node: no notebook can re-run it")
+    raise InputError(Message("notebook.pipeline_records_no_x", shape=shape[0], shape2=shape[1]))
 
 
 def step(trace: Trace, node: Node) -> str:

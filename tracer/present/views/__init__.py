@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from tracer.core.trace import Trace
 from tracer.errors import InputError
+from tracer.message import Message
 from tracer.present.overflow import Overflow
 from tracer.present.strings import Strings
 from tracer.present.views import code, doors, idea
@@ -46,7 +47,7 @@ def build(trace: Trace, lang: str = "en", decimals: int = 4, scaled: Overflow | 
     missing = [name for name in READS if name not in have]
     if missing:
         lesson = trace.meta.get("lesson")
-        raise InputError(f"this walk-through reads node {missing[0]!r}, which the trace of {lesson!r} does not have")
+        raise InputError(Message("page.walk_through_reads_node", missing=repr(missing[0]), lesson=repr(lesson)))
     s = Strings(lang)
     ctx = Ctx(trace, s, decimals)
     q = trace.query

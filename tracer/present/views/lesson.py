@@ -18,6 +18,7 @@ from dataclasses import replace
 
 from tracer.core.trace import Node, Trace
 from tracer.errors import InputError
+from tracer.message import Message
 from tracer.present.facts import fill
 from tracer.present.narrative import Narrative, Stage
 from tracer.present.strings import Strings
@@ -56,13 +57,13 @@ def prose(text: str, anchor: str, notes: dict[str, str] | None = None) -> list[B
         mine = keys(chunk)
         missing = [k for k in mine if k not in notes]
         if missing:
-            raise InputError(f"stage {anchor!r}: footnote [^{missing[0]}] has no text in its notes table")
+            raise InputError(Message("page.stage_footnote_no_text", anchor=repr(anchor), missing=missing[0]))
         cited += mine
         said = tuple((k, Para(" ".join(notes[k].split()), math=True)) for k in dict.fromkeys(mine))
         out.append(Para(" ".join(chunk.split()), math=True, notes=said))
     unused = sorted(set(notes) - set(cited))
     if unused:
-        raise InputError(f"stage {anchor!r}: footnote {unused[0]!r} is never cited in the text")
+        raise InputError(Message("page.stage_footnote_never_cited", anchor=repr(anchor), unused=repr(unused[0])))
     return out
 
 
@@ -115,7 +116,7 @@ def build(trace: Trace, story: Narrative, decimals: int = 4) -> Page:
     ctx = LessonCtx(trace, s, decimals, story=story)
     q = trace.query
     if not 1 <= q <= ctx.t:
-        raise InputError(f"the focus query {q} is not one of the {ctx.t} tokens")
+        raise InputError(Message("page.focus_query_not_one", q=q, t=ctx.t))
     code = blocks(trace, s)
     order = backward.forward(stage_order(trace), trace)
     shown = [section(ctx, n + 1, st, story.stage(st), code.get(st, ())) for n, st in enumerate(order)]

@@ -14,6 +14,7 @@ import re
 from dataclasses import replace
 
 from tracer.errors import InputError
+from tracer.message import Message
 from tracer.present.views.model import Block, Figure, Note, Para, Section, Table
 
 MARK = re.compile(r"\[\^([A-Za-z0-9_-]+)\]")
@@ -35,17 +36,17 @@ class _Counter:
     def para(self, p: Para) -> Para:
         if not p.notes:
             if p.math and keys(p.text):
-                raise InputError(f"footnote [^{keys(p.text)[0]}] has no text: {p.text[:60]!r}")
+                raise InputError(Message("page.footnote_no_text", key=keys(p.text)[0], text=repr(p.text[:60])))
             return p
         given = dict(p.notes)
         used = keys(p.text)
         for key in sorted(set(given) - set(used)):
-            raise InputError(f"footnote {key!r} is never marked in the text: {p.text[:60]!r}")
+            raise InputError(Message("page.footnote_never_marked_text", key=repr(key), text=repr(p.text[:60])))
 
         def one(m: re.Match[str]) -> str:
             key = m.group(1)
             if key not in given:
-                raise InputError(f"footnote [^{key}] has no text: {p.text[:60]!r}")
+                raise InputError(Message("page.footnote_no_text", key=key, text=repr(p.text[:60])))
             self.n += 1
             self.found.append(Note(self.n, given[key]))
             return f"[^{self.n}]"
