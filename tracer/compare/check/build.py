@@ -94,7 +94,7 @@ def _plan(
     width = [p.name for p in params if p.name.lower() in WIDTH]
     if (width or conf) and values.get("d_in") != values.get("d_out"):
         one = width[0] if width else conf[0].name if conf else ""
-        raise Square(f"{name_of(obj)} takes one width ({one}) for its inputs and outputs: it maps d to d")
+        raise Square(Message("check.takes_one_width_inputs", name=name_of(obj), one=one))
     kwargs: dict[str, Any] = {}
     shown: dict[str, str] = {}
     for p in params:

@@ -20,6 +20,7 @@ from tracer.compare.check.lessons import Spec
 from tracer.compare.check.mistakes import MISTAKES
 from tracer.compare.check.structure import STRUCTURE
 from tracer.errors import InputError
+from tracer.message import Message
 
 __all__ = ["CATALOGUE", "STRUCTURE", "Entry", "diagnose", "entries", "entry", "known"]
 
@@ -69,7 +70,7 @@ def own(spec: Spec) -> tuple[Entry, ...]:
     """Lesson ``spec``'s own mistakes, each an :class:`Entry` (anything else in its description is one line)."""
     wrong = [e for e in spec.mistakes if not isinstance(e, Entry)]
     if wrong:
-        raise InputError(f"lesson {spec.name!r} lists a mistake that is not an Entry: {wrong[0]!r}")
+        raise InputError(Message("check.lesson_lists_mistake_not", name=repr(spec.name), wrong=repr(wrong[0])))
     return tuple(e for e in spec.mistakes if isinstance(e, Entry))
 
 

@@ -19,7 +19,7 @@ from tracer.compare.check.lessons import Spec
 from tracer.compare.check.model import Role, Seen
 from tracer.compare.check.student import StudentError
 from tracer.core.trace import Trace
-from tracer.message import Arg
+from tracer.message import Arg, Message
 
 
 @dataclass(frozen=True)
@@ -56,7 +56,7 @@ class Context:
         from tracer.compare.check.evidence import Malformed
 
         if name not in self.runs:
-            raise Malformed(f"the run {name!r} is missing")
+            raise Malformed(Message("check.run_missing", name=repr(name)))
         return self.runs[name]
 
     @property

@@ -80,23 +80,23 @@ def _run(v: Any, budget: list[int]) -> Run:
 
 def _dict(v: Any, what: str) -> dict[str, Any]:
     if not isinstance(v, dict):
-        raise Malformed(f"{what} is not an object")
+        raise Malformed(Message("malformed.not_object", what=what))
     return v
 
 
 def _list(v: Any, what: str, most: int = MAX_ITEMS) -> list[Any]:
     if not isinstance(v, list):
-        raise Malformed(f"{what} is not a list")
+        raise Malformed(Message("malformed.not_list", what=what))
     if len(v) > most:
-        raise Malformed(f"{what} has {len(v)} entries (at most {most})")
+        raise Malformed(Message("malformed.entries_most", what=what, n_v=len(v), most=most))
     return v
 
 
 def _text(v: Any, what: str, most: int = MAX_TEXT) -> str:
     if not isinstance(v, str):
-        raise Malformed(f"{what} is not a string")
+        raise Malformed(Message("malformed.not_string", what=what))
     if len(v) > most:
-        raise Malformed(f"{what} is {len(v)} characters long (at most {most})")
+        raise Malformed(Message("malformed.characters_long_most", what=what, n_v=len(v), most=most))
     return v
 
 
@@ -105,23 +105,23 @@ def _message(v: Any, what: str) -> Message:
     try:
         said = Message.from_json(v)
     except ValueError as e:
-        raise Malformed(f"{what} is not a message: {str(e)[:100]}") from None
+        raise Malformed(Message("malformed.not_message", what=what, error=str(e)[:100])) from None
     if not said.key.startswith(SENT):
-        raise Malformed(f"{what} is a message the check does not send ({said.key[:40]!r})")
+        raise Malformed(Message("malformed.message_check_does_not", what=what, key=repr(said.key[:40])))
     if len(json.dumps(v)) > MAX_TEXT:
-        raise Malformed(f"{what} is longer than {MAX_TEXT} characters")
+        raise Malformed(Message("malformed.longer_than_characters", what=what, max_text=MAX_TEXT))
     return said
 
 
 def _bool(v: Any, what: str) -> bool:
     if not isinstance(v, bool):
-        raise Malformed(f"{what} is not true or false")
+        raise Malformed(Message("malformed.not_true_or_false", what=what))
     return v
 
 
 def _int(v: Any, what: str) -> int:
     if not isinstance(v, int) or isinstance(v, bool) or not 0 <= v <= MAX_SIDE:
-        raise Malformed(f"{what} is not a whole number from 0 to {MAX_SIDE}")
+        raise Malformed(Message("malformed.not_whole_number", what=what, max_side=MAX_SIDE))
     return v
 
 
@@ -129,23 +129,31 @@ def _arr(v: Any, budget: list[int], what: str, finite: bool = False) -> np.ndarr
     d = _dict(v, what)
     shape = _list(d.get("shape"), f"{what}'s shape", MAX_DIMS)
     if not all(isinstance(n, int) and not isinstance(n, bool) and 0 <= n <= MAX_SIDE for n in shape):
-        raise Malformed(f"{what}'s shape {shape!r} is not a list of sizes from 0 to {MAX_SIDE}")
+        raise Malformed(Message("malformed.s_shape_not_list", what=what, shape=repr(shape), max_side=MAX_SIDE))
     count = math.prod(shape)
     if count > MAX_ELEMENTS or count > budget[0]:
-        raise Malformed(f"{what} has {count} entries: more than a check's tensors can have")
+        raise Malformed(Message("malformed.entries_more_than_check", what=what, count=count))
     budget[0] -= count
     raw = d.get("f8")
     if not isinstance(raw, str) or len(raw) > 4 * (count * 8 + 2) // 3 + 4:
-        raise Malformed(f"{what}'s data is not base64 text of its size")
+        raise Malformed(Message("malformed.s_data_not_base64", what=what))
     try:
         data = base64.b64decode(raw.encode("ascii"), validate=True)
     except (ValueError, UnicodeEncodeError):
-        raise Malformed(f"{what}'s data is not base64") from None
+        raise Malformed(Message("malformed.s_data_not_base64_2", what=what)) from None
     if len(data) != count * 8:
-        raise Malformed(f"{what} holds {len(data)} bytes where its shape {tuple(shape)} needs {count * 8}")
+        raise Malformed(
+            Message(
+                "malformed.holds_bytes_where_shape",
+                what=what,
+                n_data=len(data),
+                shape=str(tuple(shape)),
+                need=count * 8,
+            )
+        )
     a = np.frombuffer(data, dtype="<f8").astype(np.float64).reshape(shape)
     if finite and not np.isfinite(a).all():
-        raise Malformed(f"{what} has non-finite entries")
+        raise Malformed(Message("malformed.non_finite_entries", what=what))
     return a
 
 
@@ -166,7 +174,7 @@ def _roles(v: Any, budget: list[int]) -> dict[str, Role]:
         d = _dict(item, f"roles[{n}]")
         role = _text(d.get("role"), "role")
         if role not in ROLES or role in out:
-            raise Malformed(f"roles[{n}] is {role[:40]!r}: not a role of the check, or a second one")
+            raise Malformed(Message("malformed.roles_not_role_check", n=n, role=repr(role[:40])))
         value = _arr(d.get("value"), budget, role, finite=True)
         out[role] = Role(role, _text(d.get("param"), "param"), _message(d.get("how"), "how"), value)
     return out
@@ -183,7 +191,7 @@ def _other_of(v: Any, budget: list[int]) -> Other:
     results: dict[str, np.ndarray | Message] = {}
     for mode, r in _dict(d.get("results"), "other's results").items():
         if mode not in MODES:
-            raise Malformed(f"other's results name a mode {str(mode)[:20]!r}")
+            raise Malformed(Message("malformed.other_s_results_name", mode=repr(str(mode)[:20])))
         said = isinstance(r, dict) and "key" in r
         results[mode] = _message(r, mode) if said else _arr(r, budget, f"other's {mode} result")
     problem = None if d.get("problem") is None else _message(d.get("problem"), "problem")
@@ -195,14 +203,14 @@ def _other_of(v: Any, budget: list[int]) -> Other:
 def _structural(v: Any) -> tuple[str, dict[str, str]]:
     items = _list(v, "structural", 2)
     if len(items) != 2:
-        raise Malformed("structural is not a code and its details")
+        raise Malformed(Message("malformed.structural_not_code_details"))
     code, detail = items[0], _dict(items[1], "structural detail")
     if len(detail) > 20:
-        raise Malformed("structural detail has too many fields")
+        raise Malformed(Message("malformed.structural_detail_too_many"))
     from tracer.compare.check.structure import BUILT
 
     if code not in BUILT:
-        raise Malformed(f"the structural difference {str(code)[:40]!r} is not one the check knows")
+        raise Malformed(Message("malformed.structural_difference_not_one", code=repr(str(code)[:40])))
     return _text(code, "structural code", 100), {_text(k, "key", 100): _text(x, "detail") for k, x in detail.items()}
 
 
@@ -212,11 +220,11 @@ def _given(v: Any) -> dict[str, str]:
 
     given = _dict(v, "given")
     if len(given) > 20:
-        raise Malformed("given names too many parameters")
+        raise Malformed(Message("malformed.given_names_too_many"))
     out = {}
     for k, kind in given.items():
         if kind not in TABLE:
-            raise Malformed(f"given: {str(kind)[:40]!r} is not a kind of argument the check passes")
+            raise Malformed(Message("malformed.given_not_kind_argument", kind=repr(str(kind)[:40])))
         out[_text(k, "given parameter", 100)] = kind
     return out
 
@@ -224,7 +232,7 @@ def _given(v: Any) -> dict[str, str]:
 def _returned(v: Any) -> str:
     """What ``forward`` returned around its output: nothing, or a ``tuple`` or ``list``."""
     if v not in ("", "tuple", "list"):
-        raise Malformed(f"returned: {str(v)[:40]!r} is not tuple or list")
+        raise Malformed(Message("malformed.returned_not_tuple_or", v=repr(str(v)[:40])))
     return str(v)
 
 
@@ -236,4 +244,4 @@ def _trace(v: Any) -> Trace:
     except TracerError as e:
         raise Malformed(str(e)) from None
     except (RecursionError, ValueError, TypeError, KeyError) as e:
-        raise Malformed(f"the captured run is not a trace: {type(e).__name__}") from None
+        raise Malformed(Message("malformed.captured_run_not_trace", type=type(e).__name__)) from None

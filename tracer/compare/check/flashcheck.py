@@ -92,7 +92,7 @@ def context(ev: Evidence, spec: Spec, source: str | None) -> Context:
     at = sizes(spec)
     got = sorted(r.name for r in ev.runs)
     if got != sorted(at):
-        raise Malformed(f"the results of the runs {sorted(at)} were expected, got {got[:5]}")
+        raise Malformed(Message("check.results_runs_were_expected", at=str(sorted(at)), got=str(got[:5])))
     runs = {r.name: r for r in ev.runs}
     return Context(spec, trace_of(spec, ev.roles), [], {}, runs=runs, other=ev.other, source=source)
 

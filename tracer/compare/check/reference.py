@@ -15,6 +15,7 @@ from tracer.compare.check.lessons import Spec
 from tracer.compare.check.model import Role
 from tracer.compare.check.roles import BIAS
 from tracer.core.trace import Trace
+from tracer.message import Message
 from tracer.record import registry
 from tracer.record.inputs import tutorial
 
@@ -96,8 +97,8 @@ def checked(spec: Spec, found: dict[str, Role]) -> Trace:
     from tracer.compare.check.roles import QKV
 
     if spec.is_class and any(r not in found for r in QKV):
-        raise Malformed("the weights found name no query, key and value")
+        raise Malformed(Message("check.weights_found_name_no"))
     try:
         return reference(spec, found)
     except (ValueError, IndexError, KeyError, RuntimeError, TypeError) as e:
-        raise Malformed(f"the weights found do not fit the lesson's inputs ({type(e).__name__})") from None
+        raise Malformed(Message("check.weights_found_do_not", type=type(e).__name__)) from None

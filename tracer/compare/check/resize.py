@@ -258,10 +258,10 @@ def judge(spec: Spec, others: list[Other]) -> tuple[Message, Message] | None:
     """The judge's half: each second build's results against the lesson computed here from its weights."""
     sized = alternatives(spec)
     if len(others) != len(sized):
-        raise Malformed(f"{len(sized)} second builds were expected, got {len(others)}")
+        raise Malformed(Message("check.second_builds_were_expected", n_sized=len(sized), n_others=len(others)))
     for tries, other in zip(sized, others, strict=True):
         if not 0 <= other.tried < len(tries):
-            raise Malformed(f"a second build names sizes {other.tried} of {len(tries)}")
+            raise Malformed(Message("check.second_build_names_sizes", tried=other.tried, n_tries=len(tries)))
         found = _judged(spec, tries[other.tried], other)
         if found is not None and other.tried:  # wrong at the fallback too: what the first sizes did is the verdict
             return describe(spec, tries[0]), other.first or found

@@ -72,11 +72,11 @@ def spec_for(
     if rope_style is not None:
         if not spec.rotary or rope_style not in resizeref.STYLES:
             turned = ", ".join(n for n, s in lessons.SPECS.items() if s.rotary)
-            raise InputError(f"rope_style is half or interleaved, for lesson {turned} only (got {rope_style!r})")
+            raise InputError(Message("check.rope_style_half_or", turned=turned, rope_style=repr(rope_style)))
         spec = replace(spec, style=str(rope_style))
     if spec.driver == lessons.QKV and (d_out is not None or d_in is not None or heads is not None):
         said = "--d-out, --d-in and --heads do not apply"
-        raise InputError(f"lesson {spec.name} checks a function of q, k and v: {said}")
+        raise InputError(Message("check.lesson_checks_function_q", name=spec.name, said=said))
     if d_out is not None or d_in is not None or heads is not None:
         spec = sizing.sized(spec, d_out, d_in, heads)
     return spec

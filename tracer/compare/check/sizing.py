@@ -14,6 +14,7 @@ from dataclasses import replace
 from tracer.compare.check.lessons import SPECS, Spec, qkv
 from tracer.compare.check.model import Quantity as Q
 from tracer.errors import InputError
+from tracer.message import Message
 
 WRAP = (
     *qkv("wrap."),
@@ -50,26 +51,26 @@ def sized(spec: Spec, d_out: int | None = None, d_in: int | None = None, heads: 
     stays the lesson's unless given, and must split into the heads.
     """
     if not spec.is_class:
-        raise InputError(f"lesson {spec.name} has no d_in or d_out: the inputs are used as they are")
+        raise InputError(Message("check.lesson_no_d_or", name=spec.name))
     args = list(spec.args)
     if heads is not None:
         if "num_heads" not in spec.signature:
             headed = ", ".join(n for n, s in SPECS.items() if s.multi)
-            raise InputError(f"lesson {spec.name} has one head: heads are for {headed}")
+            raise InputError(Message("check.lesson_one_head_heads", name=spec.name, headed=headed))
         if heads < 1 or heads > MAX_HEADS:
-            raise InputError(f"heads must be between 1 and {MAX_HEADS}, got {heads}")
+            raise InputError(Message("check.heads_must_between", max_heads=MAX_HEADS, heads=heads))
         groups = args[spec.signature.index("num_kv_groups")] if spec.grouped else 1
         if heads % groups:
-            raise InputError(f"heads must be a multiple of lesson {spec.name}'s {groups} key/value groups, got {heads}")
+            raise InputError(Message("check.heads_must_multiple_lesson", name=spec.name, groups=groups, heads=heads))
         args[spec.signature.index("num_heads")] = heads
     count = spec.heads if heads is None else heads
     d_out = spec.d_out if d_out is None else d_out
     d_in = spec.d_in if d_in is None else d_in
     if d_out < 1 or d_out % count:
         said = "the lesson's " if heads is None else ""
-        raise InputError(f"d_out must be a positive multiple of {said}{count} heads, got {d_out}")
+        raise InputError(Message("check.d_out_must_positive", said=said, count=count, d_out=d_out))
     if d_in < 1 or d_in > MAX_WIDTH:
-        raise InputError(f"d_in must be between 1 and {MAX_WIDTH}, got {d_in}")
+        raise InputError(Message("check.d_must_between", max_width=MAX_WIDTH, d_in=d_in))
     return replace(spec, d_in=d_in, d_out=d_out, heads=count, args=(d_in, d_out, *args[2:]))
 
 

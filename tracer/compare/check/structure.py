@@ -16,6 +16,7 @@ from tracer.compare.check import resize
 from tracer.compare.check.context import Context, Hit
 from tracer.compare.check.entry import Entry
 from tracer.compare.check.evidence import Malformed
+from tracer.message import Message
 
 STAGE = ("structure",)
 
@@ -36,7 +37,7 @@ def sizes_ignored(c: Context) -> Hit | None:
     if c.structure is not None or not c.spec.is_class or c.spec.rebuilds is None:
         return None
     if c.other is None:
-        raise Malformed("the second build is missing")
+        raise Malformed(Message("check.second_build_missing"))
     return resize.hit(c.spec, c.other)
 
 
