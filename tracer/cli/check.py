@@ -111,7 +111,7 @@ def check(
     sizes = {k: v for k, v in (("d_in", d_in), ("d_out", d_out), ("heads", heads)) if v is not None}
     if rope_style is not None and not SPECS[lesson].rotary:
         turned = ", ".join(n for n, s in SPECS.items() if s.rotary)
-        raise UserError(f"--rope-style goes with --lesson {turned}")
+        raise UserError(Message("cli.rope_style_goes_lesson", turned=turned))
     from tracer.compare.check.run import spec_for
 
     spec_for(lesson, **sizes, rope_style=rope_style)  # a size the lesson cannot take: one line here, not one each
@@ -128,7 +128,7 @@ def check(
     from tracer import grading
 
     if points_file is not None and fmt != "gradescope":
-        raise UserError("--points goes with --format gradescope")
+        raise UserError(Message("cli.points_goes_format_gradescope"))
     stages = [q.stage for q in SPECS[lesson].quantities]
     points = grading.DEFAULT if points_file is None else grading.load(points_file, stages)  # before any submission
     pattern = classcheck.pattern_of(spec)
@@ -157,7 +157,7 @@ def _single(spec: str, opts: object, output: str | None, force: bool, points: ob
             write_output(classout.single(v, opts.fmt, points).encode("utf-8", "backslashreplace"), output, force)
         raise UserError(v.message)
     if opts.fmt == "html" and output not in (None, "-") and os.path.isdir(output or ""):
-        raise UserError(f"{output} is a folder; give a file name")
+        raise UserError(Message("cli.folder_give_file_name", output=output))
     data = classout.single(v, opts.fmt, points).encode("utf-8", "backslashreplace")
     write_output(data, output, force)
     if output not in (None, "-"):

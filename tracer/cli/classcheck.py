@@ -25,6 +25,7 @@ from tracer.cli.group import UserError, status, write_output
 from tracer.core.files import quoted
 from tracer.core.fmt import printable
 from tracer.grading import DEFAULT, Points
+from tracer.message import Message
 
 GLOB = re.compile(r"[*?\[]")
 PAGE = re.compile(r"[0-9]{3,}-[A-Za-z0-9_.-]+\.html")
@@ -47,7 +48,7 @@ def submissions(where: str) -> list[Path]:
     else:
         files = sorted(Path(p) for p in glob.glob(where, recursive=True) if p.endswith(".py") and Path(p).is_file())
     if not files:
-        raise UserError(f"no .py files match {quoted(where)}")
+        raise UserError(Message("cli.no_py_files_match", where=quoted(where)))
     return files
 
 
@@ -93,7 +94,7 @@ def run_class(
     files = submissions(where)
     names = labels(files)
     if opts.fmt == "html" and output in (None, "-"):
-        raise UserError("--format html for a class writes a folder: give -o DIR")
+        raise UserError(Message("cli.format_html_class_writes"))
     if opts.fmt == "html":
         _check_folder(Path(str(output)), force)
     checking.warm(opts.lesson)
@@ -142,11 +143,11 @@ def _summary(done: list[tuple[str, Verdict]], lang: str) -> None:
 
 def _check_folder(out: Path, force: bool) -> None:
     if out.is_symlink():
-        raise UserError(f"{quoted(out)} is a symbolic link; give a folder")
+        raise UserError(Message("cli.symbolic_link_give_folder", out=quoted(out)))
     if out.exists() and not out.is_dir():
-        raise UserError(f"{quoted(out)} is a file; give a folder for the class's pages")
+        raise UserError(Message("cli.file_give_folder_class", out=quoted(out)))
     if out.exists() and any(out.iterdir()) and not force:
-        raise UserError(f"{quoted(out)} already exists; use --force to overwrite it")
+        raise UserError(Message("cli.already_exists_use_force", out=quoted(out)))
 
 
 def page_name(n: int, label: str) -> str:
@@ -174,7 +175,7 @@ def _write_html(out: Path, lesson: str, done: list[tuple[str, Verdict]], force: 
     try:
         write_folder(out, files, force, lambda f: f == "index.html" or bool(PAGE.fullmatch(f)))
     except OSError as e:
-        raise UserError(f"cannot write {quoted(out)}: {e}") from None
+        raise UserError(Message("cli.cannot_write", out=quoted(out), error=str(e))) from None
 
 
 def _trouble_page(label: str, v: Verdict, lang: str = "en") -> str:

@@ -9,6 +9,7 @@ import click
 from tracer.cli.group import UserError, app, status
 from tracer.compare.defaults import DEFAULT_ATOL, DEFAULT_LIMIT, DEFAULT_RTOL
 from tracer.errors import TracerError
+from tracer.message import Message
 
 
 @app.command()
@@ -49,7 +50,7 @@ def diff(a: Path, b: Path, rtol: float, atol: float, limit: int, fmt: str) -> No
     except TracerError:
         raise
     except Exception as e:  # a crash must never look like "different" (exit 1)
-        raise UserError(f"cannot diff {a} and {b}: {type(e).__name__}: {e}") from None
+        raise UserError(Message("cli.cannot_diff", a=str(a), b=str(b), type=type(e).__name__, error=str(e))) from None
     for note in result.notes:
         status(f"note: {note}")
     click.echo(out, nl=False)

@@ -13,6 +13,7 @@ from tracer.api import DEFAULT_LESSON
 from tracer.cli.group import UserError, app, status
 from tracer.cli.options import backward_options, build_trace, from_option, input_options, trace_source
 from tracer.core.files import quoted
+from tracer.message import Message
 from tracer.present.strings import LANGS
 
 
@@ -37,34 +38,38 @@ def figures(from_file: Path | None, lang: str, fmt: str, dpi: int, output: Path,
 
     if from_file is not None:
         if options.get("lesson", DEFAULT_LESSON) != DEFAULT_LESSON:
-            raise UserError("--from reads a saved trace: --lesson cannot be combined with it")
+            raise UserError(Message("cli.reads_saved_trace_lesson"))
         trace = trace_source(from_file, {**options, "lesson": DEFAULT_LESSON}, check=True)
     else:
         trace = build_trace(**options)
     try:
         import matplotlib  # noqa: F401
     except ImportError:
-        raise UserError("figures need matplotlib: pip install 'attn-trace[plot]'") from None
+        raise UserError(Message("figures.figures_need_matplotlib_pip")) from None
     except ValueError as e:  # MPLBACKEND=bogus, a bad matplotlibrc: refused by matplotlib on import
-        raise UserError(f"matplotlib cannot start: {str(e).partition('; supported values')[0]}") from None
+        raise UserError(
+            Message("figures.matplotlib_cannot_start", error=str(e).partition("; supported values")[0])
+        ) from None
     if output.exists() and not output.is_dir():
-        raise UserError(f"{output} exists and is not a folder")
+        raise UserError(Message("report.exists_not_folder", folder=str(output)))
     made = plot.report_figures(trace, lang)
     paths = {name: output / f"{name}.{fmt}" for name in made}
     clash = [p for p in paths.values() if p.exists() or p.is_symlink()]
     if clash and not force:
-        raise UserError(f"{quoted(clash[0])} already exists; use --force to overwrite it")
+        raise UserError(Message("cli.already_exists_use_force", out=quoted(clash[0])))
     files = {f"{name}.{fmt}": _render(draw(), fmt, dpi) for name, draw in made.items()}  # all drawn, then written
     from tracer.core.files import Refused, write_folder
 
     try:  # staged as a report is: a run killed while writing leaves the old folder or the new one, whole
         left = write_folder(output, files, force, is_figure)
     except FileExistsError as e:
-        raise UserError(f"{quoted(e.filename or output)} already exists; use --force to overwrite it") from None
+        raise UserError(Message("cli.already_exists_use_force", out=quoted(e.filename or output))) from None
     except Refused as e:
         raise UserError(str(e)) from None
     except OSError as e:
-        raise UserError(f"cannot write into {quoted(output)}: {e.strerror or e}") from None
+        raise UserError(
+            Message("report.cannot_write_into", folder=quoted(output), error=str(e.strerror or e))
+        ) from None
     if left:
         status(f"note: {left}")
     status(f"wrote {output}: " + ", ".join(p.name for p in paths.values()))

@@ -9,6 +9,7 @@ import click
 
 from tracer.cli.group import UserError, app, status, write_output
 from tracer.cli.options import backward_options, build_trace, input_options
+from tracer.message import Message
 from tracer.present.strings import LANGS
 
 
@@ -31,7 +32,7 @@ def notebook(lang: str, output: Path, force: bool, **options: Any) -> None:
     from tracer.present import notebook as notebooks
 
     if output.suffix != ".ipynb":
-        raise UserError(f"{output}: a notebook file name ends in .ipynb")
+        raise UserError(Message("cli.notebook_file_name_ends", output=str(output)))
     if options.get("pipeline") is None and options.get("torch_fn") is None:
         notebooks.writes_cells(options["lesson"])  # a lesson without cells says so before it computes anything
     t = build_trace(**options)

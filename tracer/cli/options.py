@@ -19,7 +19,8 @@ from tracer.api import DEFAULT_LESSON
 from tracer.cli import lessonopts
 from tracer.cli.group import UserError, status
 from tracer.core.files import quoted
-from tracer.errors import InputError, InputNote, unknown
+from tracer.errors import InputError, InputNote, message_of, unknown
+from tracer.message import Message
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -142,9 +143,7 @@ def build_trace(
         others.update({"--backward": bool(backward), "--grad-output": grad_output is not None})
         clash = [k for k, v in others.items() if v]
         if clash:
-            raise UserError(
-                f"--torch runs your code as it is: {', '.join(clash)} do not apply (only --tokens, --query)"
-            )
+            raise UserError(Message("cli.torch_runs_your_code", clash=", ".join(clash)))
         from tracer.record.capture import script
 
         return script.run(torch_fn, tokens.split() if tokens is not None else None, query)
@@ -152,9 +151,9 @@ def build_trace(
     if text is not None and pipeline is None and set(lessonopts.GENERAL) & set(lesson_option_names(lesson)):
         own_text, text = text, None  # the lesson's own sentence, not tokens to embed
     if text is None and (dim is not None or seed is not None):
-        raise UserError("--dim and --seed go with --text")
+        raise UserError(Message("cli.dim_seed_go_text"))
     if text is not None and (inputs_file is not None or tokens is not None):
-        raise UserError("--text cannot be combined with --inputs or --tokens")
+        raise UserError(Message("cli.text_cannot_combined_inputs"))
     labels = tokens.split() if tokens is not None else None
     data: Any = None
     source: dict[str, Any] | None = None
@@ -175,14 +174,14 @@ def build_trace(
     try:
         ex = api.example(data, labels, query, dtype, source)
     except InputError as e:  # what is wrong with a file's numbers names the file, whichever check found it
-        if inputs_file is None or e.arg is not None or str(e).startswith(named := f"{quoted(inputs_file.name)}: "):
+        if inputs_file is None or e.arg is not None or str(e).startswith(f"{quoted(inputs_file.name)}: "):
             raise
-        raise InputError(f"{named}{e}") from None
+        raise InputError(Message("inputs.in_file", file=quoted(inputs_file.name), error=message_of(e))) from None
     if pipeline is not None:
         from tracer.record import custom
 
         if lesson != DEFAULT_LESSON or own or backward or grad_output is not None:
-            raise UserError("--pipeline replaces the lesson: --lesson and the lessons' options do not apply")
+            raise UserError(Message("cli.pipeline_replaces_lesson_lesson"))
         return custom.run(pipeline, ex)
     if own_text is not None:
         own["text"] = own_text
@@ -201,7 +200,7 @@ def _grad_file(path: Path) -> Any:
     try:
         return gradient_array(inputs.read_file(path)[0])
     except InputError as e:
-        raise InputError(f"--grad-output {quoted(path.name)}: {e}") from None
+        raise InputError(Message("cli.grad_output", file=quoted(path.name), error=message_of(e))) from None
 
 
 def lesson_option_names(lesson: str) -> tuple[str, ...]:
@@ -224,7 +223,7 @@ def trace_source(from_file: Path | None, options: dict[str, Any], check: bool = 
     if from_file is not None:
         given = [k for k, v in options.items() if v not in (None, False) and k not in ("lesson", "dtype")]
         if given or options.get("dtype") != "float32" or options.get("lesson") != DEFAULT_LESSON:
-            raise UserError("--from reads a saved trace: input options cannot be combined with it")
+            raise UserError(Message("cli.reads_saved_trace_input"))
         t = tracer.load(from_file)
         if check and not (result := t.verify()).ok:
             status(f"note: {from_file.name}: {result.summary()}")

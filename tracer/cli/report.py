@@ -10,6 +10,8 @@ import click
 from tracer.api import DEFAULT_LESSON
 from tracer.cli.group import UserError, app, status
 from tracer.cli.options import backward_options, build_trace, decimals_option, from_option, input_options, trace_source
+from tracer.core.files import quoted
+from tracer.message import Message
 from tracer.present.strings import LANGS
 
 
@@ -58,7 +60,7 @@ def report(
     from tracer.record import registry
 
     if fragment and fmt == "md":
-        raise UserError("--fragment is an HTML form: use it with --format html or all")
+        raise UserError(Message("cli.fragment_html_form_use"))
     try:
         lessons = batch.choices(options.pop("lesson"), registry.names(), "--lesson")
         langs = batch.choices(lang, batch.LANGS, "--lang")
@@ -66,7 +68,7 @@ def report(
         raise UserError(e.detail) from None
     if from_file is not None:
         if lessons != [DEFAULT_LESSON]:
-            raise UserError("--from reads a saved trace: --lesson cannot be combined with it")
+            raise UserError(Message("cli.reads_saved_trace_lesson"))
         traces = [trace_source(from_file, {**options, "lesson": DEFAULT_LESSON}, check=True)]
     else:
         traces = [build_trace(lesson=name, **options) for name in lessons]
@@ -74,4 +76,4 @@ def report(
     try:
         batch.write_all(batch.jobs(traces, langs, output), formats, decimals, fragment, force, status)
     except batch.ReportExists as e:
-        raise UserError(f"{e}; use --force to overwrite the report") from None
+        raise UserError(Message("cli.report_exists", file=quoted(e.path))) from None

@@ -12,6 +12,7 @@ import click
 import tracer
 from tracer.cli.group import UserError, app, status
 from tracer.cli.options import backward_options, decimals_option, from_option, input_options, trace_source
+from tracer.message import Message
 from tracer.present.strings import LANGS
 
 
@@ -37,7 +38,7 @@ def steps(
 
     t = portable.shown(trace_source(from_file, options))
     if stage is not None and stage not in t.stages:
-        raise UserError(f"unknown stage {stage!r}: this trace has {', '.join(t.stages)}")
+        raise UserError(Message("cli.unknown_stage_trace", stage=repr(stage), stages=", ".join(t.stages)))
     it: Iterator[tracer.Step]
     if pattern is not None and "*" not in pattern and "?" not in pattern:
         it = (s for s in t.expand(t[pattern]) if stage is None or s.stage == stage)
@@ -56,7 +57,7 @@ def steps(
         out.write(f"{printable(s.id)}\t{val}\n")
         shown += 1
     if shown == 0:
-        raise UserError(f"no steps match {pattern or stage!r}")
+        raise UserError(Message("cli.no_steps_match", pattern=repr(pattern or stage)))
     if nans:  # a NaN printed without a word reads as a result; it is an overflow upstream
         status(
             f"note: {nans} of the values shown {'is' if nans == 1 else 'are'} NaN: a step before them overflowed "

@@ -11,6 +11,7 @@ import tracer
 from tracer.cli.group import UserError, app, echo, status, write_output
 from tracer.cli.options import backward_options, build_trace, input_options
 from tracer.core.files import quoted
+from tracer.message import Message
 
 
 @app.command()
@@ -81,7 +82,7 @@ def verify(file: Path, backward: bool) -> None:
     """
     t = tracer.load(file)
     if backward and not isinstance(t.meta.get("backward"), dict):
-        raise UserError(f"{quoted(file.name)} holds no backward pass: trace it with --backward")
+        raise UserError(Message("cli.holds_no_backward_pass", file=quoted(file.name)))
     stages = t.meta["backward"]["stages"] if backward else []  # its shape checked when the file was read
     result = t.verify()
     skipped = f"; not recomputed: {', '.join(result.unchecked)}" if result.unchecked else ""
