@@ -22,6 +22,7 @@ from pathlib import Path
 from tracer.core.files import quoted
 from tracer.core.trace import Trace
 from tracer.errors import InputError, unknown
+from tracer.message import Message
 
 LANGS = ("en", "zh")
 MAIN_FILES = ("index.html", "fragment.html", "index.md")
@@ -31,8 +32,8 @@ MAIN_FILES = ("index.html", "fragment.html", "index.md")
 class BadChoice(InputError):
     """A name in an option's list that is not one of its choices (``option`` and ``detail`` for the CLI)."""
 
-    def __init__(self, option: str, detail: str) -> None:
-        super().__init__(f"{option}: {detail}")
+    def __init__(self, option: str, detail: Message) -> None:
+        super().__init__(Message("choice.in_option", option=option, detail=detail))
         self.option, self.detail = option, detail
 
 
@@ -74,7 +75,7 @@ def jobs(traces: Sequence[Trace], langs: Sequence[str], output: Path | None) -> 
             out.append(Job(t, lang, folder))
     folders = [j.folder for j in out]
     if len(set(folders)) != len(folders):
-        raise InputError("two of the reports asked for would go into the same folder")
+        raise InputError(Message("report.two_reports_asked_would"))
     return out
 
 
@@ -82,16 +83,16 @@ class ReportExists(InputError):
     """A report file is already there and ``force`` is off; the CLI adds how to overwrite it (``--force``)."""
 
     def __init__(self, path: Path) -> None:
-        super().__init__(f"{quoted(path)} already exists")
+        super().__init__(Message("report.exists", file=quoted(path)))
         self.path = path
 
 
 def _check(folder: Path, force: bool) -> None:
     """Refuse a link, a file where the folder goes, or (without ``force``) an existing report."""
     if folder.is_symlink():
-        raise InputError(f"{quoted(folder)} is a symbolic link: attn-trace does not write through links")
+        raise InputError(Message("report.symbolic_link_attn_trace", folder=quoted(folder)))
     if folder.exists() and not folder.is_dir():
-        raise InputError(f"{quoted(folder)} exists and is not a folder")
+        raise InputError(Message("report.exists_not_folder", folder=quoted(folder)))
     if not force:
         for name in MAIN_FILES:
             if (folder / name).exists():
@@ -114,7 +115,9 @@ def write_all(
         try:
             _check(job.folder, force)
         except OSError as e:  # a folder this user may not look into
-            raise InputError(f"cannot write into {job.folder}: {e.strerror or e}") from None
+            raise InputError(
+                Message("report.cannot_write_into", folder=str(job.folder), error=str(e.strerror or e))
+            ) from None
     for job in todo:
         files = report.build(job.trace, job.lang, formats, decimals, fragment)
         try:
@@ -122,7 +125,9 @@ def write_all(
         except FileExistsError as e:
             raise ReportExists(Path(e.filename)) from None
         except OSError as e:
-            raise InputError(f"cannot write into {job.folder}: {e.strerror or e}") from None
+            raise InputError(
+                Message("report.cannot_write_into", folder=str(job.folder), error=str(e.strerror or e))
+            ) from None
         size = sum(len(d) for d in files.values())
         say(f"wrote {job.folder}: {', '.join(files)} ({size:,} bytes)")
         if left:

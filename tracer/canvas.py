@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from tracer.errors import InputError
+from tracer.message import Message
 from tracer.present.figures.scene import Arc, Box, Line, Ring, Scene, arc_points, head
 
 if TYPE_CHECKING:
@@ -44,9 +45,11 @@ def blank(w: float, h: float) -> Figure:
     try:
         from matplotlib.figure import Figure
     except ImportError:  # pragma: no cover - the package's test extra installs it
-        raise InputError("figures need matplotlib: pip install 'attn-trace[plot]'") from None
+        raise InputError(Message("figures.figures_need_matplotlib_pip")) from None
     except ValueError as e:  # matplotlib refuses its settings on import (MPLBACKEND=bogus, a bad matplotlibrc)
-        raise InputError(f"matplotlib cannot start: {str(e).partition('; supported values')[0]}") from None
+        raise InputError(
+            Message("figures.matplotlib_cannot_start", error=str(e).partition("; supported values")[0])
+        ) from None
     fig = Figure(figsize=(w, h), layout="constrained")
     fig.patch.set_facecolor("#ffffff")
     return fig

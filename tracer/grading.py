@@ -26,6 +26,7 @@ from typing import Any
 from tracer.core.files import quoted, read_limited
 from tracer.core.serialize import unique_keys
 from tracer.errors import InputError
+from tracer.message import Message
 from tracer.textsafe import printable
 
 PASS = ("match", "skipped", "not compared")
@@ -65,19 +66,23 @@ def load(path: Path, known: Sequence[str] | None = None) -> Points:
     try:
         doc = json.loads(read_limited(path, 1 << 20, "points file"), object_pairs_hook=unique_keys)
     except (ValueError, RecursionError) as e:
-        raise InputError(f"{quoted(path)} is not a points file: {e}") from None
+        raise InputError(Message("points.not_points_file", file=quoted(path), error=str(e))) from None
     if not isinstance(doc, dict):
-        raise InputError(f"{quoted(path)} is not a points file: give a JSON object")
+        raise InputError(Message("points.not_points_file_give", file=quoted(path)))
     unknown = sorted(set(doc) - {"default", "stages", "visibility", "stdout_visibility"})
     if unknown:
-        raise InputError(f"{quoted(path)}: unknown key {unknown[0]!r} (default, stages, visibility, stdout_visibility)")
+        raise InputError(Message("points.unknown_key_default_stages", file=quoted(path), unknown=repr(unknown[0])))
     stages = doc.get("stages", {})
     if not isinstance(stages, dict):
-        raise InputError(f"{quoted(path)}: stages must map each stage's name to its points")
+        raise InputError(Message("points.stages_must_map_each", file=quoted(path)))
     strange = [str(k) for k in stages if known is not None and k not in known]
     if strange:
         there = ", ".join(dict.fromkeys(known or ()))
-        raise InputError(f"{quoted(path)}: the lesson has no stage {printable(strange[0])!r} (its stages: {there})")
+        raise InputError(
+            Message(
+                "points.lesson_no_stage_stages", file=quoted(path), strange=repr(printable(strange[0])), there=there
+            )
+        )
     return Points(
         _points(path, "default", doc.get("default", 1)),
         {str(k): _points(path, f"stages.{k}", v) for k, v in stages.items()},
@@ -89,13 +94,23 @@ def load(path: Path, known: Sequence[str] | None = None) -> Points:
 def _points(path: Path, where: str, value: Any) -> float:
     ok = isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
     if not ok or not 0 <= value <= MOST:
-        raise InputError(f"{quoted(path)}: {printable(where)} must be a number from 0 to {MOST:g}, not {value!r}")
+        raise InputError(
+            Message("points.must_number_not", file=quoted(path), where=printable(where), most=MOST, value=repr(value))
+        )
     return float(value)
 
 
 def _visibility(path: Path, where: str, value: Any) -> str:
     if value not in VISIBILITY:
-        raise InputError(f"{quoted(path)}: {where} must be one of {', '.join(VISIBILITY)}, not {value!r}")
+        raise InputError(
+            Message(
+                "points.must_one_not",
+                file=quoted(path),
+                where=where,
+                visibility=", ".join(VISIBILITY),
+                value=repr(value),
+            )
+        )
     return str(value)
 
 

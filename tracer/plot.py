@@ -27,6 +27,7 @@ from tracer.canvas import blank as _figure
 from tracer.core import fmt
 from tracer.core.trace import Trace
 from tracer.errors import InputError
+from tracer.message import Message
 from tracer.present.figures import bars, marks
 from tracer.present.figures.vectors import LABEL, OTHER
 from tracer.present.strings import Strings
@@ -55,12 +56,12 @@ def _lead(trace: Trace, node: str, head: int, batch: int) -> tuple[np.ndarray, s
     for axis in n.axes[:-2]:
         if axis == "h":
             if not 1 <= head <= value.shape[0]:
-                raise InputError(f"{node} has {value.shape[0]} heads: head {head} is not one of them")
+                raise InputError(Message("figures.heads_head_not_one", node=node, shape=int(value.shape[0]), head=head))
             value, label = value[head - 1], f" (head {head})"
         elif axis == "b":
             value = value[batch - 1]
         else:
-            raise InputError(f"{node} has axes {n.axes}: a heatmap needs (i, j) last")
+            raise InputError(Message("figures.axes_heatmap_needs_i", node=node, axes=str(n.axes)))
     return value, label
 
 
@@ -68,7 +69,7 @@ def heatmap(trace: Trace, node: str = "alpha", head: int = 1, batch: int = 1, la
     """The (i, j) matrix ``node`` shaded on the report's Blues scale, each cell numbered, the focus query outlined."""
     m, head_label = _lead(trace, node, head, batch)
     if m.ndim != 2:
-        raise InputError(f"{node} is not a matrix of query rows and key columns")
+        raise InputError(Message("figures.not_matrix_query_rows", node=node))
     s = Strings(lang)
     r, c = m.shape
     fig = _figure(1.2 + 0.62 * c, 1.0 + 0.42 * r)
@@ -125,10 +126,10 @@ def contributions(trace: Trace, step: str, lang: str = "en") -> Figure:
     try:
         terms = np.asarray(trace.node(terms_name).value[row.index], dtype=np.float64)
     except Exception:
-        raise InputError(f"{step} is not a row of a weighted sum with recorded terms ({terms_name})") from None
+        raise InputError(Message("figures.not_row_weighted_sum", step=step, terms_name=terms_name)) from None
     z = np.asarray(row.value, dtype=np.float64)
     if terms.ndim != 2 or z.ndim != 1:
-        raise InputError(f"{step} is not one query's context vector: name a row such as z[2]")
+        raise InputError(Message("figures.not_one_query_s", step=step))
     s = Strings(lang)
     fig = _figure(1.6 + 0.9 * z.shape[0], 3.0)
     ax = fig.add_subplot()
@@ -247,7 +248,7 @@ def idea(trace: Trace, lang: str = "en") -> Figure:
 
     picture_ = picture(trace, Strings(lang))
     if picture_ is None:
-        raise InputError(f"lesson {trace.meta.get('lesson', '?')!r} draws no picture of its idea")
+        raise InputError(Message("figures.lesson_draws_no_picture", lesson=repr(trace.meta.get("lesson", "?"))))
     return drawn(picture_.scene)
 
 
