@@ -326,3 +326,19 @@ def _attrs(
             float(attrs["fill"])
         except (TypeError, ValueError, OverflowError):
             raise _Bad(f"{at}.fill", f"{attrs['fill']!r} is not a number") from None
+    unless = attrs.get("unless", [])
+    if not isinstance(unless, list) or len(unless) > MAX_CASES or not all(_short_text(c) for c in unless):
+        raise _Bad(f"{at}.unless", f"is not a list of at most {MAX_CASES} short texts")
+    if "kept" in attrs and not _short_text(attrs["kept"]):
+        raise _Bad(f"{at}.kept", "is not a short text")
+    if "code" in attrs and not _short_text(attrs["code"]):
+        raise _Bad(f"{at}.code", "is not a short text")
+
+
+MAX_CASES = 8
+"""How many hidden cases a masked node's ``unless`` may list (a lesson's rule has one or two)."""
+
+
+def _short_text(value: Any) -> bool:
+    """A string of at most 200 characters: what a formula's recorded part may be."""
+    return isinstance(value, str) and len(value) <= 200
