@@ -275,6 +275,8 @@ class Recorder:
         text: str,
         split: Sequence[int] | None = None,
         fill: float = float("-inf"),
+        kept: str = "",
+        unless: Sequence[str] = (),
     ) -> Var:
         """One of ``mul``, ``add``, ``sub``, ``div`` (two operands), ``exp``, ``cos``, ``sin``, ``sqrt`` (one) or
         ``masked_fill`` (value, mask: entries where the mask is non-zero become
@@ -287,11 +289,18 @@ class Recorder:
         ``exp`` is correctly rounded too (:func:`tracer.core.exact.exp`), not
         left to a vector library whose last bit depends on the CPU; so are
         ``cos`` and ``sin`` (:mod:`tracer.core.trig`).
+
+        ``kept`` and ``unless`` are a ``masked_fill``'s kept value and its
+        hidden cases as text (``omega[<i>,<j>]``, ``<j> > <i>``), recorded as
+        the node's ``kept`` and ``unless`` so that its equation can be said in
+        any language: ``text`` is its English form.
         """
         out = _axes(axes)
         if op not in _OPERANDS or _OPERANDS[op] != len(args):
             raise ValueError(f"unknown elementwise op {op!r} with {len(args)} operands")
         attrs: dict[str, Any] = {"fill": str(fill)} if op == "masked_fill" else {}
+        if unless:
+            attrs.update(kept=kept, unless=list(unless))
         value = _pointwise(op, out, args, fill)
         refs = [a.ref for a in args]
         return self._record(name, op, out, value, refs, split=split, symbol=symbol, latex=latex, text=text, attrs=attrs)

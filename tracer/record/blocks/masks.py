@@ -19,8 +19,10 @@ def causal_masks(rec: Recorder, t: int, lead: tuple[str, ...] = ()) -> tuple[Var
     return tri, up
 
 
-CAUSAL_RULE = (r"<j> \le <i>", r"<j> > <i>", "<j> > <i>")
-"""When a key is seen, when it is hidden (LaTeX), and the hidden case as text: the causal mask's rule."""
+CAUSAL_RULE: tuple[str, str, tuple[str, ...]] = (r"<j> \le <i>", r"<j> > <i>", ("<j> > <i>",))
+"""When a key is seen, when it is hidden (LaTeX), and the hidden cases as text (any of them hides): the causal
+mask's rule.  The cases are recorded as the masked node's ``unless`` so that each language joins them in its
+own words (:func:`tracer.present.explain.equation`)."""
 
 
 def masked_softmax(
@@ -32,7 +34,7 @@ def masked_softmax(
     weights: str = r"\alpha",
     *,
     soft: str | None = None,
-    rule: tuple[str, str, str] = CAUSAL_RULE,
+    rule: tuple[str, str, tuple[str, ...]] = CAUSAL_RULE,
 ) -> Var:
     """Fill the scores where ``up`` is 1 with -inf, scale, softmax: the masked weights, named ``weights``.
 
@@ -44,6 +46,7 @@ def masked_softmax(
     seen, hidden, hidden_text = rule
     soft = f"{pre}causal" if soft is None else soft
     plain, tilde = r"\omega_{<i,j>}", r"\tilde\omega^{-\infty}_{<i,j>}"  # a score, and the masked, scaled one
+    kept = f"{pre}omega[{','.join(f'<{a}>' for a in axes)}]"
     neg = rec.elementwise(
         "masked_fill",
         f"{pre}neg.omega",
@@ -51,7 +54,9 @@ def masked_softmax(
         axes,
         symbol=r"\omega^{-\infty}_{<i,j>}",
         latex=rf"\omega^{{-\infty}}_{{<i,j>}} = \begin{{cases}}{plain} & {seen}\\ -\infty & {hidden}\end{{cases}}",
-        text=f"{pre}omega[{','.join(f'<{a}>' for a in axes)}] unless {hidden_text}, then -inf",
+        text=f"{kept} unless {' or '.join(hidden_text)}, then -inf",
+        kept=kept,
+        unless=hidden_text,
     )
     scaled = rec.elementwise(
         "div",
