@@ -133,6 +133,7 @@ def online(rec: Recorder, s: Var, vb: Var, pre: str = "flash.", reverse: bool = 
             "masked_fill", f"{pre}msafe", [run("i", "u"), none("i", "u")], "iu", symbol=r"\bar m_{<i,u>}",
             latex=r"\bar m_{<i,u>} = \begin{cases} m_{<i,u>} & N_{<i,u>} = 0\\ 0 & N_{<i,u>} = 1\end{cases}",
             text=f"{pre}m[<i>,<u>] unless {pre}none[<i>,<u>], then 0", fill=0.0,
+            kept=f"{pre}m[<i>,<u>]", unless=[f"{pre}none[<i>,<u>]"],
         ), r"\bar m"  # fmt: skip
     shift = rec.elementwise(
         "sub", f"{pre}shift", [s("i", "u", "j"), top("i", "u")], "iuj", symbol=rf"s_{{<i,u,j>}} - {ms}_{{<i,u>}}",
@@ -225,6 +226,7 @@ def build(
             "masked_fill", "flash.neg", [omega("i", "u", "j"), hide("i", "u", "j")], "iuj",
             symbol=r"\omega^{-\infty}_{<i,u,j>}", latex=r"\omega^{-\infty}_{<i,u,j>}",
             text="flash.omega[<i>,<u>,<j>] unless flash.hide[<i>,<u>,<j>], then -inf",
+            kept="flash.omega[<i>,<u>,<j>]", unless=["flash.hide[<i>,<u>,<j>]"],
         )  # fmt: skip
         s = rec.elementwise(
             "div", "flash.s", [neg("i", "u", "j"), root()], "iuj", symbol=r"s_{<i,u,j>}",

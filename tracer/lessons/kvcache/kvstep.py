@@ -128,7 +128,7 @@ def step(
         text=f"mask.triu[<i>+{off},<j>]: 1 if <j> > <i> + {off} else 0",
     )
     omega = scores(rec, f"{pre}omega", q, ck, (), r"\omega_{<i,j>}")
-    rule = (rf"<j> \le <i> + {off}", rf"<j> > <i> + {off}", f"<j> > <i> + {off}")
+    rule = (rf"<j> \le <i> + {off}", rf"<j> > <i> + {off}", (f"<j> > <i> + {off}",))
     alpha = masked_softmax(rec, omega, hide, root, pre, r"\alpha^{\mathrm{cache}}", rule=rule)
     z = context(rec, f"{pre}z", alpha, cv, ())
     return z, ck, cv

@@ -103,6 +103,7 @@ def wrapper_form(
             granularity=TENSOR,
             latex=_joined(int(z.data.shape[0])),
             text="head outputs side by side: torch.cat([head(x) for head in heads], dim=-1)",
+            attrs={"code": "torch.cat([head(x) for head in heads], dim=-1)"},
         )
         return concat if out is None else _projected(rec, "wrap.", concat, out)
 

@@ -101,7 +101,7 @@ def build(
     with rec.stage("mask"):
         future, hide = window_mask(rec, t, window)
     with rec.stage("normalize"):
-        rule = (rf"<i> - {window} < <j> \le <i>", r"\text{otherwise}", f"<j> > <i> or <j> ≤ <i> − {window}")
+        rule = (rf"<i> - {window} < <j> \le <i>", r"\text{otherwise}", ("<j> > <i>", f"<j> ≤ <i> − {window}"))
         alpha = masked_softmax(rec, omega, hide, root, weights=WEIGHTS, soft="window", rule=rule)
     with rec.stage("context"):
         z = context(rec, "z", alpha, v, ())
