@@ -17,7 +17,7 @@ import numpy as np
 
 from tracer.core.fmt import num
 from tracer.present import messages
-from tracer.present.checktext import formula, no_roles, run_label, stage_name, status_name, tensor_name
+from tracer.present.checktext import no_roles, run_label, stage_name, status_name, tensor_name
 from tracer.present.explain import equation
 from tracer.present.render.env import render
 from tracer.present.render.html import ROOT, asset, csp
@@ -127,7 +127,7 @@ def context(r: CheckResult, lang: str) -> dict[str, Any]:
         verdict["headline"] = s(
             "check.differs", stage=stage_name(s, d.stage, r.lesson), quantity=d.quantity, step=d.step
         )
-        verdict["equation"] = formula(s, equation(r.trace, r.trace[d.element], s=s))
+        verdict["equation"] = equation(r.trace, r.trace[d.element], s=s)
         if d.note == "shared":
             verdict["yours"] = s("check.your_shared")
         elif d.note and d.run.startswith("call:"):  # lesson kvcache: a call of the generation raised
@@ -139,7 +139,7 @@ def context(r: CheckResult, lang: str) -> dict[str, Any]:
         else:
             said = f"{d.element} = {num(d.student)}"
             if d.student_step is not None and r.student is not None:
-                said = formula(s, equation(r.student, r.student[d.student_step], s=s))
+                said = equation(r.student, r.student[d.student_step], s=s)
             shown = tensor_name(s, d.student_id)
             verdict["yours"] = said + (f"  ({s('check.made_at', id=shown, where=d.where)})" if d.where else "")
         verdict["run"] = run_label(s, r, d.run) if d.run != "eval" else ""

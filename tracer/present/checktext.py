@@ -8,8 +8,7 @@ wrong as a consequence, and every quantity with its result.
 
 from __future__ import annotations
 
-import re
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from tracer.core.fmt import num
 from tracer.present.explain import equation
@@ -19,23 +18,6 @@ from tracer.present.termtext import fit, pad
 
 if TYPE_CHECKING:
     from tracer.compare.check.result import CheckResult
-
-ZH_FORMULA: tuple[tuple[re.Pattern[str], Any], ...] = (
-    (re.compile(r" unless (.+?), then -inf"), lambda m: f"（当 {m.group(1).replace(' or ', ' 或 ')} 时为 -inf）"),
-    (re.compile(r"head outputs side by side: "), "各头的输出并排："),
-)
-"""The English words left in the lessons' formulas (a mask's rule, the heads' concatenation), as Chinese.
-
-They are the pipelines' node texts, recorded in the trace; keying them means recording the rule as
-structure (a masked entry's own words are keys already: ``explain.entry_masked``, ``explain.entry_kept``)."""
-
-
-def formula(s: Strings, text: str) -> str:
-    """An equation of :func:`~tracer.present.explain.equation` in the strings' language (code stays code)."""
-    if s.lang == "zh":
-        for pattern, said in ZH_FORMULA:
-            text = pattern.sub(said, text)
-    return text
 
 
 def tensor_name(s: Strings, name: str | None) -> str:
@@ -107,7 +89,7 @@ def divergence_lines(s: Strings, r: CheckResult, decimals: int = 4) -> list[str]
     lines = [s("check.differs", stage=stage_name(s, d.stage, r.lesson), quantity=d.quantity, step=d.step)]
     if d.run != "eval":
         lines.append(f"  ({run_label(s, r, d.run)})")
-    lines.append(f"  {s('check.lesson_value')}: {formula(s, equation(r.trace, r.trace[d.element], decimals, s))}")
+    lines.append(f"  {s('check.lesson_value')}: {equation(r.trace, r.trace[d.element], decimals, s)}")
     if d.note == "shared":
         lines.append(f"  {s('check.your_value')}: {s('check.your_shared')}")
     elif d.note and d.run.startswith("call:"):
@@ -120,7 +102,7 @@ def divergence_lines(s: Strings, r: CheckResult, decimals: int = 4) -> list[str]
         shown = tensor_name(s, d.student_id)
         origin = s("check.made_at", id=shown, where=d.where) if d.where else s("check.made", id=shown)
         if d.student_step is not None and r.student is not None:
-            said = formula(s, equation(r.student, r.student[d.student_step], decimals, s))
+            said = equation(r.student, r.student[d.student_step], decimals, s)
         else:
             said = f"{d.element} = {num(d.student, decimals)}"
         lines.append(f"  {s('check.your_value')}: {said}  ({origin})")

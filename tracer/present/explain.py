@@ -91,7 +91,7 @@ def equation(trace: Trace, step: Step, decimals: int = DECIMALS, s: Strings | No
     node = step.node
     ins = step.reads()  # only the ids the equation writes out are rendered
     v = num(float(step.value), decimals) if node.op != "maxabsdiff" else portable.check_text(node, decimals)
-    text = step.text  # indices filled in: worked out once
+    text = said_text(step, s)  # indices filled in: worked out once
     head = f"{step.id} = {text}" if text else step.id
     if node.granularity != "element":
         return f"{head} {v}" if v.startswith("≤") else f"{head} = {v}"
@@ -137,6 +137,31 @@ def equation(trace: Trace, step: Step, decimals: int = DECIMALS, s: Strings | No
         parts.append(v)
         return " = ".join(parts)
     return f"{head} = {v}"
+
+
+def said_text(step: Step, s: Strings | None = None) -> str:
+    """A step's right-hand side in ``s``'s language: its recorded ``text``, or a sentence from its structure.
+
+    A pipeline writes a node's ``text`` in English; where that text holds
+    words and not only maths, it records the parts too, and the words come
+    from the string tables: a masked score (``masked_fill`` with its ``kept`` value
+    and ``unless``, its hidden cases) reads ``omega[2,3] unless 3 > 2, then -inf`` or
+    ``omega[2,3]（当 3 > 2 时为 -inf）``; the heads' concatenation (``concat``
+    with its ``code``) reads ``head outputs side by side: torch.cat(...)``.
+    The English sentence is the recorded text itself (a test holds them
+    equal), so nothing reads the English back.
+    """
+    node = step.node
+    if s is None:
+        return step.text
+    if node.op == "masked_fill" and node.attrs.get("unless") and isinstance(node.attrs.get("kept"), str):
+        kept = ids.fill(node.attrs["kept"], step.bound, node.sizes)
+        cases = [ids.fill(c, step.bound, node.sizes) for c in node.attrs["unless"]]
+        fill = f"{float(node.attrs.get('fill', '-inf')):g}"
+        return s("explain.unless", value=kept, cases=s("explain.or").join(cases), fill=fill)
+    if node.op == "concat" and isinstance(node.attrs.get("code"), str):
+        return s("explain.side_by_side", code=node.attrs["code"])
+    return step.text
 
 
 def _along(node: Node, index: tuple[int, ...]) -> int:
