@@ -1,0 +1,101 @@
+"""The reference of ``check --backward``, and what a hand-written backward returned, read as data.
+
+Both halves of the check use this module: the child (:mod:`.gradcall`) calls
+the student's code on the operands of :func:`references`, and the parent
+(:mod:`.gradcheck`, :mod:`.gradmistakes`) compares and diagnoses what came
+back.  The reference is the lesson's own backward trace (``trace_lesson(name,
+backward=True)``), whose nodes the lesson names in its
+:class:`~.lessons.Gradients`, on two upstream gradients:
+
+* run ``eval``: the lesson's own, the gradient of L = ½ Σ z² (dO = O);
+* run ``upstream``: another, drawn under the lesson's seed and rounded to
+  two decimals, so that no mistake hides behind dO = O.
+"""
+
+from __future__ import annotations
+
+from functools import cache
+
+import numpy as np
+
+from tracer.compare.check.context import Context
+from tracer.compare.check.evidence import Evidence
+from tracer.compare.check.lessons import Gradients, Spec
+from tracer.compare.check.model import Quantity, Seen
+from tracer.core.trace import Trace
+from tracer.record import registry
+
+RUNS = ("eval", "upstream")
+STAGES = {"dv": "dvalues", "dq": "dqueries", "dk": "dkeys"}
+"""Returned gradient -> the check's stage for it (one point each with ``--format gradescope``)."""
+DTYPE = "float32"
+"""The dtype the lesson's traces (and so Q, K, V and dO) have: every gradient must have it too."""
+
+
+@cache
+def _traced(name: str, dropout: bool, upstream: bool) -> Trace:
+    lesson = registry.get(name)
+    spec = lesson.check
+    assert isinstance(spec, Spec) and spec.gradients is not None
+    options = {} if dropout else dict(spec.gradients.undropped)
+    if upstream:
+        shape = _traced(name, dropout, False).tensor(spec.gradients.upstream).shape
+        options["grad_output"] = np.round(np.random.default_rng(spec.seed).normal(size=shape), 2)
+    trace: Trace = lesson.trace(backward=True, **options)
+    return trace
+
+
+def references(spec: Spec, dropout: bool) -> dict[str, Trace]:
+    """Run -> the lesson's backward trace on its upstream gradient (``dropout``: through the lesson's dropout)."""
+    return {run: _traced(spec.name, dropout, run == "upstream") for run in RUNS}
+
+
+def operands(trace: Trace, g: Gradients) -> tuple[np.ndarray, ...]:
+    """Q, K, V and dO of ``trace``, as float64 arrays of the float32 values the student is given."""
+    return tuple(np.array(trace.tensor(n), dtype=np.float64) for n in (g.q, g.k, g.v, g.upstream))
+
+
+def tokens(trace: Trace, g: Gradients) -> int:
+    """T, the number of queries."""
+    return int(trace.tensor(g.q).shape[0])
+
+
+def with_dropout(ev: Evidence, spec: Spec) -> bool:
+    """True when the student was given the lesson's dropout mask, so that its reference goes through dropout."""
+    from tracer.compare.check.gradargs import KEEP  # the kinds of argument, which the parent decodes too
+
+    return bool(spec.gradients and spec.gradients.rate) and KEEP in ev.given.values()
+
+
+def returned(ctx: Context, run: str, key: str) -> Seen | None:
+    """The value the student returned for gradient ``key`` in ``run`` (None: it returned fewer values)."""
+    return next((s for s in ctx.needed(run).seen if s.id == key), None)
+
+
+def problem(ctx: Context, q: Quantity) -> tuple[str, dict[str, str]]:
+    """What is wrong with the returned gradient itself, before its values: a note code and its details, or ``""``."""
+    want = ctx.traces[q.run].tensor(q.step).shape
+    got = returned(ctx, q.run, q.key)
+    if got is None:
+        return "grad_missing", {"count": str(len(ctx.needed(q.run).seen))}
+    if got.op == "none" or got.op.startswith("type:"):
+        return "grad_type", {"type": got.op.removeprefix("type:")}
+    if got.op != DTYPE:
+        return "grad_dtype", {"dtype": got.op, "want": DTYPE}
+    if got.value.shape != want:
+        return "grad_shape", {"shape": _shape(got.value.shape), "want": _shape(want)}
+    return "", {}
+
+
+def _shape(shape: tuple[int, ...]) -> str:
+    return f"({', '.join(map(str, shape))})"
+
+
+def values(ctx: Context, run: str) -> dict[str, np.ndarray | None]:
+    """Each returned gradient as a float64 array, None where it is not a float32 tensor of its input's shape."""
+    out: dict[str, np.ndarray | None] = {}
+    for key in STAGES:
+        got = returned(ctx, run, key)
+        q = Quantity(key, STAGES[key], getattr(ctx.spec.gradients, key), run=run)
+        out[key] = got.value if got is not None and not problem(ctx, q)[0] else None
+    return out
