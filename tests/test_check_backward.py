@@ -74,7 +74,7 @@ def test_the_hypotheses_model_is_the_lessons_traced_backward(lesson: str, dropou
     ctx = _context(lesson, dropout)
     g = ctx.spec.gradients
     assert g is not None
-    for run in gradref.RUNS:
+    for run in ctx.traces:
         right = gradmistakes.predicted(ctx, run, gradmistakes.Slip())
         for role, value in right.items():
             node = getattr(g, role)
@@ -114,7 +114,7 @@ def test_the_causal_lesson_is_traced_without_dropout_when_asked() -> None:
 def test_every_correct_backward_matches(name: str, lesson: str) -> None:
     r = checked(name, lesson)
     assert r.ok, r.explain("en")
-    assert [s.status for s in r.stages] == ["match"] * 6 and r.backward
+    assert [s.status for s in r.stages] == ["match"] * 9 and r.backward
     assert "MATCHES" in r.explain("en") and "一致" in r.explain("zh")
 
 
@@ -160,6 +160,15 @@ def test_a_wrong_shape_dtype_or_count_is_a_verdict(name: str, note: str, stage: 
     assert r.to_json()["first_divergence"]["note"] == note
 
 
+@pytest.mark.parametrize("lesson", LESSONS)
+def test_a_scale_written_for_the_lessons_size_differs_at_another(lesson: str) -> None:
+    r = checked("verdict_fixed_scale", lesson)
+    d = r.first_divergence
+    assert not r.ok and d is not None and d.run == "wide" and d.quantity == "dv" and r.diagnosis is None
+    assert [s.status for s in r.stages[:6]] == ["match"] * 6
+    assert "queries, keys and values 3 wide (d_k = 3)" in " ".join(r.explain("en").split())
+
+
 def test_a_backward_that_raises_is_named_with_its_line() -> None:
     with pytest.raises(StudentError, match=r"Attention\.backward raised RuntimeError: .* at verdict_raises\.py:17"):
         checked("verdict_raises", "causal")
@@ -187,4 +196,4 @@ def test_the_page_and_the_json_say_the_verdict() -> None:
     doc = r.to_json("en")
     assert doc["backward"] is True and doc["diagnosis"]["code"] == "grad_scale_missing"
     assert doc["first_divergence"]["detail"]["element"] == doc["first_divergence"]["element"]
-    assert [s["stage"] for s in doc["stages"]] == ["dvalues", "dqueries", "dkeys"] * 2
+    assert [s["stage"] for s in doc["stages"]] == ["dvalues", "dqueries", "dkeys"] * 3

@@ -70,6 +70,8 @@ def run_label(s: Strings, r: CheckResult, run: str) -> str:
         return s("check.run_block", b=spec.block)
     if run == "upstream":  # check --backward: the second upstream gradient
         return s("check.run_upstream")
+    if run == "wide" and spec.gradients is not None:  # check --backward: the lesson at other sizes
+        return s("check.run_wide", d=int(r.reference(run).tensor(spec.gradients.q).shape[-1]))
     if run.startswith("call:"):  # lesson kvcache: one call of the generation, "call:3-4"
         a, _, b = run[5:].partition("-")
         return s("check.run_call_one", a=a) if a == b else s("check.run_call", a=a, b=b)

@@ -26,7 +26,7 @@ import numpy as np
 from tracer.compare.check import align, gradmistakes
 from tracer.compare.check.context import Context, Hit
 from tracer.compare.check.evidence import Evidence, Malformed
-from tracer.compare.check.gradref import RUNS, STAGES, problem, references, returned, values, with_dropout
+from tracer.compare.check.gradref import STAGES, problem, references, returned, runs, values, with_dropout
 from tracer.compare.check.lessons import GRAD, Q, Spec
 from tracer.compare.check.model import Divergence, Match, Quantity, StageResult
 from tracer.core.fmt import num
@@ -42,18 +42,19 @@ def backward_spec(spec: Spec) -> Spec:
 
         known = ", ".join(n for n, s in SPECS.items() if s.gradients is not None)
         raise InputError(Message("trouble.grad_lesson", lesson=spec.name, known=known))
-    quantities = tuple(Q(key, STAGES[key], getattr(spec.gradients, key), run=run) for run in RUNS for key in STAGES)
+    steps = spec.gradients
+    quantities = tuple(Q(key, STAGES[key], getattr(steps, key), run=run) for run in runs(spec) for key in STAGES)
     return replace(spec, driver=GRAD, quantities=quantities, mistakes=(), rebuilds=None, at_size=None)
 
 
 def context(ev: Evidence, spec: Spec, source: str | None) -> Context:
     """The lesson's traces and the student's runs by name; a run missing or extra is malformed data."""
-    got = sorted(r.name for r in ev.runs)
-    if got != sorted(RUNS):
-        raise Malformed(f"the gradients of the runs {sorted(RUNS)} were expected, got {got[:5]}")
+    got, want = sorted(r.name for r in ev.runs), sorted(runs(spec))
+    if got != want:
+        raise Malformed(f"the gradients of the runs {want} were expected, got {got[:5]}")
     traces = references(spec, with_dropout(ev, spec))
-    runs = {r.name: r for r in ev.runs}
-    return Context(spec, traces["eval"], [], {}, runs=runs, source=source, traces=traces)
+    by_name = {r.name: r for r in ev.runs}
+    return Context(spec, traces["eval"], [], {}, runs=by_name, source=source, traces=traces)
 
 
 def compare(ctx: Context, q: Quantity) -> StageResult:

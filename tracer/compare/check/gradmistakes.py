@@ -135,7 +135,7 @@ def borne_out(forms: tuple[Slip, ...], needs: Callable[[Context], bool] = lambda
         if not needs(c):
             return None
         for slip in forms:
-            if _explains(c, slip, gradref.RUNS):
+            if _explains(c, slip, gradref.runs(c.spec)):
                 steps = tuple(dict.fromkeys(_node(c, r) for r in _changed(c, slip)))
                 return Hit(None, steps)
         return None

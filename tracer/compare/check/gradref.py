@@ -5,11 +5,14 @@ the student's code on the operands of :func:`references`, and the parent
 (:mod:`.gradcheck`, :mod:`.gradmistakes`) compares and diagnoses what came
 back.  The reference is the lesson's own backward trace (``trace_lesson(name,
 backward=True)``), whose nodes the lesson names in its
-:class:`~.lessons.Gradients`, on two upstream gradients:
+:class:`~.lessons.Gradients`, in three runs:
 
 * run ``eval``: the lesson's own, the gradient of L = ½ Σ z² (dO = O);
 * run ``upstream``: another, drawn under the lesson's seed and rounded to
-  two decimals, so that no mistake hides behind dO = O.
+  two decimals, so that no mistake hides behind dO = O;
+* run ``wide``: the lesson traced at other sizes (its ``Gradients.wider``
+  options: queries and keys 3 wide), so that a backward which writes the
+  lesson's d_k = 2 into its scale does not pass.
 """
 
 from __future__ import annotations
@@ -25,29 +28,37 @@ from tracer.compare.check.model import Quantity, Seen
 from tracer.core.trace import Trace
 from tracer.record import registry
 
-RUNS = ("eval", "upstream")
+RUNS = ("eval", "upstream", "wide")
+"""Every run a backward check may make (a lesson without ``Gradients.wider`` has no ``wide``: :func:`runs`)."""
 STAGES = {"dv": "dvalues", "dq": "dqueries", "dk": "dkeys"}
 """Returned gradient -> the check's stage for it (one point each with ``--format gradescope``)."""
 DTYPE = "float32"
 """The dtype the lesson's traces (and so Q, K, V and dO) have: every gradient must have it too."""
 
 
+def runs(spec: Spec) -> tuple[str, ...]:
+    """The runs of lesson ``spec``'s backward check, in order."""
+    return RUNS if spec.gradients is not None and spec.gradients.wider else RUNS[:2]
+
+
 @cache
-def _traced(name: str, dropout: bool, upstream: bool) -> Trace:
+def _traced(name: str, dropout: bool, run: str) -> Trace:
     lesson = registry.get(name)
     spec = lesson.check
     assert isinstance(spec, Spec) and spec.gradients is not None
     options = {} if dropout else dict(spec.gradients.undropped)
-    if upstream:
-        shape = _traced(name, dropout, False).tensor(spec.gradients.upstream).shape
+    if run == "upstream":
+        shape = _traced(name, dropout, "eval").tensor(spec.gradients.upstream).shape
         options["grad_output"] = np.round(np.random.default_rng(spec.seed).normal(size=shape), 2)
+    elif run == "wide":
+        options.update(spec.gradients.wider)
     trace: Trace = lesson.trace(backward=True, **options)
     return trace
 
 
 def references(spec: Spec, dropout: bool) -> dict[str, Trace]:
-    """Run -> the lesson's backward trace on its upstream gradient (``dropout``: through the lesson's dropout)."""
-    return {run: _traced(spec.name, dropout, run == "upstream") for run in RUNS}
+    """Run -> the lesson's backward trace for it (``dropout``: through the lesson's dropout)."""
+    return {run: _traced(spec.name, dropout, run) for run in runs(spec)}
 
 
 def operands(trace: Trace, g: Gradients) -> tuple[np.ndarray, ...]:

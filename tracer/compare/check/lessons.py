@@ -90,6 +90,7 @@ class Gradients:
     keep: str = ""  # B, the dropout mask (1 kept, 0 dropped)
     rate: float = 0.0  # p, the dropout rate the lesson is traced at (0: no dropout)
     undropped: tuple[tuple[str, Any], ...] = ()  # the lesson's options that trace it without dropout
+    wider: tuple[tuple[str, Any], ...] = ()  # the lesson's options that trace it at other sizes (another d_k)
     q: str = "q"
     k: str = "k"
     v: str = "v"

@@ -71,5 +71,6 @@ CHECK = Spec(
         keep="dropout.keep",
         rate=0.5,
         undropped=(("dropout", 0.0),),
+        wider=(("d_out", 3),),
     ),
 )

@@ -49,5 +49,5 @@ CHECK = Spec(
     rebuilds=rebuild.each_head_wider,
     at_size=resizeref.unmasked,
     plug=plug,
-    gradients=Gradients("dz", "alpha", "dalpha", "dscaled.dot", "dscaled", "domega", "domega"),
+    gradients=Gradients("dz", "alpha", "dalpha", "dscaled.dot", "dscaled", "domega", "domega", wider=(("d_out", 3),)),
 )
