@@ -149,6 +149,7 @@ def test_a_backward_without_the_dropout_mask_is_checked_without_dropout_and_says
         ("verdict_dtype", "grad_dtype", "dvalues", "a float64 tensor; its input is float32"),
         ("verdict_two", "grad_missing", "dvalues", "returned 2 values, not dQ, dK and dV"),
         ("verdict_function_shape", "grad_shape", "dvalues", "shape (6, 6); its input has shape (6, 2)"),
+        ("verdict_huge", "grad_shape", "dvalues", "shape (1000, 1000); its input has shape (6, 2)"),
     ],
 )
 def test_a_wrong_shape_dtype_or_count_is_a_verdict(name: str, note: str, stage: str, said: str) -> None:
@@ -197,3 +198,17 @@ def test_the_page_and_the_json_say_the_verdict() -> None:
     assert doc["backward"] is True and doc["diagnosis"]["code"] == "grad_scale_missing"
     assert doc["first_divergence"]["detail"]["element"] == doc["first_divergence"]["element"]
     assert [s["stage"] for s in doc["stages"]] == ["dvalues", "dqueries", "dkeys"] * 3
+
+
+def test_data_a_child_could_forge_is_checked_in_the_parent() -> None:
+    from tracer.compare.check.evidence import Evidence, Malformed, Run
+    from tracer.compare.check.model import Seen
+    from tracer.compare.check.run import judge, spec_for
+
+    spec = spec_for("trainable", backward=True)
+    bad = [Seen("dq", "shape:6xbig", np.zeros(0))]
+    ev = Evidence("f", runs=[Run(run, seen=bad) for run in gradref.runs(spec)])
+    with pytest.raises(Malformed, match="shape is not one"):
+        judge(ev, spec, None)
+    with pytest.raises(Malformed, match="runs"):
+        judge(Evidence("f", runs=[Run("eval", seen=bad)]), spec, None)

@@ -27,7 +27,14 @@ def test_the_whole_corpus_as_a_class_in_json() -> None:
         assert by[name]["status"] == "match", name
     for name, (mistake, _, _) in MISTAKES.items():
         assert by[name]["status"] == "differs" and by[name]["diagnosis"] == mistake, name
-    for name in ("verdict_shape", "verdict_dtype", "verdict_two", "verdict_function_shape", "verdict_fixed_scale"):
+    for name in (
+        "verdict_shape",
+        "verdict_dtype",
+        "verdict_two",
+        "verdict_function_shape",
+        "verdict_fixed_scale",
+        "verdict_huge",
+    ):
         assert by[name]["status"] == "differs" and by[name]["diagnosis"] is None, name
         assert by[name]["check"]["first_divergence"]["note"].startswith("grad_") or name.endswith("scale"), name
     assert by["verdict_raises"]["status"] == "trouble" and "verdict_raises.py:17" in by["verdict_raises"]["message"]

@@ -22,7 +22,7 @@ from functools import cache
 import numpy as np
 
 from tracer.compare.check.context import Context
-from tracer.compare.check.evidence import Evidence
+from tracer.compare.check.evidence import MAX_DIMS, Evidence, Malformed
 from tracer.compare.check.lessons import Gradients, Spec
 from tracer.compare.check.model import Quantity, Seen
 from tracer.core.trace import Trace
@@ -89,6 +89,8 @@ def problem(ctx: Context, q: Quantity) -> tuple[str, dict[str, str]]:
     got = returned(ctx, q.run, q.key)
     if got is None:
         return "grad_missing", {"count": str(len(ctx.needed(q.run).seen))}
+    if got.op.startswith("shape:"):  # too large to be sent: its shape alone (:data:`.gradcall.LARGEST`)
+        return "grad_shape", {"shape": _shape(_sent_shape(got.op)), "want": _shape(want)}
     if got.op == "none" or got.op.startswith("type:"):
         return "grad_type", {"type": got.op.removeprefix("type:")}
     if got.op != DTYPE:
@@ -96,6 +98,14 @@ def problem(ctx: Context, q: Quantity) -> tuple[str, dict[str, str]]:
     if got.value.shape != want:
         return "grad_shape", {"shape": _shape(got.value.shape), "want": _shape(want)}
     return "", {}
+
+
+def _sent_shape(op: str) -> tuple[int, ...]:
+    """The shape in a child's ``shape:AxB`` (anything else is malformed data)."""
+    sizes = op.removeprefix("shape:").split("x")
+    if not 0 < len(sizes) <= MAX_DIMS or not all(n.isdigit() and len(n) <= 12 for n in sizes):
+        raise Malformed(f"a returned gradient's shape is not one: {op[:40]!r}")
+    return tuple(int(n) for n in sizes)
 
 
 def _shape(shape: tuple[int, ...]) -> str:
