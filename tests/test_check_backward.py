@@ -10,6 +10,7 @@ class mode and the other formats are in ``test_check_backward_cli.py``.
 from __future__ import annotations
 
 import importlib.util
+import re
 from pathlib import Path
 from typing import Any
 
@@ -129,6 +130,11 @@ def test_every_mistake_is_named_with_its_first_wrong_step(name: str, lesson: str
     assert d is not None and d.step == getattr(SPECS[lesson].gradients, role) and d.note == "grad_implied"
     assert d.element.startswith(f"{d.step}[") and d.student is not None
     assert d.student != pytest.approx(d.reference, rel=1e-4, abs=1e-5)  # the step shown does differ
+    if not isinstance(subject(name), type):  # a function's tensors are captured: the line of its first wrong one
+        assert d.student_id and re.fullmatch(rf"{name}\.py:\d+", d.where) and r.hit is not None
+        assert r.hit.where == d.where and r.to_json()["diagnosis"]["where"] == d.where
+    else:  # autograd runs an autograd.Function's backward: its tensors are not captured, the file is named
+        assert d.student_id is None and d.where == f"{name}.py"
     for lang in ("en", "zh"):
         text, sentence = r.explain(lang), r.sentence(lang)
         assert f"[{code}]" in text and sentence and "".join(sentence.split()) in "".join(text.split())
@@ -168,6 +174,13 @@ def test_a_scale_written_for_the_lessons_size_differs_at_another(lesson: str) ->
     assert not r.ok and d is not None and d.run == "wide" and d.quantity == "dv" and r.diagnosis is None
     assert [s.status for s in r.stages[:6]] == ["match"] * 6
     assert "queries, keys and values 3 wide (d_k = 3)" in " ".join(r.explain("en").split())
+
+
+def test_the_line_named_is_where_the_mistake_is_made() -> None:
+    assert checked("mistake_rowsum_missing", "causal").first_divergence.where == "mistake_rowsum_missing.py:15"
+    assert checked("mistake_dk_untransposed", "trainable").first_divergence.where == "mistake_dk_untransposed.py:16"
+    text = " ".join(checked("mistake_scale_missing", "causal").explain("en").split())
+    assert "(your tensor dS, made at mistake_scale_missing.py:15)" in text
 
 
 def test_a_backward_that_raises_is_named_with_its_line() -> None:

@@ -27,6 +27,7 @@ def test_the_whole_corpus_as_a_class_in_json() -> None:
         assert by[name]["status"] == "match", name
     for name, (mistake, _, _) in MISTAKES.items():
         assert by[name]["status"] == "differs" and by[name]["diagnosis"] == mistake, name
+    assert by["mistake_rowsum_missing"]["where"] == "mistake_rowsum_missing.py:15"
     for name in (
         "verdict_shape",
         "verdict_dtype",

@@ -132,7 +132,8 @@ def context(r: CheckResult, lang: str) -> dict[str, Any]:
         if d.note == "shared":
             verdict["yours"] = s("check.your_shared")
         elif d.note.startswith("grad_"):  # check --backward: what was returned instead, or what it implies
-            verdict["yours"] = s(f"check.your_{d.note}", **d.detail)
+            made = f"  ({s('check.made_at', id=d.student_id, where=d.where)})" if d.student_id and d.where else ""
+            verdict["yours"] = s(f"check.your_{d.note}", **d.detail) + made
         elif d.note and d.run.startswith("call:"):  # lesson kvcache: a call of the generation raised
             verdict["yours"] = s("check.raised_call", error=d.note)
         elif d.note:

@@ -116,7 +116,8 @@ def divergence_lines(s: Strings, r: CheckResult, decimals: int = 4) -> list[str]
     if d.note == "shared":
         lines.append(f"  {s('check.your_value')}: {s('check.your_shared')}")
     elif d.note.startswith("grad_"):  # check --backward: what was returned instead, or what it implies
-        lines.append(f"  {s('check.your_value')}: {s(f'check.your_{d.note}', **d.detail)}")
+        made = f"  ({s('check.made_at', id=d.student_id, where=d.where)})" if d.student_id and d.where else ""
+        lines.append(f"  {s('check.your_value')}: {s(f'check.your_{d.note}', **d.detail)}{made}")
     elif d.note and d.run.startswith("call:"):
         lines.append(f"  {s('check.your_value')}: {s('check.raised_call', error=d.note)}")
     elif d.note:

@@ -61,7 +61,33 @@ def collect(obj: Any, spec: Spec) -> Evidence:
         else:
             got = _called(obj, tensors, extra)
         runs.append(Run(run, seen=[_seen(n, x) for n, x in zip(NAMES, got, strict=False)]))
+        if run == "eval" and not autograd:
+            runs.append(Run(gradref.LINES, seen=_lines(obj, tensors, extra)))
     return Evidence(name_of(obj), runs=runs, given=given)
+
+
+MOST = 5000
+"""The most tensors of a function's run kept with their lines (a loop over every entry makes a few hundred)."""
+
+
+def _lines(fn: Any, tensors: tuple[torch.Tensor, ...], extra: dict[str, Any]) -> list[Seen]:
+    """The tensors ``fn`` makes on the first operands, each with the line that made it, for the diagnosis to point at.
+
+    The function runs once more under capture (as a forward check runs its
+    subject); a capture that fails loses only the lines, since the gradients
+    it returned were compared already.
+    """
+    from tracer.compare.check import deadline
+    from tracer.compare.check.captured import capture, seen
+
+    try:
+        with torch.no_grad():
+            _, trace, sites = capture(fn, *(t.clone() for t in tensors), **extra)
+    except (KeyboardInterrupt, deadline.Overtime):
+        raise
+    except BaseException:  # the student's code under capture, or the capture itself: no lines, nothing else lost
+        return []
+    return [s for s in seen(trace, sites) if s.value.size <= LARGEST][:MOST]
 
 
 def _takes_ctx(cls: Any) -> bool:

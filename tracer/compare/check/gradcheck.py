@@ -26,7 +26,7 @@ import numpy as np
 from tracer.compare.check import align, gradmistakes
 from tracer.compare.check.context import Context, Hit
 from tracer.compare.check.evidence import Evidence, Malformed
-from tracer.compare.check.gradref import STAGES, problem, references, returned, runs, values, with_dropout
+from tracer.compare.check.gradref import LINES, STAGES, problem, references, returned, runs, values, with_dropout
 from tracer.compare.check.lessons import GRAD, Q, Spec
 from tracer.compare.check.model import Divergence, Match, Quantity, StageResult
 from tracer.core.fmt import num
@@ -49,12 +49,13 @@ def backward_spec(spec: Spec) -> Spec:
 
 def context(ev: Evidence, spec: Spec, source: str | None) -> Context:
     """The lesson's traces and the student's runs by name; a run missing or extra is malformed data."""
-    got, want = sorted(r.name for r in ev.runs), sorted(runs(spec))
+    got, want = sorted(r.name for r in ev.runs if r.name != LINES), sorted(runs(spec))
     if got != want:
         raise Malformed(f"the gradients of the runs {want} were expected, got {got[:5]}")
     traces = references(spec, with_dropout(ev, spec))
     by_name = {r.name: r for r in ev.runs}
-    return Context(spec, traces["eval"], [], {}, runs=by_name, source=source, traces=traces)
+    made = by_name[LINES].seen if LINES in by_name else []
+    return Context(spec, traces["eval"], made, {}, runs=by_name, source=source, traces=traces)
 
 
 def compare(ctx: Context, q: Quantity) -> StageResult:
@@ -83,9 +84,10 @@ def divergence(ctx: Context, s: StageResult, hit: Hit | None, stages: list[Stage
         idx = align.first_difference(want, wrong)
         element = Step(trace, node, tuple(int(i) for i in idx)).id
         stage, said = gradmistakes.STAGE[role], {"element": element, "value": num(float(wrong[idx]), 4)}
+        made = hit.seen
         return Divergence(
-            q.run, stage, role, step, element, float(want[idx]), float(wrong[idx]), None, _file(ctx), "grad_implied",
-            detail=said,
+            q.run, stage, role, step, element, float(want[idx]), float(wrong[idx]), made.id if made else None,
+            made.where if made and made.where else _file(ctx), "grad_implied", detail=said,
         )  # fmt: skip
     note, detail = problem(ctx, q)
     want = np.asarray(trace.tensor(q.step), dtype=np.float64)

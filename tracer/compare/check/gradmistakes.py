@@ -24,6 +24,7 @@ import numpy as np
 from tracer.compare.check import align, gradref
 from tracer.compare.check.context import Context, Hit
 from tracer.compare.check.entry import Entry
+from tracer.compare.check.model import Seen
 
 ROLES = ("dp", "kept", "dropped", "rowsum", "ds", "unscaled", "scores", "dq", "dk", "dv")
 """The gradients of the chain, named as :class:`~.lessons.Gradients` names their nodes."""
@@ -136,8 +137,10 @@ def borne_out(forms: tuple[Slip, ...], needs: Callable[[Context], bool] = lambda
             return None
         for slip in forms:
             if _explains(c, slip, gradref.runs(c.spec)):
-                steps = tuple(dict.fromkeys(_node(c, r) for r in _changed(c, slip)))
-                return Hit(None, steps)
+                changed = _changed(c, slip)
+                made = _made(c, slip, changed)
+                steps = tuple(dict.fromkeys(_node(c, r) for r in changed))
+                return Hit(made, steps, where=made.where if made else "")
         return None
 
     return test
@@ -158,6 +161,24 @@ def _changed(c: Context, slip: Slip) -> list[str]:
     """The roles whose value ``slip`` changes, in the chain's order, on the lesson's own upstream gradient."""
     right, wrong = predicted(c, "eval", Slip()), predicted(c, "eval", slip)
     return [r for r in ROLES if _node(c, r) and not align.close(right[r], wrong[r])]
+
+
+def _made(c: Context, slip: Slip, changed: list[str]) -> Seen | None:
+    """The first tensor of the student's function (with its line) that holds a value ``slip`` changes.
+
+    The changed gradients are looked for in the order the lesson computes
+    them, on run ``eval``; an all-zero prediction (a row sum left out) is
+    skipped, since any tensor of zeros would hold it.
+    """
+    if not c.seen:
+        return None
+    wrong, order = predicted(c, "eval", slip), {n.name: i for i, n in enumerate(c.traces["eval"].nodes)}
+    for role in sorted(changed, key=lambda r: order[_node(c, r)]):
+        if np.any(wrong[role]):
+            m = align.find(wrong[role], c.traces["eval"].node(_node(c, role)).axes, c.seen)
+            if m is not None:
+                return m.seen
+    return None
 
 
 def _node(c: Context, role: str) -> str:

@@ -30,6 +30,8 @@ from tracer.record import registry
 
 RUNS = ("eval", "upstream", "wide")
 """Every run a backward check may make (a lesson without ``Gradients.wider`` has no ``wide``: :func:`runs`)."""
+LINES = "lines"
+"""Not a run of its own: the tensors a function made on run ``eval``'s operands, with their lines (may be absent)."""
 STAGES = {"dv": "dvalues", "dq": "dqueries", "dk": "dkeys"}
 """Returned gradient -> the check's stage for it (one point each with ``--format gradescope``)."""
 DTYPE = "float32"
