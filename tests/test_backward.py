@@ -1,4 +1,4 @@
-"""The backward pass of lessons simple, trainable and causal, against plain torch autograd and finite differences.
+"""The backward pass of every lesson that has one, against plain torch autograd and finite differences.
 
 The reference here is written from the maths, in plain torch, and shares
 nothing with the recorder: the trace's inputs (x, the weights, the dropout
@@ -84,8 +84,24 @@ def grouped(t: tracer.Trace, leaves: dict, dtype: torch.dtype, upstream: torch.T
     if pre:
         out = out + w["b_out"]
     loss = 0.5 * (out * out).sum() if upstream is None else (out * upstream.to(dtype)).sum()
+    if pre:  # lesson multihead: its wrapper of heads adds its own term ½ Σ concat² (the same inputs, its own weights)
+        loss = loss + 0.5 * (wrapper(t, leaves, dtype) ** 2).sum()
     loss.backward()
     return {f"d{name}": leaf.grad for name, leaf in leaves.items()} | {"out": out.detach(), f"{pre}out": out.detach()}
+
+
+def wrapper(t: tracer.Trace, leaves: dict, dtype: torch.dtype) -> torch.Tensor:
+    """Lesson multihead's wrapper as the book writes it: one causal head per stacked weight, outputs side by side."""
+    for name in ("W_query", "W_key", "W_value"):
+        leaves[f"wrap.{name}"] = torch.tensor(values(t, f"wrap.{name}"), dtype=dtype, requires_grad=True)
+    x = leaves["x"]
+    n = x.shape[1]
+    heads = []
+    for h in range(leaves["wrap.W_query"].shape[0]):
+        q, k, v = (x @ leaves[f"wrap.{name}"][h] for name in ("W_query", "W_key", "W_value"))
+        s = (q @ k.transpose(1, 2)).masked_fill(torch.ones(n, n).triu(1).bool(), -math.inf)
+        heads.append(torch.softmax(s / math.sqrt(k.shape[-1]), dim=-1) @ v)
+    return torch.cat(heads, dim=-1)
 
 
 def values(t: tracer.Trace, name: str) -> np.ndarray:
@@ -132,7 +148,8 @@ def _loss(lesson: str, inputs: np.ndarray) -> float:
     """½ Σ z² of the forward trace (causal's output exists only with a backward pass: traced with one)."""
     t = tracer.trace_lesson(lesson, inputs=inputs, dtype="float64", backward=lesson == "causal")
     name = {"causal": "dropout.z", "gqa": "out", "multihead": "split.out"}.get(lesson, "z")
-    return 0.5 * float((values(t, name) ** 2).sum())
+    more = 0.5 * float((values(t, "wrap.concat") ** 2).sum()) if lesson == "multihead" else 0.0  # its wrapper's term
+    return 0.5 * float((values(t, name) ** 2).sum()) + more
 
 
 @pytest.mark.parametrize("lesson", LESSONS)
