@@ -16,7 +16,7 @@ import torch
 import tracer
 from tracer.errors import InputError
 
-LESSONS = ("simple", "trainable", "causal", "window", "gqa", "rope", "multihead")
+LESSONS = ("simple", "trainable", "causal", "window", "gqa", "rope", "multihead", "kvcache")
 
 
 def reference(lesson: str, t: tracer.Trace, dtype: torch.dtype, upstream: torch.Tensor | None = None) -> dict:
@@ -36,7 +36,7 @@ def reference(lesson: str, t: tracer.Trace, dtype: torch.dtype, upstream: torch.
             q, k = rotated(q, t), rotated(k, t)
         s = q @ k.T
         n = s.shape[0]
-        if lesson in ("causal", "rope"):
+        if lesson in ("causal", "rope", "kvcache"):  # kvcache: generation with a cache is causal attention
             s = s.masked_fill(torch.ones(n, n).triu(1).bool(), -math.inf)
         if lesson == "window":  # key j seen by query i when i - w < j <= i
             i, j = torch.arange(n)[:, None], torch.arange(n)[None, :]
@@ -147,7 +147,7 @@ def test_float32_within_bound_of_autograd(lesson: str) -> None:
 def _loss(lesson: str, inputs: np.ndarray) -> float:
     """½ Σ z² of the forward trace (causal's output exists only with a backward pass: traced with one)."""
     t = tracer.trace_lesson(lesson, inputs=inputs, dtype="float64", backward=lesson == "causal")
-    name = {"causal": "dropout.z", "gqa": "out", "multihead": "split.out"}.get(lesson, "z")
+    name = {"causal": "dropout.z", "gqa": "out", "multihead": "split.out", "kvcache": "gen.z"}.get(lesson, "z")
     more = 0.5 * float((values(t, "wrap.concat") ** 2).sum()) if lesson == "multihead" else 0.0  # its wrapper's term
     return 0.5 * float((values(t, name) ** 2).sum()) + more
 
@@ -196,7 +196,7 @@ def test_bad_upstream_gradient_is_one_clear_error(given: object, words: str) -> 
 
 def test_a_lesson_without_a_backward_pass_says_so() -> None:
     with pytest.raises(InputError, match="has no backward pass yet"):
-        tracer.trace_lesson("kvcache", backward=True)
+        tracer.trace_lesson("model", backward=True)
 
 
 def test_keys_outside_the_window_get_exactly_zero() -> None:
