@@ -79,7 +79,7 @@ def record(
             "ik",
             symbol=bw.bar(r"x^{(<i>)}_{<k>}"),
             latex=bw.bar(r"x^{(<i>)}_{<k>}"),
-            text="dstep<s>.x[<i>−a+1,<k>] of the step that brought token <i>",
+            text="row <i>−a+1 of dstep·.x, the inputs' gradient of the step that brought token <i> (a its first token)",
         )
     return bw.meta(gen, dgen, back, STAGES, [g.name for g in weights] + [dx.name])
 
@@ -119,8 +119,9 @@ def _step(
         if later:
             cache = {n: _added(rec, f"{g}cache.{n}", cache[n], later[n], LETTERS[n]) for n in cache}
         new = {n: _rows(rec, f"{g}{n}", cache[n], a - 1, b - a + 1, "i", rf"{n}^{{(<i>)}}_{{<c>}}") for n in cache}
-        back = f"dstep{s - 1}.cache."
-        passed = {n: _rows(rec, f"{back}{n}.later", cache[n], 0, a - 1, "j", _key(n)) for n in cache} if s > 1 else {}
+        passed = (
+            {n: _passed(rec, f"dstep{s - 1}.cache.{n}.later", cache[n], a - 1, n, s) for n in cache} if s > 1 else {}
+        )
     # the step's rows are named by the tokens' positions; a sum over the rows keeps its own bounds
     at_position([n for n in rec.since(first) if n.attrs.get("over") != "i"], a - 1, a == b)
     return {"q": dq, **new}, passed
@@ -147,12 +148,15 @@ def _projections(
         return bw.sum_paths(rec, f"{g}x", paths, r"x^{(<i>)}_{<k>}"), steps
 
 
-def _key(n: str) -> str:
-    """The LaTeX of one cached key (``n`` = ``k``) or value (``v``) of row j."""
-    return rf"{LETTERS[n]}^{{(<j>)}}_{{<c>}}"
+def _passed(rec: Recorder, name: str, cache: Var, rows: int, n: str, s: int) -> Var:
+    """The first ``rows`` rows of step ``s``'s cache gradient, handed back to step s − 1's cache (its ``later``)."""
+    letter = LETTERS[n]
+    sym = rf"{letter}^{{(<j>)\,\mathrm{{later}}}}_{{<c>}}"
+    why = bw.bar(sym) + rf" = \bar{{{letter}}}^{{(<j>)}}_{{<c>}}\ (\text{{step }}{s})"
+    return _rows(rec, name, cache, 0, rows, "j", sym, why)
 
 
-def _rows(rec: Recorder, name: str, src: Var, off: int, n: int, axis: str, sym: str) -> Var:
+def _rows(rec: Recorder, name: str, src: Var, off: int, n: int, axis: str, sym: str, latex: str = "") -> Var:
     """``name[<axis>,c]`` = ``src[<axis>+off, c]``: ``n`` rows of a gradient, after its first ``off``."""
     at = f"{axis}+{off}" if off else axis
     return rec.apply(
@@ -162,7 +166,7 @@ def _rows(rec: Recorder, name: str, src: Var, off: int, n: int, axis: str, sym: 
         [Ref(src.name, (at, "c"))],
         (axis, "c"),
         symbol=bw.bar(sym),
-        latex=bw.bar(sym),
+        latex=latex or bw.bar(sym),
         text=f"{src.name}[<{axis}>{f'+{off}' if off else ''},<c>]",
     )
 
