@@ -30,17 +30,27 @@ def values(t: tracer.Trace, name: str) -> np.ndarray:
 
 
 def wrapper_alone(t: tracer.Trace) -> dict[str, np.ndarray]:
-    """Autograd of the wrapper by itself, L_wrap = ½ Σ concat², in float64: x's and each head's weights' gradients."""
+    """Autograd of the wrapper by itself, L_wrap = ½ Σ out², in float64: x's and its weights' gradients.
+
+    Its output is the heads side by side, projected by ``wrap.W_out`` plus ``wrap.b_out`` when it has them."""
     x = torch.tensor(values(t, "x"), requires_grad=True)
-    w = {n: torch.tensor(values(t, f"wrap.{n}"), requires_grad=True) for n in ("W_query", "W_key", "W_value")}
+    names = (
+        "W_query",
+        "W_key",
+        "W_value",
+        *(("W_out", "b_out") if any(n.name == "wrap.W_out" for n in t.nodes) else ()),
+    )
+    w = {n: torch.tensor(values(t, f"wrap.{n}"), requires_grad=True) for n in names}
     n = x.shape[1]
     heads = []
     for h in range(w["W_query"].shape[0]):
         q, k, v = (x @ w[name][h] for name in ("W_query", "W_key", "W_value"))
         s = (q @ k.transpose(1, 2)).masked_fill(torch.ones(n, n).triu(1).bool(), -math.inf)
         heads.append(torch.softmax(s / math.sqrt(k.shape[-1]), dim=-1) @ v)
-    concat = torch.cat(heads, dim=-1)
-    (0.5 * (concat**2).sum()).backward()
+    out = torch.cat(heads, dim=-1)
+    if "W_out" in w:
+        out = out @ w["W_out"] + w["b_out"]
+    (0.5 * (out**2).sum()).backward()
     assert x.grad is not None
     return {"dx.wrap": x.grad.numpy(), **{f"dwrap.{k}": v.grad.numpy() for k, v in w.items() if v.grad is not None}}
 
@@ -56,6 +66,25 @@ def test_the_wrapper_and_the_split_form_each_get_their_own_modules_gradient() ->
     assert t["dx[1,3,2]"].inputs == ("dx.wrap[1,3,2]", "dx.split[1,3,2]")
     assert t["dx.wrap.key[1,3,2]"].inputs == ("dx.wrap.key.per[1,1,3,2]", "dx.wrap.key.per[2,1,3,2]")
     assert t["dwrap.W_value[2,1,1]"].inputs == ("dwrap.W_value.per[2,1,1,1]", "dwrap.W_value.per[2,2,1,1]")
+
+
+def test_a_wrapper_with_an_output_projection_and_three_heads_gets_its_gradients_too() -> None:
+    """What the check builds for a student's wrapper with ``out_proj``: its bias and weight, then the heads."""
+    x = torch.from_numpy(INPUTS)
+    w = pipeline.with_heads(x, 6, 3)
+    wrap = {k: v.to(torch.float64) for k, v in w["wrap"].items()}
+    split = {k: v.to(torch.float64) for k, v in w["split"].items()}
+    gen = torch.Generator().manual_seed(5)
+    out = {
+        "W_out": torch.randn(18, 5, generator=gen, dtype=torch.float64),
+        "b_out": torch.randn(5, generator=gen, dtype=torch.float64),
+    }
+    t = pipeline.build(x, ["t"] * 6, 2, torch.float64, {}, wrap, split, 3, out, Backward())
+    assert t.meta["backward"]["also"] == [{"output": "wrap.out", "upstream": "dwrap.out", "loss": "half_square"}]
+    assert {"dwrap.b_out", "dwrap.W_out"} <= set(t.meta["backward"]["gradients"])
+    for name, want in wrapper_alone(t).items():
+        np.testing.assert_allclose(values(t, name), want, rtol=1e-10, atol=1e-13, err_msg=name)
+    assert t.verify().ok
 
 
 def test_every_wrapper_gradient_is_recorded_stage_by_stage_and_verified() -> None:
