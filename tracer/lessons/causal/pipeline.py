@@ -44,7 +44,7 @@ def prepare(values: torch.Tensor, d_out: int = 2, dropout: float = DROPOUT, **un
     if unknown:
         raise InputError(Message("lessons.takes_no_option", name=repr("causal"), unknown=", ".join(sorted(unknown))))
     if not 0.0 <= dropout < 1.0:
-        raise InputError(Message("options.dropout_rate", dropout=str(dropout)))
+        raise InputError(Message("options.dropout_rate", rate=str(dropout)))
     d_in, t = int(values.shape[1]), int(values.shape[0])
     linear, info = wts.choose("linear", d_in, d_out, int(values.shape[0]))
     with torch.random.fork_rng(devices=[]):
