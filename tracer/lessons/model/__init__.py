@@ -39,4 +39,5 @@ LESSON = PackagedLesson(
     notebook="tracer.lessons.model.notebook",
     options=Options,
     facts="tracer.lessons.model.facts:facts",
+    idea="tracer.lessons.model.idea:idea",
 )

@@ -21,6 +21,8 @@ from __future__ import annotations
 
 from tracer.core import fmt
 from tracer.core.trace import Trace
+from tracer.errors import InputError
+from tracer.lessons.model.facts import model_of, traced_head
 from tracer.present.notebook.code import Cell, check, definitions, lines
 
 IN_ORDER = '''def sum_in_order(terms):
@@ -47,11 +49,11 @@ SECOND = {"interleaved": "second = first + 1", "half": "second = first + d_h // 
 
 def cells(trace: Trace) -> dict[str, list[Cell]]:
     """Stage -> code cells (none for ``next``: it needs the weights of every layer)."""
-    model = trace.meta.get("model", {})
-    pairs = str(model.get("pairs", "interleaved"))
+    model = model_of(trace)
+    pairs = model.get("pairs")
     if pairs not in PAIRS:
-        pairs = "interleaved"
-    layer, head = int(trace.meta.get("layer", 0)), int(trace.meta.get("head", 0))
+        raise InputError(f"the trace's meta.model pairs the rotation as {pairs!r}, not one of {', '.join(PAIRS)}")
+    head, layer = traced_head(trace)
     eps = fmt.literal(float(trace.tensor("norm.eps")), trace.dtype)
     inputs = lines(
         f"tokens = {trace.tokens!r}",
@@ -65,7 +67,7 @@ def cells(trace: Trace) -> dict[str, list[Cell]]:
         'W_out = torch.tensor(TRACED["W_out"], dtype=dtype)  # its rows of the output projection, (d_h, d)',
         "T, d = x.shape",
         "d_h = W_query.shape[1]",
-        f"base = {float(model.get('rope_base', 10000.0))!r}",
+        f"base = {model['rope_base']!r}",
         "positions = torch.arange(T).to(dtype)  # token i sits at position m = i - 1",
         check(trace, "pos", "positions"),
         "theta = (base ** (-torch.arange(0, d_h, 2, dtype=torch.float64) / d_h)).to(dtype)",
