@@ -119,10 +119,9 @@ def make_config(c: dict[str, Any], folder: Path) -> Config:
         and c.get("head_dim", width // heads) != width // heads
     ):
         raise InputError(Message("model.head_dim_differs_hidden", folder=quoted(folder)))
-    if c.get("rope_scaling") is not None:
-        raise InputError(Message("model.scales_rotary_embedding_rope", folder=quoted(folder)))
+    stated = rope_theta(c, folder)
     try:
-        base, eps = float(c.get("rope_theta", 10000.0)), float(c.get("rms_norm_eps", 1e-6))
+        base, eps = float(stated), float(c.get("rms_norm_eps", 1e-6))
     except (TypeError, ValueError):
         raise InputError(Message("model.rope_theta_rms_norm", folder=quoted(folder))) from None
     return Config(
@@ -137,6 +136,27 @@ def make_config(c: dict[str, Any], folder: Path) -> Config:
         pairs="half",
         name=str(c.get("_name_or_path", "")),
     ).check()
+
+
+def rope_theta(c: dict[str, Any], folder: Path) -> Any:
+    """The rotary base a ``config.json`` states, for an unscaled rotation only.
+
+    transformers 4 writes ``rope_theta`` (and ``rope_scaling`` when it
+    scales); transformers 5 writes ``rope_parameters = {rope_type,
+    rope_theta}``.  Either way a scaled rotation (any type but
+    ``default``) is refused, and a base stated twice must be one base.
+    """
+    params = c.get("rope_parameters")
+    kind = params.get("rope_type", "default") if isinstance(params, dict) else None
+    if c.get("rope_scaling") is not None or kind not in (None, "default"):
+        raise InputError(Message("model.scales_rotary_embedding_rope", folder=quoted(folder)))
+    if params is None:
+        return c.get("rope_theta", 10000.0)
+    if not isinstance(params, dict) or "rope_theta" not in params:
+        raise InputError(Message("model.no_rope_theta", folder=quoted(folder)))
+    if c.get("rope_theta", params["rope_theta"]) != params["rope_theta"]:
+        raise InputError(Message("model.two_rope_bases", folder=quoted(folder)))
+    return params["rope_theta"]
 
 
 def tokenizer(path: Path) -> Any:
