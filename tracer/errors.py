@@ -71,10 +71,10 @@ class InputError(TracerError, ValueError):
     """
 
     def __init__(self, message: str | Message, *, arg: str | None = None) -> None:
-        super().__init__(message if not arg else f"{arg} {message}")
+        whole = Message("inputs.arg_problem", arg=arg, problem=message) if arg else message
+        super().__init__(whole)
         self.problem_said = message if isinstance(message, Message) else None
-        if isinstance(message, Message):
-            self.said = Message("inputs.arg_problem", arg=arg, problem=message) if arg else message
+        self.said = whole if isinstance(whole, Message) and isinstance(message, Message) else None  # words stay words
         self.arg = arg
         self.problem = str(message)
 
