@@ -144,7 +144,7 @@ class App(click.Group):
             raise _one_line(e, ctx) from None
         except InputError as e:
             flag = _flag_of(e)
-            raise UserError(f"{flag} {e.problem}" if flag else str(e)) from None
+            raise UserError(Message("inputs.arg_problem", arg=flag, problem=e.problem) if flag else str(e)) from None
         except TracerError as e:
             raise UserError(str(e)) from None
         except (click.exceptions.ClickException, click.exceptions.Abort, click.exceptions.Exit):
