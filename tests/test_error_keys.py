@@ -46,6 +46,8 @@ def _words(node: ast.expr | None) -> bool:
         return _words(node.value)
     if isinstance(node, ast.BinOp):  # "..." + name
         return _words(node.left) or _words(node.right)
+    if isinstance(node, ast.IfExp):  # f"..." if flag else other
+        return _words(node.body) or _words(node.orelse)
     return isinstance(node, ast.JoinedStr) or (isinstance(node, ast.Constant) and isinstance(node.value, str))
 
 
@@ -97,9 +99,11 @@ def test_the_scan_finds_words_in_an_error_however_it_is_raised() -> None:
             "c.py": "class Own(TracerError):\n    def __init__(self, p):\n        super().__init__(f'{p} exists')\n",
             "d.py": 'raise ValueError(f"{x} internal")\nraise InputError(Message("inputs.no_tokens"), arg="text")\n',
             "e.py": 'raise InputError(f"row {r}: {v!r}"[:200])\nraise InputError("bad " + name)\n',
+            "f.py": 'raise UserError(f"{flag} {p}" if flag else str(e))\n',
         }
     )
     found = ["tracer/a.py:1", "tracer/a.py:2", "tracer/b.py:3", "tracer/c.py:3", "tracer/e.py:1", "tracer/e.py:2"]
+    found.append("tracer/f.py:1")
     assert english_raises(trees) == found
 
 
