@@ -113,7 +113,10 @@ def _heatmap(ctx: Ctx, node: str, links: bool) -> tuple[str, bool]:
     """SVG of a T x T matrix; True when it had to be averaged over blocks."""
     t = ctx.t
     hrefs = [[f"#pair-{i + 1}-{j + 1}" for j in range(t)] for i in range(t)] if links and t <= FULL_T else None
-    doors = [[f"{node}[{i + 1},{j + 1}]" for j in range(t)] for i in range(t)]
+
+    def doors() -> list[list[str]]:  # each cell's step, written only if the cells are drawn
+        return [[f"{node}[{i + 1},{j + 1}]" for j in range(t)] for i in range(t)]
+
     return heatmap_svg(ctx, f"fig-{node}", ctx.trace.tensor(node), hrefs, doors=doors)
 
 
