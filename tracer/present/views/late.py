@@ -50,7 +50,10 @@ def _component(ctx: Ctx, k: int, keys: list[int]) -> Equation:
     note = ctx.s("context.rounding", cols=str(k + 1), n=ctx.decimals) if rounds else ""
     lhs, formula = sides(tr[sid])
     steps = [*formula, chunks(factors), chunks(parts), ctx.num(total)]
-    return board(f"z-{q}-{k + 1}", sid, lhs, steps, note=note, focus=True)
+    factor_ids = [(f"alpha[{q},{j + 1}]", f"x[{j + 1},{k + 1}]") for j in keys] + [() for _ in more]
+    term_ids = [(f"z[{q}].t[{j + 1},{k + 1}]",) for j in keys] + [() for _ in more]
+    doors = [*(None for _ in formula), factor_ids, term_ids, [(sid,)]]  # each number put in opens its step
+    return board(f"z-{q}-{k + 1}", sid, lhs, steps, note=note, focus=True, ids=doors)
 
 
 def context(ctx: Ctx) -> Section:
