@@ -25,9 +25,8 @@ BACKWARD = ("simple", "trainable", "causal", "window", "gqa", "rope", "multihead
 
 def page_of(name: str, lang: str = "en", **options: object) -> Page:
     t = tracer.trace_lesson(name, backward=True, **options)
-    if name == "simple":
-        return lesson.with_backward(walkthrough(t, lang), t, narrative_of(t, lang))
-    return lesson.build(t, narrative_of(t, lang))
+    build = walkthrough if name == "simple" else lesson.build  # the tutorial's own sections, finished alike
+    return build(t, narrative_of(t, lang))
 
 
 def section_ids(page: Page) -> list[str]:

@@ -13,6 +13,7 @@ from tracer.cli import app, lessonopts
 from tracer.errors import InputError
 from tracer.present import views
 from tracer.present.checktext import no_roles
+from tracer.present.report import narrative_of
 from tracer.present.strings import Strings
 from tracer.present.views.order import page_order, stage_order
 from tracer.record import registry
@@ -26,7 +27,7 @@ def tutorial() -> tracer.Trace:
 
 def test_the_tutorials_page_walks_the_order_its_lesson_names(tutorial: tracer.Trace) -> None:
     """The notebook follows ``page_order``; the page shows its sections in the same order (then its recap)."""
-    page = views.page(tutorial)
+    page = views.page(tutorial, narrative_of(tutorial, "en"))
     shown = [s.anchor for s in page.sections][: len(page_order(tutorial))]
     assert shown == [{"matrix": "pairs"}.get(s, s) for s in page_order(tutorial)]  # stage matrix: section "pairs"
     assert page_order(tutorial) != stage_order(tutorial)  # the overflow is recorded last, shown beside the softmax
