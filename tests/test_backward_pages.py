@@ -14,10 +14,10 @@ from click.testing import CliRunner
 
 import tracer
 from tracer.cli import app
+from tracer.lessons.simple.page import page as walkthrough
 from tracer.present import report
 from tracer.present.report import narrative_of
 from tracer.present.views import backward, lesson
-from tracer.present.views import page as walkthrough
 from tracer.present.views.model import Equation, Figure, Page, Table
 
 BACKWARD = ("simple", "trainable", "causal", "window", "gqa", "rope", "multihead", "flash")

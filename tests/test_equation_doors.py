@@ -94,11 +94,12 @@ def test_every_number_of_the_tutorial_s_walk_through_opens_the_step_whose_value_
     Each number the walk-through puts into an equation is paired, in order,
     with a step of the trace whose value it is (to the digits shown).
     """
-    from tracer.present import overflow, views
+    from tracer.lessons.simple import page as walkthrough
+    from tracer.present import overflow
     from tracer.present.views.model import Equation, Group
 
     t = tracer.trace_lesson("simple")
-    page = views.build(t, lang, 4, overflow.scaled(t))
+    page = walkthrough.build(t, lang, 4, overflow.scaled(t))
     blocks = [b for s in page.sections for b in s.blocks]
     eqs = [e for b in blocks for e in (b.blocks if isinstance(b, Group) else (b,)) if isinstance(e, Equation)]
     assert len(eqs) == 6 + 3 + 36  # the focus query's scores, its context vector's components, every pair

@@ -101,12 +101,13 @@ def test_executes_and_prints_the_traced_values(tmp_path: Path, kernel: None, les
 
 
 def report_page(t: tracer.Trace) -> Page:
-    from tracer.present import overflow, views
+    from tracer.lessons.simple import page as walkthrough
+    from tracer.present import overflow
     from tracer.present.report import narrative_of
     from tracer.present.views import lesson
 
     if t.meta.get("lesson") == "simple":
-        return views.build(t, "en", 4, overflow.scaled(t))
+        return walkthrough.build(t, "en", 4, overflow.scaled(t))
     return lesson.build(t, narrative_of(t, "en"))
 
 

@@ -107,10 +107,10 @@ def test_the_tutorials_printed_numbers_appear(tutorial_report) -> None:  # type:
 
 
 def test_rounding_is_flagged_exactly_where_it_shows(tutorial: tracer.Trace) -> None:
-    from tracer.present import views
+    from tracer.lessons.simple import page as walkthrough
     from tracer.present.views.model import Equation
 
-    page = views.build(tutorial, "en", decimals=1)
+    page = walkthrough.build(tutorial, "en", decimals=1)
     eqs = [b for s in page.sections for b in s.blocks if isinstance(b, Equation) and b.step.startswith("omega[")]
     assert eqs
     for eq in eqs:
