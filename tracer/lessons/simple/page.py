@@ -24,8 +24,8 @@ from tracer.present.narrative import Narrative
 from tracer.present.overflow import Overflow
 from tracer.present.strings import Strings
 from tracer.present.views.code import blocks, with_code
-from tracer.present.views.common import Ctx, focus, unfollowed
-from tracer.present.views.lesson import Heading, assemble
+from tracer.present.views.common import Ctx
+from tracer.present.views.lesson import Heading, assemble, summary_rows
 from tracer.present.views.lessonctx import LessonCtx
 from tracer.present.views.model import Page
 
@@ -61,14 +61,7 @@ def build(
     s = Strings(lang)
     ctx = Ctx(trace, s, decimals)
     q = trace.query
-    summary = (
-        (s("page.summary_tokens"), str(ctx.t)),
-        (s("page.summary_dim"), str(ctx.d)),
-        *focus(s, q, trace.tokens[q - 1]),
-        (s("page.summary_dtype"), trace.dtype),
-        (s("page.summary_decimals"), s("page.decimals", n=decimals)),
-        *unfollowed(trace, s),
-    )
+    summary = summary_rows(s, trace, str(ctx.d), decimals)
     builders = {  # in the page's order, which the lesson names as its ``order`` for its notebook too
         "inputs": inputs,
         "scores": scores,

@@ -121,18 +121,25 @@ def build(trace: Trace, story: Narrative, decimals: int = 4) -> Page:
     code = blocks(trace, s)
     order = backward.forward(stage_order(trace), trace)
     shown = [section(ctx, n + 1, st, story.stage(st), code.get(st, ())) for n, st in enumerate(order)]
-    summary = (
-        (s("lesson.summary_lesson"), str(trace.meta.get("lesson", story.lesson))),
-        (s("page.summary_tokens"), str(ctx.t)),
-        (s("page.summary_dim"), str(trace.meta.get("dim", "?"))),
+    lesson = (s("lesson.summary_lesson"), str(trace.meta.get("lesson", story.lesson)))
+    summary = (lesson, *summary_rows(s, trace, str(trace.meta.get("dim", "?")), decimals))
+    # a summary may hold $...$ like the prose
+    heading = Heading(story.title, Para(" ".join(story.summary.split()), math=True), summary)
+    return assemble(ctx, heading, shown, code)
+
+
+def summary_rows(s: Strings, trace: Trace, dim: str, decimals: int) -> tuple[tuple[str, str | Para], ...]:
+    """The rows of a page's summary box that every page has: sizes, the focus query, the precision shown, and
+    the steps that do not follow from their inputs (an edited trace)."""
+    q = trace.query
+    return (
+        (s("page.summary_tokens"), str(len(trace.tokens))),
+        (s("page.summary_dim"), dim),
         *focus(s, q, trace.tokens[q - 1]),
         (s("page.summary_dtype"), trace.dtype),
         (s("page.summary_decimals"), s("page.decimals", n=decimals)),
         *unfollowed(trace, s),
     )
-    # a summary may hold $...$ like the prose
-    heading = Heading(story.title, Para(" ".join(story.summary.split()), math=True), summary)
-    return assemble(ctx, heading, shown, code)
 
 
 @dataclass(frozen=True)
