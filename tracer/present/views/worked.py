@@ -80,10 +80,16 @@ def _running_sums(trace: Trace, step: Step, terms: list[Step]) -> list[Step]:
     a row total of another node's values has no products to write out first.
     """
     partials = step.node.attrs.get("partials")
-    if not partials or not all(t.node.name.startswith(f"{step.node.name}.") for t in terms):
+    if not partials or not all(t.node.name.startswith(f"{step.node.name}.") for t in terms) or not step.node.args:
         return []
     node = trace.node(str(partials))
-    return [Step(trace, node, t.index) for t in terms]
+    # the running sums are laid out in their own axes, which need not be the terms' order: read the term's
+    # index by the axis names the total reads its terms with ("*" is the summed axis)
+    over = str(step.node.attrs.get("over"))
+    letters = [over if x == "*" else x for x in step.node.args[0].index or ()]
+    if sorted(letters) != sorted(node.axes):
+        return []
+    return [Step(trace, node, tuple(dict(zip(letters, t.index, strict=True))[a] for a in node.axes)) for t in terms]
 
 
 def _factor_steps(ctx: LessonCtx, step: Step) -> list[Step]:
