@@ -228,7 +228,8 @@ def heatmaps(ctx: LessonCtx, node: Node, prefix: str = "") -> list[Block]:
     if hide is not None and order is not None:
         hide = np.transpose(hide, order)
     out: list[Block] = []
-    for part in parts(ctx, node):
+    every = list(parts(ctx, node))
+    for part in every:
         name = f"fig-{prefix}{anchor(node.name)}{part.anchor}"
         svg, small = heatmap_svg(
             ctx,
@@ -242,7 +243,7 @@ def heatmaps(ctx: LessonCtx, node: Node, prefix: str = "") -> list[Block]:
             cap = Para(cap.text + " " + ctx.s("lesson.heat_small"), math=True)
         matrix = np.asarray(node.value[part.lead])
         alt = _alt(ctx, alts.heat(ctx, ctx.text(node).alt or ctx.s("lesson.heat_alt"), matrix), part)
-        out.append(Figure(name, name, svg, alt, cap))
+        out.append(Figure(name, name, svg, alt, cap, multiple=len(every) > 1))
     return out
 
 
