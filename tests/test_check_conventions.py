@@ -16,7 +16,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 import tracer
-from tracer.compare.check import build, config, forwardargs, resize, student
+from tracer.compare.check import build, config, forwardargs, resize, resizegather, spanargs, student
 from tracer.compare.check.run import spec_for
 from tracer.errors import InputError
 
@@ -176,13 +176,14 @@ def test_rotary_tables_are_given_at_angle_0_in_the_form_the_layer_reads() -> Non
 def test_a_second_build_of_code_that_turns_pairs_has_even_heads() -> None:
     spec = spec_for("gqa")
     first = resize.alternatives(spec)[0]
-    assert resize._odd(spec, first[0]) and not resize._odd(spec, first[1])  # the lesson's first sizes: odd heads
+    odd_first = resizegather._odd(spec, first[0])  # the lesson's first sizes: odd heads
+    assert odd_first and not resizegather._odd(spec, first[1])
     names = spec.signature
     builder = lambda got: build.build(Rotated, {n: got[n] for n in names}, names, spec.seed)[0]  # noqa: E731
     tables = forwardargs.Mask(tables=(("cos_sin", "still_cos_sin_half"),))
-    odd = resize.judge(spec, resize.gather(builder, spec, tables, pairs=False))
+    odd = resize.judge(spec, resizegather.gather(builder, spec, tables, pairs=False))
     assert odd is not None  # taken at odd heads, it fails there: what used to be a false sizes_ignored
-    assert resize.judge(spec, resize.gather(builder, spec, tables, pairs=True)) is None
+    assert resize.judge(spec, resizegather.gather(builder, spec, tables, pairs=True)) is None
     got = tracer.check(Rotated, lesson="gqa")
     assert got.hit is None  # built at the even fallback, where it is right: no sizes_ignored
 
@@ -271,7 +272,7 @@ class MetaCache(nn.Module):
 
 def test_a_generation_passes_each_call_its_rows_of_the_tables_and_the_mask() -> None:
     module = MetaCache(3, 2, 6)
-    span = forwardargs.spans(module, spec_for("kvcache"))
+    span = spanargs.spans(module, spec_for("kvcache"))
     assert span is not None
     got = span(torch.zeros(2, 2, 3), 5, 6)
     assert got["mask"].shape == (2, 6) and got["freqs_cis"].shape == (2, 1) and got["start_pos"] == 0

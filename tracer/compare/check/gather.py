@@ -7,7 +7,7 @@ lesson's sizes (:mod:`.build`), its weights are taken for the lesson's roles
 (:mod:`.roles`, :mod:`.wrapper`), and it is called on the lesson's inputs in
 eval mode under capture, then (when the lesson compares dropout) in training
 mode under the lesson's seed, on a shorter sequence (a causal mask must cut
-it), and, built again at other sizes, once more per size (:func:`.resize.gather`; lessons
+it), and, built again at other sizes, once more per size (:func:`.resizegather.gather`; lessons
 ``flash`` and ``kvcache`` too, after their own runs).
 
 A crash of the student's code in the main run, or a result that is not a
@@ -22,7 +22,17 @@ from typing import Any
 import numpy as np
 import torch
 
-from tracer.compare.check import build, convention, forwardargs, lessons, reference, resize, roles, sizing, student
+from tracer.compare.check import (
+    build,
+    convention,
+    forwardargs,
+    lessons,
+    reference,
+    resizegather,
+    roles,
+    sizing,
+    student,
+)
 from tracer.compare.check.evidence import Evidence, Failure, Run
 from tracer.compare.check.model import Seen
 from tracer.compare.check.student import name_of
@@ -43,7 +53,7 @@ def _sized(obj: Any, spec: lessons.Spec) -> Evidence:
     from tracer.compare.check import flashcheck
 
     ev = flashcheck.collect(obj, spec)
-    ev.other = resize.gather_function(obj, spec)
+    ev.other = resizegather.gather_function(obj, spec)
     return ev
 
 
@@ -54,7 +64,7 @@ def _generated(obj: Any, spec: lessons.Spec) -> Evidence:
     ev = generation.collect(obj, spec)
     if ev.structural is None:
         again = sizing.squared(spec, ev.square)
-        ev.other = resize.gather(_builder(obj, again), again)
+        ev.other = resizegather.gather(_builder(obj, again), again)
     return ev
 
 
@@ -104,7 +114,7 @@ def _called(obj: Any, spec: lessons.Spec) -> Evidence:
         ev.runs.append(Run("short", [_output(short.output)] if crash is None else [], error=failure))
     if spec.rebuilds is not None:
         pairs = spec.rotary or any(k in forwardargs.ROTARY or k in forwardargs.STILL for k in ev.given.values())
-        ev.other = resize.gather(_builder(obj, spec), spec, form, pairs)
+        ev.other = resizegather.gather(_builder(obj, spec), spec, form, pairs)
     return ev
 
 
