@@ -279,3 +279,36 @@ def test_a_generation_passes_each_call_its_rows_of_the_tables_and_the_mask() -> 
     assert torch.isinf(got["mask"][0, 5]) and not torch.isinf(got["mask"][1]).any()
     result = tracer.check(MetaCache, lesson="kvcache")
     assert result.ok, result.explain("en")
+
+
+def test_a_size_goes_by_the_same_names_as_a_parameter_and_as_a_field() -> None:
+    """One list (``config.SIZES``): a constructor's parameter is read by the names a configuration's field is."""
+    values = {"d_in": 8, "d_out": 8, "context_length": 6, "dropout": 0.25, "num_heads": 4}
+    order = tuple(values)
+    for role, names in config.SIZES.items():
+        if role == "width":
+            assert set(names) == set(build.WIDTH)
+            continue
+        assert set(names) <= set(build.ALIASES[role]), role
+        assert all(config.ROLE[n] == role for n in names), role
+
+    def hf_style(hidden_size, num_attention_heads, max_position_embeddings, attention_dropout=0.0):  # type: ignore[no-untyped-def]
+        return None
+
+    args, kwargs = build.plan(hf_style, values, order)
+    assert args == () and kwargs == {
+        "hidden_size": 8, "num_attention_heads": 4, "max_position_embeddings": 6, "attention_dropout": 0.25,
+    }  # fmt: skip
+
+
+def test_a_residual_dropout_parameter_keeps_its_own_default() -> None:
+    """``resid_pdrop`` is the output's dropout, not the attention weights': only a configuration sets it."""
+    values = {"d_in": 8, "d_out": 8, "context_length": 6, "dropout": 0.25, "num_heads": 4}
+
+    def mingpt_style(n_embd, n_head, block_size, attn_pdrop, resid_pdrop=0.0):  # type: ignore[no-untyped-def]
+        return None
+
+    _, kwargs = build.plan(mingpt_style, values, tuple(values))
+    assert kwargs["attn_pdrop"] == 0.25 and "resid_pdrop" not in kwargs
+    made, _ = config.make(None, values, 2, "Attention")
+    assert made.resid_pdrop == 0.25 and made.attn_pdrop == 0.25

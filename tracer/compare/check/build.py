@@ -35,21 +35,15 @@ from tracer.message import Message
 ALIASES: dict[str, tuple[str, ...]] = {
     "d_in": ("d_in", "in_dim", "input_dim", "dim_in", "in_features", "d_input"),
     "d_out": ("d_out", "out_dim", "output_dim", "dim_out", "out_features", "d_output", "num_hiddens"),
-    "context_length": (
-        "context_length", "context_len", "block_size", "max_len", "max_seq_len", "seq_len", "max_length", "n_ctx",
-    ),
-    "dropout": ("dropout", "dropout_rate", "p_drop", "attn_dropout", "attn_pdrop", "drop", "dropout_p", "drop_rate"),
-    "num_heads": ("num_heads", "n_head", "n_heads", "heads", "h", "nhead", "num_head"),
-    "num_kv_groups": (
-        "num_kv_groups", "n_kv_groups", "num_kv_heads", "n_kv_heads", "n_kv_head", "num_key_value_heads",
-        "kv_heads", "num_groups", "n_groups", "n_kv",
-    ),
-    "window_size": config.WINDOW,
+    **{k: v for k, v in config.SIZES.items() if k != "width"},
     "qkv_bias": ("qkv_bias", "bias", "use_bias"),
-}  # fmt: skip
-"""The names each of the lesson's arguments goes by (``qkv_bias`` is recognised, and left at its default)."""
+}
+"""The names each of the lesson's arguments goes by (``qkv_bias`` is recognised, and left at its default).
 
-WIDTH = ("d_model", "embed_dim", "n_embd", "emb_dim", "hidden_size", "dim", "d_embed", "embedding_dim", "n_state")
+The sizes a configuration holds too are :data:`.config.SIZES`'s names: one
+list for a constructor's parameters and a configuration's fields."""
+
+WIDTH = config.SIZES["width"]
 """Names of one width used for both ``d_in`` and ``d_out``."""
 
 
