@@ -27,6 +27,7 @@ import torch
 
 from tracer.compare.check import config, convention, deadline, roles, wrapper
 from tracer.compare.check.lessons import Spec
+from tracer.compare.check.model import Role
 from tracer.compare.check.sizing import sized, wrapped
 from tracer.compare.check.student import StudentError, _failure, _shape, name_of
 from tracer.errors import InputError
@@ -230,30 +231,51 @@ def _built(obj: Any, spec: Spec) -> tuple[torch.nn.Module, str, dict[str, Any], 
     else:
         found = roles.assign(module, spec.d_in, spec.d_out, out_proj=spec.multi, grouped=spec.grouped)
         if not spec.multi:
-            _no_projection(module, found, spec)
+            found.update(identity_projection(module, found, spec))
     if any(b in found for b in roles.BIAS.values()) and own_bias(obj):
         spec = replace(spec, bias=True)
     return module, built, found, heads, spec
 
 
-def _no_projection(module: torch.nn.Module, found: dict[str, Any], spec: Spec) -> None:
-    """Refuse, in one line, a module with an output projection checked against a lesson of one head without one.
+def identity_projection(module: torch.nn.Module, found: dict[str, Any], spec: Spec) -> dict[str, Role]:
+    """Make the output projection of a module checked against a lesson of one head the identity, or refuse it.
 
     A published layer (Llama's ``o_proj``, GPT-2's ``c_proj``) ends with a
-    projection over its heads; a lesson of one head has none, so its result
-    can never be the layer's, and the lessons with heads are the ones that
-    fit it.
+    projection over its heads; a lesson of one head has none.  Built with
+    one head, such a layer computes the lesson's attention and then mixes
+    its columns once more, so a teacher asking "is this causal attention?"
+    means the part before the projection.  Where the projection is square,
+    as wide as the values (one head's output), the check sets its weight to
+    the identity and its bias to 0: the layer's result is then its attention
+    itself, which every stage is compared with as always, and the role says
+    so.  The projection is judged where it belongs, by a lesson with heads
+    (``multihead``, ``gqa``).  A projection of another shape cannot be made
+    the identity: the refusal names it and those lessons.
     """
     used = {r.param.split("[", 1)[0] for r in found.values()}
-    for p in roles.params(module):
-        if p.value.ndim == 2 and p.name not in used and roles.base(p) in roles.OUT:
-            from tracer.compare.check.lessons import SPECS
+    by_name = dict(module.named_parameters())
+    from tracer.compare.check.lessons import SPECS
 
-            headed = ", ".join(n for n, s in SPECS.items() if s.multi)
+    headed = ", ".join(n for n, s in SPECS.items() if s.multi)
+    for p in roles.params(module):
+        if p.value.ndim != 2 or p.name in used or roles.base(p) not in roles.OUT:
+            continue
+        width = found["W_value"].value.shape[-1] if "W_value" in found else -1
+        if p.value.shape != (width, width):
             said = Message(
                 "trouble.projection_extra", name=type(module).__name__, param=p.name, lesson=spec.name, headed=headed
             )
             raise InputError(said)
+        eye = torch.eye(width)
+        bias = by_name.get(f"{p.owner}.bias") if p.linear and p.owner else None
+        with torch.no_grad():
+            weight = by_name[p.name]
+            weight.copy_(eye.to(dtype=weight.dtype, device=weight.device))
+            if bias is not None:
+                bias.zero_()
+        how = Message("how.identity", lesson=spec.name, headed=headed)
+        return {"W_out": Role("W_out", p.name, how, eye.to(torch.float64).numpy())}
+    return {}
 
 
 def module_for(obj: Any, spec: Spec) -> tuple[torch.nn.Module, str, dict[str, Any], Any, Spec, bool]:

@@ -15,6 +15,7 @@ import numpy as np
 import torch
 
 from tracer.compare.check import (
+    build,
     convention,
     flashcheck,
     forwardargs,
@@ -168,4 +169,7 @@ def _roles(module: torch.nn.Module, spec: Spec, got: dict[str, Any]) -> dict[str
         found = wrapper.assign(heads[0], heads[1], got["d_in"], got["d_out"])
         found.update(wrapper.out_proj(module, heads[0], found["W_query"].value.shape[-1] * heads_n))
         return {"form": Role("form", "wrap", Message("how.none")), **found}
-    return roles.assign(module, got["d_in"], got["d_out"], out_proj=spec.multi, grouped=spec.grouped)
+    found = roles.assign(module, got["d_in"], got["d_out"], out_proj=spec.multi, grouped=spec.grouped)
+    if not spec.multi:  # the same output projection as at the lesson's sizes: the identity
+        found.update(build.identity_projection(module, found, spec))
+    return found
