@@ -3,9 +3,9 @@
 A module that writes ``nn.Dropout(0.5)``, a ``6 x 6`` mask, ``nn.Linear(3, 2)``
 or ``window = 3`` instead of using its constructor's arguments computes the
 lesson exactly at the lesson's sizes.  So once the stages match,
-:func:`differs` builds the module again at each of :func:`builds`' sizes
-(``d_in + 1``, wider outputs, ``context_length = 9``, ``dropout = 0``, other
-windows, heads and groups), calls it on seeded random inputs shorter than
+:func:`.resizegather.differs` builds the module again at each of
+:func:`builds`' sizes (``d_in + 1``, wider outputs, ``context_length = 9``,
+``dropout = 0``, other windows, heads and groups), calls it on seeded random inputs shorter than
 the context (so the mask must be cut), and compares the result with the
 lesson computed in float64 from that module's own weights
 (the lesson's ``at_size``).  A module the lesson drives through a generation
@@ -21,7 +21,6 @@ run the student's code, are :mod:`.resizegather`'s.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -91,13 +90,6 @@ def describe(spec: Spec, got: dict[str, Any]) -> Message:
     if "calls" in got:
         return Message("resize.sizes_calls", names=said, tokens=got["tokens"], calls=len(got["calls"]))
     return Message("resize.sizes", names=said, tokens=got["tokens"])
-
-
-def differs(build: Callable[[dict[str, Any]], Any], spec: Spec) -> tuple[Message, Message] | None:
-    """``(sizes, what went wrong)`` when a module rebuilt at :func:`builds`' sizes does not compute the lesson."""
-    from tracer.compare.check.resizegather import gather  # the student's half, which reads the sizes here
-
-    return judge(spec, gather(build, spec))
 
 
 def hit(spec: Spec, others: list[Other]) -> Hit | None:

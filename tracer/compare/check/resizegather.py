@@ -34,6 +34,11 @@ from tracer.errors import InputError
 from tracer.message import Message
 
 
+def differs(build: Callable[[dict[str, Any]], Any], spec: Spec) -> tuple[Message, Message] | None:
+    """``(sizes, what went wrong)`` when a module rebuilt at :func:`.resize.builds`' sizes is not the lesson."""
+    return resize.judge(spec, gather(build, spec))
+
+
 def gather(build: Callable[[dict[str, Any]], Any], spec: Spec, mask: Mask = LESSON, pairs: bool = False) -> list[Other]:
     """The student's half: each second build made with ``build(sizes)``, its weights found, called (:func:`_one`).
 
