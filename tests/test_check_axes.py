@@ -56,3 +56,48 @@ def test_sequence_first_scores_are_a_layout() -> None:
     assert m is not None and np.array_equal(m.view(), ref)
     keys_first = Seen("s", "einsum", ref.transpose(3, 2, 0, 1).copy())  # j, i, b, h: the scores transposed
     assert align.find(ref, HEADS, [keys_first]) is None
+
+
+def test_a_module_that_takes_its_tokens_sequence_first_is_called_so() -> None:
+    import importlib.util
+    from pathlib import Path
+
+    import tracer
+
+    path = Path(__file__).parent / "check_published" / "labml_mha.py"
+    spec = importlib.util.spec_from_file_location("labml_mha_axes", path)
+    assert spec is not None and spec.loader is not None
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    r = tracer.check(mod.MultiHeadAttention, lesson="multihead")
+    assert r.ok, r.explain("en")
+    assert r.given == {"x": "sequence_first"} and "given_sequence_first" in r.notes
+    assert "sequence first" in r.explain("en")
+
+
+def test_a_sequence_first_call_gets_its_tokens_and_a_wide_mask_sequence_first() -> None:
+    import torch
+    from torch import nn
+
+    from tracer.compare.check import forwardargs, student
+    from tracer.compare.check.run import spec_for
+
+    class Takes(nn.Module):
+        def forward(self, x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+            return x
+
+    spec = spec_for("multihead")
+    arguments, given = forwardargs.bind(Takes(), spec, mask=forwardargs.Mask(rank=4, seq_first=True))
+    assert arguments is not None and given == {"x": "sequence_first", "mask": "mask"}
+    x = torch.rand(2, 5, 8)
+    (tokens, mask), _ = arguments(x)
+    assert tokens.shape == (5, 2, 8) and tokens.is_contiguous() and torch.equal(tokens[:, 1], x[1])
+    assert mask.shape == (5, 5, 1, 1) and mask[0, 1, 0, 0] == float("-inf") and mask[1, 0, 0, 0] == 0
+    back = student.call(Takes(), x, None, arguments).output
+    assert torch.equal(back, x)  # the result read back batch first
+
+
+def test_heads_one_number_wide_are_not_merged_by_dropping_their_width() -> None:
+    ref = _scores(2, 6, 4)  # (b, T, heads · 1): the heads joined after the transpose
+    before_the_transpose = Seen("z", "matmul", ref.transpose(0, 2, 1)[..., None].copy())  # (b, h, T, 1)
+    assert align.find(ref, ("b", "i", "c"), [before_the_transpose]) is None

@@ -103,7 +103,11 @@ def _broadcast(
     around it are read as the axes they are.  Axes of size one are only
     dropped where the tensor has more axes than the reference and more axes
     of size one than it; the leading axes that are left over are read at
-    their first entry as before (``lead``).
+    their first entry as before (``lead``).  The axes kept must then be the
+    reference's in its own order: an axis of one beside a transpose is not
+    a broadcast but a merge not made (heads one number wide, ``(b, h, T, 1)``,
+    are joined into ``(b, T, h)`` only by a transpose the code may have
+    skipped, the mistake ``heads_not_transposed``).
     """
     inner = [a for a, n in enumerate(shape) if n == 1 and a > 0]
     surplus = min(len(shape) - ref.ndim, len(inner) - sum(n == 1 for n in ref.shape))
@@ -113,11 +117,8 @@ def _broadcast(
             extra = len(kept) - ref.ndim
             if (lead is not None and extra != lead) or min(drop) < extra:
                 continue  # a dropped axis must lie after the leading axes read at their first entry
-            if sorted(kept[extra:]) != sorted(ref.shape):
-                continue
-            for perm in _perms(kept[extra:], ref.shape):
-                if _ordered(axes, perm):
-                    yield Match(seen, perm, ones + extra, 0.0, kept[extra:])
+            if kept[extra:] == ref.shape:  # the kept axes in the reference's own order: nothing else moved
+                yield Match(seen, tuple(range(ref.ndim)), ones + extra, 0.0, kept[extra:])
 
 
 def _ordered(axes: Sequence[str], perm: tuple[int, ...]) -> bool:
