@@ -132,13 +132,15 @@ def own_bias(obj: Any) -> bool:
     Annotated Transformer's ``MultiHeadedAttention(h, d_model)``, minGPT's
     ``CausalSelfAttention(config)``, a factory around them) cannot be asked
     for bias-free projections: its biases are learned weights like its
-    matrices, so the lesson is computed with them.  A signature that cannot
-    be read is taken as one that asks (the lesson's own convention).
+    matrices, so the lesson is computed with them.  So is a class whose
+    flag turns its biases on by default (labml's ``bias=True``): the check
+    leaves the flag at its default, which asks for them.  A signature that
+    cannot be read is taken as one that asks (the lesson's own convention).
     """
     params = _params(obj)
     if params is None:
         return False
-    return not any(p.name.lower() in ALIASES["qkv_bias"] for p in params)
+    return not any(p.name.lower() in ALIASES["qkv_bias"] and p.default is not True for p in params)
 
 
 NAMED = {"num_heads": "number of heads", "num_kv_groups": "number of key/value groups", "window_size": "window size"}

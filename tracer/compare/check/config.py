@@ -59,7 +59,7 @@ SIZES: dict[str, tuple[str, ...]] = {
     ),
     "dropout": (
         "attention_dropout", "attn_pdrop", "attn_dropout", "attention_probs_dropout_prob", "dropout",
-        "dropout_rate", "attn_drop", "p_drop", "drop", "dropout_p", "drop_rate",
+        "dropout_rate", "attn_drop", "p_drop", "drop", "dropout_p", "drop_rate", "dropout_prob",
     ),
     "window_size": WINDOW,
 }  # fmt: skip
