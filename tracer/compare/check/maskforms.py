@@ -156,23 +156,24 @@ def relaid(module: Any, spec: Spec, x: torch.Tensor, found: dict[str, Role], cho
 
 
 def _fitting(module: Any, spec: Spec, x: torch.Tensor, found: dict[str, Role], mask: Mask) -> int:
-    """How many of the lesson's quantities some tensor of the module's run (called as ``mask`` says) is shaped for.
+    """How many of the lesson's score tables (scores, masked, weights) some tensor of the run is shaped for.
 
     Code wrong either way still lays its axes out one way: called in the
     other layout it attends over the batch, and none of its scores or
     weights has the shape of the lesson's ``(b, heads, T, T)`` in any order.
-    The layout whose tensors fit more of the lesson's quantities is the
-    code's, and its mistake is diagnosed there.
+    The layout whose tensors fit more of the lesson's score tables (the
+    quantities with a query and a key axis: projections fit either way) is
+    the code's, and its mistake is diagnosed there; a tie keeps batch first.
     """
     run = student.run(module, x, spec.seed, forwardargs.bind(module, spec, mask=mask)[0])
     if run.error is not None:
         return -1
     try:
         trace = reference.reference(spec, found)
-    except (ValueError, IndexError, KeyError, RuntimeError, TypeError):
+    except Exception:  # weights that do not fit, or a process the student's code has tampered with: no evidence
         return 0
     steps = {q.step for q in spec.quantities if q.run == "eval"}
-    nodes = [trace.node(step) for step in steps]
+    nodes = [n for n in (trace.node(step) for step in steps) if {"i", "j"} <= set(n.axes)]  # scores and weights
     return sum(
         any(next(align.readings(np.asarray(n.value), n.axes, s), None) is not None for s in run.seen) for n in nodes
     )
@@ -222,7 +223,7 @@ def _lesson_output(spec: Spec, found: dict[str, Role], stage: str = "") -> tuple
     last = main[0] if stage else main[-1]
     try:
         node = reference.reference(spec, found).node(last.step)
-    except (ValueError, IndexError, KeyError, RuntimeError, TypeError):  # weights that do not fit: the judge says so
+    except Exception:  # weights that do not fit (the judge says so), or a tampered process: no choice made here
         return None
     return np.asarray(node.value, dtype=np.float64), node.axes
 
