@@ -1,4 +1,4 @@
-"""The backward pass of lessons simple, trainable and causal, against plain torch autograd and finite differences.
+"""The backward pass of every lesson that has one, against plain torch autograd and finite differences.
 
 The reference here is written from the maths, in plain torch, and shares
 nothing with the recorder: the trace's inputs (x, the weights, the dropout
@@ -16,7 +16,7 @@ import torch
 import tracer
 from tracer.errors import InputError
 
-LESSONS = ("simple", "trainable", "causal", "window", "gqa", "rope", "multihead")
+LESSONS = ("simple", "trainable", "causal", "window", "gqa", "rope", "multihead", "kvcache")
 
 
 def reference(lesson: str, t: tracer.Trace, dtype: torch.dtype, upstream: torch.Tensor | None = None) -> dict:
@@ -36,7 +36,7 @@ def reference(lesson: str, t: tracer.Trace, dtype: torch.dtype, upstream: torch.
             q, k = rotated(q, t), rotated(k, t)
         s = q @ k.T
         n = s.shape[0]
-        if lesson in ("causal", "rope"):
+        if lesson in ("causal", "rope", "kvcache"):  # kvcache: generation with a cache is causal attention
             s = s.masked_fill(torch.ones(n, n).triu(1).bool(), -math.inf)
         if lesson == "window":  # key j seen by query i when i - w < j <= i
             i, j = torch.arange(n)[:, None], torch.arange(n)[None, :]
@@ -84,8 +84,24 @@ def grouped(t: tracer.Trace, leaves: dict, dtype: torch.dtype, upstream: torch.T
     if pre:
         out = out + w["b_out"]
     loss = 0.5 * (out * out).sum() if upstream is None else (out * upstream.to(dtype)).sum()
+    if pre:  # lesson multihead: its wrapper of heads adds its own term ½ Σ concat² (the same inputs, its own weights)
+        loss = loss + 0.5 * (wrapper(t, leaves, dtype) ** 2).sum()
     loss.backward()
     return {f"d{name}": leaf.grad for name, leaf in leaves.items()} | {"out": out.detach(), f"{pre}out": out.detach()}
+
+
+def wrapper(t: tracer.Trace, leaves: dict, dtype: torch.dtype) -> torch.Tensor:
+    """Lesson multihead's wrapper as the book writes it: one causal head per stacked weight, outputs side by side."""
+    for name in ("W_query", "W_key", "W_value"):
+        leaves[f"wrap.{name}"] = torch.tensor(values(t, f"wrap.{name}"), dtype=dtype, requires_grad=True)
+    x = leaves["x"]
+    n = x.shape[1]
+    heads = []
+    for h in range(leaves["wrap.W_query"].shape[0]):
+        q, k, v = (x @ leaves[f"wrap.{name}"][h] for name in ("W_query", "W_key", "W_value"))
+        s = (q @ k.transpose(1, 2)).masked_fill(torch.ones(n, n).triu(1).bool(), -math.inf)
+        heads.append(torch.softmax(s / math.sqrt(k.shape[-1]), dim=-1) @ v)
+    return torch.cat(heads, dim=-1)
 
 
 def values(t: tracer.Trace, name: str) -> np.ndarray:
@@ -131,8 +147,9 @@ def test_float32_within_bound_of_autograd(lesson: str) -> None:
 def _loss(lesson: str, inputs: np.ndarray) -> float:
     """½ Σ z² of the forward trace (causal's output exists only with a backward pass: traced with one)."""
     t = tracer.trace_lesson(lesson, inputs=inputs, dtype="float64", backward=lesson == "causal")
-    name = {"causal": "dropout.z", "gqa": "out", "multihead": "split.out"}.get(lesson, "z")
-    return 0.5 * float((values(t, name) ** 2).sum())
+    name = {"causal": "dropout.z", "gqa": "out", "multihead": "split.out", "kvcache": "gen.z"}.get(lesson, "z")
+    more = 0.5 * float((values(t, "wrap.concat") ** 2).sum()) if lesson == "multihead" else 0.0  # its wrapper's term
+    return 0.5 * float((values(t, name) ** 2).sum()) + more
 
 
 @pytest.mark.parametrize("lesson", LESSONS)
@@ -179,7 +196,7 @@ def test_bad_upstream_gradient_is_one_clear_error(given: object, words: str) -> 
 
 def test_a_lesson_without_a_backward_pass_says_so() -> None:
     with pytest.raises(InputError, match="has no backward pass yet"):
-        tracer.trace_lesson("kvcache", backward=True)
+        tracer.trace_lesson("model", backward=True)
 
 
 def test_keys_outside_the_window_get_exactly_zero() -> None:

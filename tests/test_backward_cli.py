@@ -68,7 +68,7 @@ def test_bad_grad_output_files_are_one_line_errors(tmp_path: Path) -> None:
 
 
 def test_backward_refused_where_it_does_not_apply(tmp_path: Path) -> None:
-    code, _, err = run("trace", "--lesson", "kvcache", "--backward")
+    code, _, err = run("trace", "--lesson", "model", "--backward")
     assert code == 2 and "no backward pass yet" in err
     saved = tmp_path / "s.json"
     run("trace", "-o", str(saved))

@@ -19,7 +19,7 @@ from .notebooks import assert_matches, execute, kernel_fixture, printed_checks
 
 pytestmark = pytest.mark.slow  # every test runs a notebook in a Jupyter kernel
 nbformat = pytest.importorskip("nbformat")
-BACKWARD = ("simple", "trainable", "causal", "window", "gqa", "rope", "multihead", "flash")
+BACKWARD = ("simple", "trainable", "causal", "window", "gqa", "rope", "multihead", "flash", "kvcache")
 
 
 @pytest.fixture(scope="module")

@@ -20,7 +20,7 @@ from tracer.present.views import backward, lesson
 from tracer.present.views import page as walkthrough
 from tracer.present.views.model import Equation, Figure, Page, Table
 
-BACKWARD = ("simple", "trainable", "causal", "window", "gqa", "rope", "multihead", "flash")
+BACKWARD = ("simple", "trainable", "causal", "window", "gqa", "rope", "multihead", "flash", "kvcache")
 
 
 def page_of(name: str, lang: str = "en", **options: object) -> Page:
@@ -129,6 +129,6 @@ def test_figures_of_a_backward_trace_are_the_pages(tmp_path: Path) -> None:
 
 def test_the_backward_flags_are_refused_where_they_cannot_apply(tmp_path: Path) -> None:
     run = CliRunner().invoke
-    done = run(app, ["report", "--lesson", "kvcache", "--backward", "-o", str(tmp_path)])
+    done = run(app, ["report", "--lesson", "model", "--backward", "-o", str(tmp_path)])
     assert done.exit_code == 2 and "no backward pass yet" in done.output
     assert len(done.output.strip().splitlines()) == 1

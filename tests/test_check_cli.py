@@ -61,8 +61,9 @@ def test_json_schema() -> None:
     assert set(doc) == {
         "schema", "schema_version", "lesson", "name", "ok", "roles", "stages",
         "first_divergence", "diagnosis", "consequences", "notes", "opaque", "structure", "built", "heads",
-        "given",
+        "given", "backward",
     }  # fmt: skip
+    assert doc["backward"] is False and doc["first_divergence"]["detail"] == {}
     fd = doc["first_divergence"]
     assert fd["element"] == "batch.neg.omega[1,1,2]" and fd["reference"] == "-inf"
     assert fd["student"] == 0.0 and fd["student_tensor"] == "attn_scores.masked_fill"

@@ -21,7 +21,7 @@ GAP = 2.0
 """CSS px: the least room between a token label and any other text beside it."""
 PAGES = [
     f"{lesson}/{lang}"
-    for lesson in ("tutorial", "trainable", "causal", "multihead", "window", "gqa", "flash", "rope", "kvcache")
+    for lesson in ("tutorial", "trainable", "causal", "multihead", "window", "gqa", "flash", "rope", "kvcache", "model")
     for lang in ("en", "zh")
 ]
 

@@ -17,13 +17,16 @@ from tracer.present.strings import Strings
 from tracer.present.views.idea import NAME, picture
 from tracer.record import registry
 
+from . import tinymodels as tm
+
 ROOT = Path(__file__).resolve().parent.parent
-BUILT_IN = ("simple", "trainable", "causal", "window", "gqa", "rope", "multihead", "flash", "kvcache")
-FOLDERS = ("tutorial", "trainable", "causal", "window", "gqa", "rope", "multihead", "flash", "kvcache")
+BUILT_IN = ("simple", "trainable", "causal", "window", "gqa", "rope", "multihead", "flash", "kvcache", "model")
+FOLDERS = ("tutorial", "trainable", "causal", "window", "gqa", "rope", "multihead", "flash", "kvcache", "model")
 
 
 def drawing(name: str, lang: str = "en", **options: object) -> Picture:
-    found = picture(tracer.trace_lesson(name, **options), Strings(lang))
+    """The picture of lesson ``name`` (lesson model on the tests' tiny stand-in model, unless told another)."""
+    found = picture(tracer.trace_lesson(name, **{**tm.stand_in(name), **options}), Strings(lang))
     assert found is not None, f"{name} draws no picture of its idea"
     return found
 
@@ -123,6 +126,51 @@ def test_the_rope_picture_turns_the_query_by_its_angle() -> None:
     before = next(m for m in p.scene.marks if isinstance(m, Line) and m.arrow and m.dash)
     qa = np.arctan2(-(before.y2 - centre[1]), before.x2 - centre[0])
     assert np.isclose((qb - qa) % (2 * np.pi), phi % (2 * np.pi), atol=1e-6)
+
+
+def test_the_model_picture_outlines_the_traced_head_and_writes_its_weights() -> None:
+    """The head asked for is outlined over the group the trace says it reads; its last query's weights below."""
+    for head in (0, 3):
+        t = tracer.trace_lesson("model", **{**tm.stand_in("model"), "head": head})
+        p = picture(t, Strings("en"))
+        assert p is not None
+        outlined = [m for m in p.scene.marks if isinstance(m, Box) and m.fill == "none"]
+        assert len(outlined) == 1
+        box = outlined[0]
+        inside = [m.text for m in p.scene.marks if isinstance(m, Label) and box.x < m.x < box.x + box.w and m.y < 60]
+        assert inside == [str(head)]
+        arrows = [m for m in p.scene.marks if isinstance(m, Line) and m.arrow]
+        read = next(a for a in arrows if box.x < a.x1 < box.x + box.w)
+        groups = [m for m in p.scene.marks if isinstance(m, Label) and m.text.startswith("group ")]
+        nearest = min(groups, key=lambda g: abs(g.x - read.x2))
+        assert nearest.text == f"group {t.meta['group']}"
+        weights = np.asarray(t.tensor("causal.alpha"))[t.query - 1]
+        shown = texts(p)
+        assert all(f"{w:.2f}" in shown for w in weights)
+        assert f"head {head}, query" in " ".join(shown) and f"reads group {t.meta['group']}" in p.alt
+    slide = tracer.plot.report_figures(t)[NAME]()  # attn-trace figures draws the same picture for slides
+    assert [x.get_text() for x in slide.axes[0].texts] == texts(p)
+
+
+@pytest.mark.parametrize("head", [99, -1, "5", None])
+def test_a_trace_file_naming_a_head_the_model_lacks_is_one_line(head: object) -> None:
+    from tracer.core.trace import Trace
+    from tracer.errors import InputError
+
+    t = tm.lesson_trace("model")
+    with pytest.raises(InputError, match="not one of its 4 heads"):
+        build(Trace(t.nodes, {**t.meta, "head": head}), "en", ("html", "md"))
+
+
+def test_a_layer_of_many_heads_draws_the_traced_head_s_group_only(monkeypatch: pytest.MonkeyPatch) -> None:
+    """More heads than a phone's column holds side by side: the traced head's group is drawn, the alt counts all."""
+    from tracer.lessons.model import idea
+
+    monkeypatch.setattr(idea, "MOST_HEADS", 3)  # the tiny model's 4 heads are "many" here
+    p = drawing("model", head=3)
+    assert [x for x in texts(p) if x.isdigit()] == ["2", "3"]
+    assert [x for x in texts(p) if x.startswith("group")] == ["group 1"]
+    assert "4 query heads reading 2 shared key/value groups" in p.alt
 
 
 @pytest.mark.parametrize("name", BUILT_IN)

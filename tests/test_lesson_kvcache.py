@@ -205,8 +205,9 @@ def test_narratives_agree_and_name_real_nodes() -> None:
     en, zh = narrative.load("kvcache", "en"), narrative.load("kvcache", "zh")
     assert {n: s.lists() for n, s in en.stages.items()} == {n: s.lists() for n, s in zh.stages.items()}
     assert {n: (x.formula, x.row) for n, x in en.nodes.items()} == {n: (x.formula, x.row) for n, x in zh.nodes.items()}
-    t = tracer.trace_lesson("kvcache")
-    assert list(en.stages) == list(t.stages)
+    t = tracer.trace_lesson("kvcache", backward=True)  # the narrative tells some backward stages too
+    assert list(en.stages) == [s for s in t.stages if s in en.stages]
+    assert set(tracer.trace_lesson("kvcache").stages) <= set(en.stages)
     for story in (en, zh):
         for st in story.stages.values():
             for name in [*(st.show or ()), *st.heatmap, *st.bars]:

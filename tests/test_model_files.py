@@ -151,6 +151,31 @@ def test_hf_config_and_weights_checked(tmp_path: Path, drawn: tuple) -> None:
         hfread.read(folder)
 
 
+def test_hf_rotary_base_in_either_form(tmp_path: Path, drawn: tuple) -> None:
+    """transformers 5 states the base in ``rope_parameters``: read from there, never the default 10000 instead."""
+    weights, tok = drawn
+    folder = tm.write_hf(tmp_path / "hf", weights, tok)
+    config = {k: v for k, v in json.loads((folder / "config.json").read_text()).items() if k != "rope_theta"}
+    said = {
+        "rope_parameters": {"rope_type": "default", "rope_theta": 500.0},
+    }
+    (folder / "config.json").write_text(json.dumps({**config, **said}))
+    assert hfread.read(folder).config.rope_base == 500.0
+    (folder / "config.json").write_text(json.dumps({**config, "rope_theta": 500}))
+    assert hfread.read(folder).config.rope_base == 500.0
+    refused = [
+        ({"rope_parameters": {"rope_type": "llama3", "rope_theta": 500.0, "factor": 8.0}}, "scales its rotary"),
+        ({"rope_scaling": {"type": "linear", "factor": 2.0}}, "scales its rotary"),
+        ({"rope_parameters": {"rope_type": "default"}}, "does not state rope_theta"),
+        ({"rope_parameters": [500.0]}, "does not state rope_theta"),
+        ({"rope_parameters": {"rope_theta": 500.0}, "rope_theta": 10000.0}, "states two rotary bases"),
+    ]
+    for extra, message in refused:
+        (folder / "config.json").write_text(json.dumps({**config, **extra}))
+        with pytest.raises(InputError, match=message):
+            hfread.read(folder)
+
+
 def test_metadata_name_kept_as_data(tmp_path: Path, drawn: tuple) -> None:
     """A model's name is read as it is (markup and all); showing it is where it gets escaped."""
     weights, tok = drawn

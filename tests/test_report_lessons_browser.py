@@ -14,7 +14,9 @@ ROOT = Path(__file__).resolve().parent.parent
 ARTIFACTS = ROOT / "artifacts"
 
 
-@pytest.mark.parametrize("lesson", ["trainable", "causal", "multihead", "window", "gqa", "flash", "rope", "kvcache"])
+@pytest.mark.parametrize(
+    "lesson", ["trainable", "causal", "multihead", "window", "gqa", "flash", "rope", "kvcache", "model"]
+)
 def test_lesson_report_loads_cleanly(lesson: str) -> None:
     b = Browser()
     try:

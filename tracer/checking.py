@@ -45,6 +45,7 @@ class Options:
     memory: float = MEMORY_MB
     sizes: dict[str, int] = field(default_factory=dict)  # d_out
     style: str | None = None  # a rotary lesson's pairing (--rope-style), None: the lesson's own
+    backward: bool = False  # a hand-written backward pass (check --backward)
 
 
 @dataclass
@@ -120,7 +121,7 @@ def job(spec: str, opts: Options) -> dict[str, Any]:
     from tracer.compare.check.student import load
 
     try:
-        lesson = spec_for(opts.lesson, **opts.sizes, rope_style=opts.style)
+        lesson = spec_for(opts.lesson, **opts.sizes, rope_style=opts.style, backward=opts.backward)
         obj, _ = load(spec, opts.timeout)
         with deadline.limit(opts.timeout, Message("trouble.check_of", name=spec.rpartition(":")[2])):
             ev = gather(obj, lesson)
@@ -145,7 +146,7 @@ def judge(msg: dict[str, Any], full: str, opts: Options) -> dict[str, Any]:
 
     try:
         ev = decode(msg.get("evidence"))
-        spec = spec_for(opts.lesson, **opts.sizes, rope_style=opts.style)
+        spec = spec_for(opts.lesson, **opts.sizes, rope_style=opts.style, backward=opts.backward)
         result = judge_run(ev, spec, full.rpartition(":")[0] or None)
         doc = result.to_json(opts.lang)
         text = result.explain(opts.lang, opts.verbose)
@@ -181,13 +182,21 @@ def absolute(spec: str) -> str:
     return f"{os.path.abspath(where)}{sep}{name}" if sep and where else spec
 
 
-def warm(lesson: str) -> None:
-    """Import, in the parent, what a child needs (each then starts in milliseconds) and what the parent judges with."""
+def warm(lesson: str, backward: bool = False) -> None:
+    """Import, in the parent, what a child needs (each then starts in milliseconds) and what the parent judges with
+    (``backward``: the references of ``check --backward``)."""
     from tracer.compare.check import decode, evidence, gather, lessons, reference, run  # noqa: F401  (the parent judges with these)
     from tracer.present import checkpage, checktext  # noqa: F401  (and renders with these)
 
     spec = lessons.SPECS.get(lesson)
     if spec is None:
+        return
+    if backward:  # the lesson's backward traces, with and without its dropout (check --backward)
+        from tracer.compare.check import gradcheck, gradref
+
+        with contextlib.suppress(Exception):
+            for dropout in (False, True):
+                gradref.references(gradcheck.backward_spec(spec), dropout)
         return
     # best effort: the book's roles do not fit every lesson (grouped-query keys are narrower); each child
     # builds the real reference and reports what fails there

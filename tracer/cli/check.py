@@ -63,6 +63,11 @@ MEMORY_MOST = float(1 << 30)
 )
 @click.option("-j", "--jobs", type=click.IntRange(min=1), help="Submissions checked at once (default: the cores).")
 @click.option(
+    "--backward",
+    is_flag=True,
+    help="Check a hand-written backward pass: f(Q, K, V, dO) -> (dQ, dK, dV) or an autograd.Function (docs/check.md).",
+)
+@click.option(
     "--rope-style",
     "rope_style",
     type=click.Choice(["half", "interleaved"]),
@@ -83,6 +88,7 @@ def check(
     memory: float | None,
     jobs: int | None,
     rope_style: str | None,
+    backward: bool = False,
     points_file: Path | None = None,
 ) -> None:
     """Check your attention code against a lesson: does it compute the lesson at every stage?
@@ -95,8 +101,11 @@ def check(
 
     NAME is a function f(inputs) for `simple`; for the other lessons a module
     class or any callable that returns a module, called with the lesson's
-    sizes by their names (docs/check.md). A glob or a folder checks a whole
-    class, one child process per submission. Exit status: 0 matches at every
+    sizes by their names (docs/check.md). With --backward, NAME is a
+    hand-written backward pass: a function f(Q, K, V, dO[, causal]) returning
+    (dQ, dK, dV), or a torch.autograd.Function subclass with its own
+    backward. A glob or a folder checks a whole class, one child process per
+    submission. Exit status: 0 matches at every
     stage, 1 differs, 2 trouble (bad file, wrong signature, a crash, a
     submission killed at its limit: one line; details with --verbose).
     """
@@ -114,7 +123,7 @@ def check(
         raise UserError(f"--rope-style goes with --lesson {turned}")
     from tracer.compare.check.run import spec_for
 
-    spec_for(lesson, **sizes, rope_style=rope_style)  # a size the lesson cannot take: one line here, not one each
+    checked = spec_for(lesson, **sizes, rope_style=rope_style, backward=backward)  # one line here, not one each
     opts = checking.Options(
         lesson,
         lang,
@@ -124,12 +133,13 @@ def check(
         checking.MEMORY_MB if memory is None else memory,
         sizes,
         rope_style,
+        backward,
     )
     from tracer import grading
 
     if points_file is not None and fmt != "gradescope":
         raise UserError("--points goes with --format gradescope")
-    stages = [q.stage for q in SPECS[lesson].quantities]
+    stages = [q.stage for q in checked.quantities]
     points = grading.DEFAULT if points_file is None else grading.load(points_file, stages)  # before any submission
     pattern = classcheck.pattern_of(spec)
     if pattern is not None:
@@ -146,7 +156,7 @@ def _single(spec: str, opts: object, output: str | None, force: bool, points: ob
 
     assert isinstance(opts, checking.Options) and isinstance(points, Points)
     validate(spec)  # FILE.py:NAME that names no file: said in the language asked for (group.Command)
-    checking.warm(opts.lesson)
+    checking.warm(opts.lesson, opts.backward)
     v = checking.check_file(spec, opts)
     if opts.verbose and v.output.strip():
         status(printable(f"--- what your code printed ---\n{v.output.rstrip()}\n---"))

@@ -96,7 +96,7 @@ def run_class(
         raise UserError("--format html for a class writes a folder: give -o DIR")
     if opts.fmt == "html":
         _check_folder(Path(str(output)), force)
-    checking.warm(opts.lesson)
+    checking.warm(opts.lesson, opts.backward)
     refused = outside(files, where)
     verdicts: list[Verdict | None] = [None] * len(files)
     progress = opts.fmt != "text" or output not in (None, "-")  # each student's line on stderr as it comes

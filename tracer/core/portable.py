@@ -99,6 +99,7 @@ def shown(trace: Trace) -> Trace:
     if not forms:
         return trace
     done: dict[str, np.ndarray] = {}
+    axes_of = {n.name: n.axes for n in trace.nodes}
     changed: set[str] = set()
     nodes = []
     for n in trace.nodes:
@@ -107,7 +108,7 @@ def shown(trace: Trace) -> Trace:
             value = trace.node(forms[n.name]).value.astype(n.value.dtype)
         elif n.op != CHECK and any(a.node in changed for a in n.args):
             args = [a.to_json() for a in n.args]
-            again = predict(n.op, n.axes, n.value.shape, args, n.attrs, done, n.value.dtype)
+            again = predict(n.op, n.axes, n.value.shape, args, n.attrs, done, n.value.dtype, axes_of=axes_of)
             if again is None:  # a layout op, a mask, an elementwise op read through index arithmetic
                 again = recompute.exact(n, done)
             value = n.value if again is None or again.shape != n.value.shape else again

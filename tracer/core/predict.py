@@ -88,6 +88,7 @@ def predict(
     dtype: np.dtype,
     fix: Fix | None = None,
     like: np.ndarray | None = None,
+    axes_of: Mapping[str, tuple[str, ...]] | None = None,
 ) -> np.ndarray | None:
     """The recomputed value of a node, or None when its op or layout is not derivable.
 
@@ -97,7 +98,11 @@ def predict(
     it did when the trace was recorded.  ``like`` is the recorded value, when
     saving: the result shares its memory layout (so comparing the two is a
     straight pass over memory), and each running sum is predicted from the
-    stored previous one, exactly as loading will predict it.
+    stored previous one, exactly as loading will predict it.  ``axes_of`` maps
+    the earlier nodes' names to their axes: a total (``sum``) is the last entry
+    of its running sums along the summed axis, wherever that axis sits among
+    theirs (``dsplit.b_out.per[b,c]`` reads ``dsplit.b_out.per.s[b,c,i]``,
+    whose terms ``dsplit.out[b,i,c]`` have ``i`` in the middle).
     """
     if op not in PREDICTABLE:
         return None
@@ -159,15 +164,7 @@ def predict(
                     out[n] = fix(n, np.add(out[n - 1], work[n], dtype=dtype))
         return np.moveaxis(out, 0, ax)
     if op == "sum" and over is not None:
-        part = done.get(str(attrs.get("partials")))
-        src_index = tuple(a.replace("*", over) for a in ops[0][1])
-        if part is None or src_index.count(over) != 1:
-            return None
-        # the partials node has the terms' axes; the total is its last entry along `over`
-        part_axes = src_index
-        taken = part[(slice(None),) * part_axes.index(over) + (-1,)]
-        rest = tuple(a for a in part_axes if a != over)
-        return aligned(taken, rest, axes) if rest == axes else None
+        return _total(str(attrs.get("partials")), str(over), axes, shape, done, axes_of)
     if op == "max" and len(ops) == 1 and over is not None:
         src, index = ops[0]
         if index.count("*") != 1:
@@ -181,3 +178,30 @@ def predict(
         got = aligned(m, rest, axes)
         return None if got is None else np.ascontiguousarray(np.broadcast_to(got, shape))
     return None
+
+
+def _total(
+    partials: str,
+    over: str,
+    axes: tuple[str, ...],
+    shape: tuple[int, ...],
+    done: Mapping[str, np.ndarray],
+    axes_of: Mapping[str, tuple[str, ...]] | None,
+) -> np.ndarray | None:
+    """A total: the last running sum along ``over`` of node ``partials``, read in that node's own axis order.
+
+    The running sums are laid out as their contraction lays them out, which
+    need not put ``over`` last, nor keep the order of the total's axes; the
+    total is taken along ``over`` wherever it is and aligned to ``axes``.
+    None when the partials or their axes are unknown.
+    """
+    part = done.get(partials)
+    part_axes = None if axes_of is None else axes_of.get(partials)
+    if part is None or part_axes is None or over not in part_axes or part.ndim != len(part_axes):
+        return None
+    rest = tuple(a for a in part_axes if a != over)
+    if sorted(rest) != sorted(axes) or not part.shape[part_axes.index(over)]:
+        return None
+    taken = np.take(part, -1, axis=part_axes.index(over))
+    got = aligned(taken, rest, axes)
+    return None if got is None or got.shape != shape else got

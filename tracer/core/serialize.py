@@ -75,11 +75,13 @@ def to_dict(trace: Trace) -> dict[str, Any]:
     """The JSON document for ``trace``, without its digest (``InputError`` if it could not be read back)."""
     fits(trace)
     done: dict[str, np.ndarray] = {}
+    axes_of: dict[str, tuple[str, ...]] = {}
     nodes = []
     for n in trace.nodes:
         spec = _spec(n)
-        spec["value"] = _encode(n, spec, done)
+        spec["value"] = _encode(n, spec, done, axes_of)
         done[n.name] = n.value
+        axes_of[n.name] = n.axes
         nodes.append(spec)
     return {"format": FORMAT, "version": FORMAT_VERSION, "meta": trace.meta, "nodes": nodes}
 
@@ -143,7 +145,9 @@ def _spec(n: Node) -> dict[str, Any]:
     }
 
 
-def _encode(n: Node, spec: dict[str, Any], done: dict[str, np.ndarray]) -> dict[str, Any]:
+def _encode(
+    n: Node, spec: dict[str, Any], done: dict[str, np.ndarray], axes_of: dict[str, tuple[str, ...]]
+) -> dict[str, Any]:
     v = n.value
     dt = str(v.dtype)
     if dt not in _DTYPES:
@@ -151,7 +155,7 @@ def _encode(n: Node, spec: dict[str, Any], done: dict[str, np.ndarray]) -> dict[
     head: dict[str, Any] = {"dtype": dt, "shape": list(v.shape)}
     if v.size <= LIST_LIMIT and bool(np.isfinite(v).all()):  # no pass over a large tensor that is no list
         return {**head, "encoding": "list", "data": [float(f) for f in v.ravel()]}
-    guess = predict(n.op, n.axes, v.shape, spec["args"], n.attrs, done, v.dtype, like=v)
+    guess = predict(n.op, n.axes, v.shape, spec["args"], n.attrs, done, v.dtype, like=v, axes_of=axes_of)
     if guess is not None and guess.shape == v.shape:
         bits = _BITS[dt]
         a, b = v.view(bits), guess.view(bits)
@@ -299,23 +303,25 @@ def from_dict(doc: Any, name: str = "trace") -> Trace:
     validate.check(doc, name)
     meta, specs = doc["meta"], doc["nodes"]
     done: dict[str, np.ndarray] = {}
+    axes_of: dict[str, tuple[str, ...]] = {}
     nodes = []
     for i, spec in enumerate(specs, 1):
         if not isinstance(spec, dict):
             raise TraceFormatError(f"{name}: malformed node {i}: a node must be an object, got {type(spec).__name__}")
         try:
-            nodes.append(_node(spec, done))
+            nodes.append(_node(spec, done, axes_of))
         except (KeyError, TypeError, ValueError) as e:
             label = spec.get("name")
             raise TraceFormatError(f"{name}: malformed node {i} ({label!r}): {e}") from None
         done[nodes[-1].name] = nodes[-1].value
+        axes_of[nodes[-1].name] = nodes[-1].axes
     try:
         return Trace(nodes, meta)
     except ValueError as e:
         raise TraceFormatError(f"{name}: malformed trace file: {e}") from None
 
 
-def _node(spec: dict[str, Any], done: dict[str, np.ndarray]) -> Node:
+def _node(spec: dict[str, Any], done: dict[str, np.ndarray], axes_of: dict[str, tuple[str, ...]]) -> Node:
     for key, kind in (("name", str), ("op", str), ("stage", str), ("axes", list), ("split", list), ("args", list)):
         if not isinstance(spec.get(key), kind):
             raise ValueError(f"{key!r} missing or not a {kind.__name__}")
@@ -333,7 +339,7 @@ def _node(spec: dict[str, Any], done: dict[str, np.ndarray]) -> Node:
             if expr != "*":
                 ids.index_expr(str(expr))  # ValueError for anything but index arithmetic
         args.append(Ref(a["node"], None if idx is None else tuple(str(x) for x in idx)))
-    value = _decode(spec, done)
+    value = _decode(spec, done, axes_of)
     latex = str(spec.get("latex", ""))
     symbol = spec["symbol"] if "symbol" in spec else formula.stated_symbol(latex, gran == ELEMENT)  # versions 1, 2
     return Node(
@@ -352,7 +358,7 @@ def _node(spec: dict[str, Any], done: dict[str, np.ndarray]) -> Node:
     )
 
 
-def _decode(spec: dict[str, Any], done: dict[str, np.ndarray]) -> np.ndarray:
+def _decode(spec: dict[str, Any], done: dict[str, np.ndarray], axes_of: dict[str, tuple[str, ...]]) -> np.ndarray:
     val = spec["value"]
     dt = val["dtype"]
     if dt not in _DTYPES:
@@ -384,12 +390,17 @@ def _decode(spec: dict[str, Any], done: dict[str, np.ndarray]) -> np.ndarray:
         raw: np.ndarray = np.frombuffer(buf, dtype=_DTYPES[dt]).reshape(shape).copy()
         return raw
     if enc == "derived":
-        return _derive(spec, val, shape, dt, done)
+        return _derive(spec, val, shape, dt, done, axes_of)
     raise ValueError(f"unknown encoding {enc!r}")
 
 
 def _derive(
-    spec: dict[str, Any], val: dict[str, Any], shape: tuple[int, ...], dt: str, done: dict[str, np.ndarray]
+    spec: dict[str, Any],
+    val: dict[str, Any],
+    shape: tuple[int, ...],
+    dt: str,
+    done: dict[str, np.ndarray],
+    axes_of: dict[str, tuple[str, ...]],
 ) -> np.ndarray:
     bits = _BITS[dt]
     patch = val.get("patch")
@@ -405,7 +416,8 @@ def _derive(
     fix: Callable[[int, np.ndarray], np.ndarray] | None = None
     if where is not None and xor is not None and spec["op"] == "acc":
         fix = _slice_fixer(where, xor, shape, axes.index(spec["attrs"]["over"]), bits)
-    guess = predict(spec["op"], axes, shape, spec["args"], spec.get("attrs") or {}, done, _DTYPES[dt], fix)
+    attrs = spec.get("attrs") or {}
+    guess = predict(spec["op"], axes, shape, spec["args"], attrs, done, _DTYPES[dt], fix, axes_of=axes_of)
     if guess is None or guess.shape != shape:
         raise ValueError(f"op {spec['op']!r} cannot be derived from its operands")
     out: np.ndarray = guess.astype(_DTYPES[dt], copy=False)

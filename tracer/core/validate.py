@@ -251,18 +251,30 @@ def _cross(doc: dict[str, Any]) -> None:
 
 
 def _backward(doc: dict[str, Any]) -> None:
-    """``meta.backward`` (its types are the schema's) must name this file's nodes and stages."""
+    """``meta.backward`` (its types are the schema's) must name this file's nodes and stages; so must each
+    further output it lists under ``also`` (lesson multihead's wrapper), with its upstream gradient."""
     back = doc["meta"].get("backward")
     if back is None:
         return
     at = "$.meta.backward"
     have = {n["name"]: n for n in doc["nodes"]}
-    for key in ("output", "upstream"):
-        if back[key] not in have:
-            raise _Bad(f"{at}.{key}", f"{back[key]!r} is not a node of this trace")
+    _pair(at, back, have)
     for n, grad in enumerate(back["gradients"]):
         if grad not in have:
             raise _Bad(f"{at}.gradients[{n}]", f"{grad!r} is not a node of this trace")
+    for n, more in enumerate(back.get("also", [])):
+        _pair(f"{at}.also[{n}]", more, have)
+    stages = {n["stage"] for n in doc["nodes"]}
+    for n, stage in enumerate(back["stages"]):
+        if stage not in stages:
+            raise _Bad(f"{at}.stages[{n}]", f"no node is in stage {stage!r}")
+
+
+def _pair(at: str, back: dict[str, Any], have: dict[str, dict[str, Any]]) -> None:
+    """An output differentiated and its upstream gradient: nodes of the file, the gradient an input of its shape."""
+    for key in ("output", "upstream"):
+        if back[key] not in have:
+            raise _Bad(f"{at}.{key}", f"{back[key]!r} is not a node of this trace")
     out, up = have[back["output"]], have[back["upstream"]]
     if up["op"] != "input":
         raise _Bad(f"{at}.upstream", f"{up['name']!r} is computed ({up['op']}); the upstream gradient is an input")
@@ -272,10 +284,6 @@ def _backward(doc: dict[str, Any]) -> None:
             f"{up['name']!r} has axes {up['axes']} and shape {up['value']['shape']}; the output"
             f" {out['name']!r} has axes {out['axes']} and shape {out['value']['shape']}",
         )
-    stages = {n["stage"] for n in doc["nodes"]}
-    for n, stage in enumerate(back["stages"]):
-        if stage not in stages:
-            raise _Bad(f"{at}.stages[{n}]", f"no node is in stage {stage!r}")
 
 
 def _arg(at: str, arg: dict[str, Any], name: str, axes: list[str], axes_of: dict[str, list[str]]) -> None:

@@ -42,7 +42,7 @@ listed, and so is every value computed from it that the editor left as it was.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 
 import numpy as np
 
@@ -157,7 +157,8 @@ def _mismatch(
         return None
     if node.op in PREDICTABLE:
         like = v if node.op == "acc" else None
-        guess = predict(node.op, node.axes, v.shape, args, node.attrs, done, v.dtype, like=like)
+        axes_of = _AxesOf(seen or {})
+        guess = predict(node.op, node.axes, v.shape, args, node.attrs, done, v.dtype, like=like, axes_of=axes_of)
         if guess is not None and guess.shape == v.shape:
             return _differs(v, guess, bound)
     if node.op in (*_UNARY, "softmax") and len(args) == 1 and "index" in args[0]:
@@ -195,6 +196,22 @@ def _mismatch(
         return np.asarray(~_same_bits(v, np.asarray(ref, dtype=v.dtype)))
     copied = recompute.exact(node, done)  # layout, writes, masks, elementwise ops read through index arithmetic
     return None if copied is None else _differs(v, copied, bound)
+
+
+class _AxesOf(Mapping[str, tuple[str, ...]]):
+    """The axes of the nodes seen so far, by name, read from the nodes themselves (no copy per node)."""
+
+    def __init__(self, seen: Mapping[str, Node]) -> None:
+        self._seen = seen
+
+    def __getitem__(self, name: str) -> tuple[str, ...]:
+        return self._seen[name].axes
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._seen)
+
+    def __len__(self) -> int:
+        return len(self._seen)
 
 
 def _totals(v: np.ndarray, node: Node | None) -> np.ndarray:

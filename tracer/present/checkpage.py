@@ -76,7 +76,7 @@ def card(r: CheckResult, s: Strings, x: StageResult, n: int) -> Card:
     from tracer.compare.check.align import ATOL, RTOL
 
     q = x.quantity
-    node = r.trace.node(q.step)
+    node = r.reference(q.run).node(q.step)
     ref = np.asarray(node.value, dtype=np.float64)
     spec_short = q.run == "short"
     m = x.match or (x.nearest if x.status in ("differs", "consequence") else None)  # skipped: no tensor of theirs
@@ -99,7 +99,7 @@ def card(r: CheckResult, s: Strings, x: StageResult, n: int) -> Card:
         anchor=f"q{n}",
         stage=stage_name(s, q.stage, r.lesson),
         step=q.step,
-        latex=r.trace[q.step].latex,
+        latex=r.reference(q.run)[q.step].latex,
         status=x.status.replace(" ", "-"),
         status_text=status_name(s, x.status),
         run=run_label(s, r, q.run) if q.run != "eval" else "",
@@ -127,9 +127,13 @@ def context(r: CheckResult, lang: str) -> dict[str, Any]:
         verdict["headline"] = s(
             "check.differs", stage=stage_name(s, d.stage, r.lesson), quantity=d.quantity, step=d.step
         )
-        verdict["equation"] = formula(s, equation(r.trace, r.trace[d.element], s=s))
+        ref = r.reference(d.run)
+        verdict["equation"] = formula(s, equation(ref, ref[d.element], s=s))
         if d.note == "shared":
             verdict["yours"] = s("check.your_shared")
+        elif d.note.startswith("grad_"):  # check --backward: what was returned instead, or what it implies
+            made = f"  ({s('check.made_at', id=d.student_id, where=d.where)})" if d.student_id and d.where else ""
+            verdict["yours"] = s(f"check.your_{d.note}", **d.detail) + made
         elif d.note and d.run.startswith("call:"):  # lesson kvcache: a call of the generation raised
             verdict["yours"] = s("check.raised_call", error=d.note)
         elif d.note:
@@ -157,7 +161,7 @@ def context(r: CheckResult, lang: str) -> dict[str, Any]:
         "title": s("check.page_title", lesson=r.lesson),
         "subtitle": s("check.title", name=r.name or "?", lesson=r.lesson),
         "heads": s("check.heads", n=r.heads) if r.heads else "",
-        "roles_head": s("check.roles") if roles else no_roles(s, r.lesson),
+        "roles_head": s("check.roles") if roles else no_roles(s, "backward" if r.backward else r.lesson),
         "roles": roles,
         "verdict": verdict,
         "cards": [card(r, s, x, n) for n, x in enumerate(r.stages, 1)],

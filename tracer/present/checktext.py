@@ -68,6 +68,10 @@ def run_label(s: Strings, r: CheckResult, run: str) -> str:
         return s("check.run_short", n=spec.short)
     if run == "block":
         return s("check.run_block", b=spec.block)
+    if run == "upstream":  # check --backward: the second upstream gradient
+        return s("check.run_upstream")
+    if run == "wide" and spec.gradients is not None:  # check --backward: the lesson at other sizes
+        return s("check.run_wide", d=int(r.reference(run).tensor(spec.gradients.q).shape[-1]))
     if run.startswith("call:"):  # lesson kvcache: one call of the generation, "call:3-4"
         a, _, b = run[5:].partition("-")
         return s("check.run_call_one", a=a) if a == b else s("check.run_call", a=a, b=b)
@@ -94,7 +98,7 @@ def no_roles(s: Strings, lesson: str) -> str:
 def role_lines(s: Strings, r: CheckResult) -> list[str]:
     """One line per weight role: which of the student's parameters plays it."""
     if not r.roles:
-        return [no_roles(s, r.lesson)]
+        return [no_roles(s, "backward" if r.backward else r.lesson)]
     shown = [x for x in r.roles if not x.role.endswith("_other")]
     lines = [s("check.role_line", role=x.role, param=x.param, how=render(x.how, s.lang)) for x in shown]
     return [s("check.roles")] + [f"  {line}" for line in lines]
@@ -107,9 +111,13 @@ def divergence_lines(s: Strings, r: CheckResult, decimals: int = 4) -> list[str]
     lines = [s("check.differs", stage=stage_name(s, d.stage, r.lesson), quantity=d.quantity, step=d.step)]
     if d.run != "eval":
         lines.append(f"  ({run_label(s, r, d.run)})")
-    lines.append(f"  {s('check.lesson_value')}: {formula(s, equation(r.trace, r.trace[d.element], decimals, s))}")
+    ref = r.reference(d.run)
+    lines.append(f"  {s('check.lesson_value')}: {formula(s, equation(ref, ref[d.element], decimals, s))}")
     if d.note == "shared":
         lines.append(f"  {s('check.your_value')}: {s('check.your_shared')}")
+    elif d.note.startswith("grad_"):  # check --backward: what was returned instead, or what it implies
+        made = f"  ({s('check.made_at', id=d.student_id, where=d.where)})" if d.student_id and d.where else ""
+        lines.append(f"  {s('check.your_value')}: {s(f'check.your_{d.note}', **d.detail)}{made}")
     elif d.note and d.run.startswith("call:"):
         lines.append(f"  {s('check.your_value')}: {s('check.raised_call', error=d.note)}")
     elif d.note:

@@ -74,11 +74,13 @@ def own(spec: Spec) -> tuple[Entry, ...]:
 
 
 def known() -> dict[str, Entry]:
-    """Code -> entry for every mistake the check can name: the engine's and every installed lesson's own."""
+    """Code -> entry for every mistake the check can name: the engine's, every installed lesson's own, and
+    the backward pass's (``check --backward``, :mod:`.gradmistakes`)."""
+    from tracer.compare.check.gradmistakes import MISTAKES as BACKWARD
     from tracer.compare.check.lessons import SPECS
 
     mine = [e for spec in SPECS.values() for e in own(spec)]
-    return {e.code: e for e in (*CATALOGUE, *mine, *STRUCTURE)}
+    return {e.code: e for e in (*CATALOGUE, *mine, *STRUCTURE, *BACKWARD)}
 
 
 def entry(code: str, lesson: str) -> Entry:

@@ -50,6 +50,7 @@ class Context:
     other: list[Other] | None = None  # the second builds, at other sizes
     structure: tuple[str, Mapping[str, str]] | None = None  # what building found: another attention than the lesson's
     source: str | None = None  # the student's file
+    traces: dict[str, Trace] = field(default_factory=dict)  # run -> the lesson's trace, when each run has its own
 
     def needed(self, name: str) -> Run:
         """Run ``name``, which the lesson compares: data without it is not what a check produces."""

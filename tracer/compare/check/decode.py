@@ -209,13 +209,14 @@ def _structural(v: Any) -> tuple[str, dict[str, str]]:
 def _given(v: Any) -> dict[str, str]:
     """The parameters passed beyond the tokens: names, each with a kind :mod:`.forwardargs` makes."""
     from tracer.compare.check.forwardargs import TABLE
+    from tracer.compare.check.gradargs import KINDS
 
     given = _dict(v, "given")
     if len(given) > 20:
         raise Malformed("given names too many parameters")
     out = {}
     for k, kind in given.items():
-        if kind not in TABLE:
+        if kind not in TABLE and kind not in KINDS:
             raise Malformed(f"given: {str(kind)[:40]!r} is not a kind of argument the check passes")
         out[_text(k, "given parameter", 100)] = kind
     return out

@@ -8,7 +8,10 @@ A lesson's check description names its ``driver`` (:mod:`.lessons`):
 * ``qkv`` (:mod:`.flashcheck`): a function of queries, keys and values
   called at several sizes, its results alone compared;
 * ``generation`` (:mod:`.generation`): a module driven token by token, its
-  cache carried between calls, every call's rows compared.
+  cache carried between calls, every call's rows compared;
+* ``grad`` (:mod:`.gradcheck`, ``check --backward``): a hand-written backward
+  pass called on the lesson's Q, K, V and upstream gradients, its dQ, dK, dV
+  compared with the lesson's traced backward.
 
 The judge (:func:`.run.judge`) is one loop over any of them: the driver
 turns the evidence into a :class:`~.context.Context` (the lesson's trace and
@@ -21,7 +24,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from tracer.compare.check import called, catalogue, flashcheck, generation, lessons
+from tracer.compare.check import called, catalogue, flashcheck, generation, gradcheck, gradmistakes, lessons
 from tracer.compare.check.context import Context, Hit
 from tracer.compare.check.entry import Entry
 from tracer.compare.check.evidence import Evidence
@@ -65,5 +68,18 @@ GENERATED = Driver(
     generation.context, generation.compare, generation.divergence, catalogue.own, quantities=generation.quantities
 )
 
-DRIVERS = {lessons.FUNCTION: CALLED, lessons.MODULE: CALLED, lessons.QKV: SIZED, lessons.GENERATION: GENERATED}
+
+def _backward(spec: lessons.Spec) -> tuple[Entry, ...]:
+    return gradmistakes.MISTAKES
+
+
+GRADED = Driver(gradcheck.context, gradcheck.compare, gradcheck.divergence, _backward, notes=gradcheck.notes)
+
+DRIVERS = {
+    lessons.FUNCTION: CALLED,
+    lessons.MODULE: CALLED,
+    lessons.QKV: SIZED,
+    lessons.GENERATION: GENERATED,
+    lessons.GRAD: GRADED,
+}
 """Driver name (a lesson's ``driver``) -> how its runs are read."""

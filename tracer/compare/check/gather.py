@@ -44,6 +44,10 @@ def gather(obj: Any, spec: lessons.Spec) -> Evidence:
     """Run ``obj`` as lesson ``spec`` asks and keep what it computed (``spec`` as the caller sized it)."""
     if spec.driver == lessons.QKV:
         return _sized(obj, spec)
+    if spec.driver == lessons.GRAD:  # a hand-written backward pass: its gradients alone (check --backward)
+        from tracer.compare.check import gradcall
+
+        return gradcall.collect(obj, spec)
     if spec.driver == lessons.GENERATION:
         return _generated(obj, spec)
     return _called(obj, spec)

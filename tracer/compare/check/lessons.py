@@ -42,7 +42,9 @@ QKV = "qkv"
 """A function of queries, keys, values and a block size, called at several sizes (:mod:`.flashcheck`)."""
 GENERATION = "generation"
 """A module driven through a generation, call by call, its cache carried between calls (:mod:`.generation`)."""
-DRIVERS = (FUNCTION, MODULE, QKV, GENERATION)
+GRAD = "grad"
+"""A hand-written backward pass: ``f(Q, K, V, dO) -> (dQ, dK, dV)`` or an ``autograd.Function`` (:mod:`.gradcheck`)."""
+DRIVERS = (FUNCTION, MODULE, QKV, GENERATION, GRAD)
 """The ways the check runs a student's code: a lesson's ``driver`` is one of them."""
 
 
@@ -63,6 +65,38 @@ class Mistake(Protocol):
 
     @property
     def key(self) -> str: ...
+
+
+@dataclass(frozen=True)
+class Gradients:
+    """Where a lesson's traced backward pass keeps each quantity a hand-written attention backward computes.
+
+    Each field names a node of the lesson's trace traced with
+    ``backward=True`` (``docs/step-ids.md``).  A lesson whose attention has
+    no dropout leaves ``kept``, ``dropped``, ``keep`` and ``rate`` empty, and
+    one whose gradient is not masked gives ``scores`` the same node as
+    ``unscaled``.
+    """
+
+    upstream: str  # dO, the upstream gradient of the output
+    weights: str  # P, the attention weights (masked, before dropout)
+    dp: str  # dP = dO Vᵀ, the gradient of the weights the output was computed with
+    rowsum: str  # Σ_j P_ij dP_ij, the softmax gradient's row sum
+    ds: str  # dS = P ⊙ (dP − rowsum), the gradient of the scaled scores
+    unscaled: str  # dS / √d_k, the gradient of the raw scores
+    scores: str  # the raw scores' gradient after the mask (a hidden score's is 0)
+    kept: str = ""  # dP × 1/(1−p)
+    dropped: str = ""  # dP × 1/(1−p) × B, the gradient of the weights before dropout
+    keep: str = ""  # B, the dropout mask (1 kept, 0 dropped)
+    rate: float = 0.0  # p, the dropout rate the lesson is traced at (0: no dropout)
+    undropped: tuple[tuple[str, Any], ...] = ()  # the lesson's options that trace it without dropout
+    wider: tuple[tuple[str, Any], ...] = ()  # the lesson's options that trace it at other sizes (another d_k)
+    q: str = "q"
+    k: str = "k"
+    v: str = "v"
+    dq: str = "dq"
+    dk: str = "dk"
+    dv: str = "dv"
 
 
 @dataclass(frozen=True)
@@ -101,6 +135,8 @@ class Spec:
     ) = None
     """``(spec, pipeline, inputs, weights, roles, info)`` -> the pipeline's ``build`` arguments with the student's
     weights (:mod:`.reference`); None: the lesson has no weights."""
+    gradients: Gradients | None = None
+    """Where its traced backward pass keeps what ``check --backward`` compares (None: no backward check)."""
     mistakes: tuple[Mistake, ...] = ()
     """The lesson's own mistakes, each a hypothesis (:class:`~.entry.Entry`: a code, the stages where it shows,
     the test that predicts the wrong values and looks for them), tried after the catalogue's; each is said by

@@ -149,6 +149,7 @@ class Divergence:
     where: str
     note: str = ""  # on the shorter sequence: the error the student's code raised
     student_step: str | None = None  # the entry's id in the student's captured trace (explain it there)
+    detail: dict[str, str] = field(default_factory=dict)  # what ``note`` says needs (a shape, a dtype)
 
     def to_json(self) -> dict[str, Any]:
         """The JSON form (``docs/check.md``)."""
@@ -164,6 +165,7 @@ class Divergence:
             "where": self.where,
             "note": self.note,
             "student_step": self.student_step,
+            "detail": dict(self.detail),
         }
 
 

@@ -44,6 +44,13 @@ class CheckResult:
     built: str = ""  # how the module was built: "CausalAttention(d_in=3, d_out=2, context_length=6, dropout=0.5)"
     heads: int = 0  # the number of heads checked (lessons multihead and gqa; 0 for the others)
     given: dict[str, str] = field(default_factory=dict)  # forward's parameters passed beyond the tokens -> kind
+    backward: bool = False  # a hand-written backward pass was checked (check --backward)
+    traces: dict[str, Trace] = field(default_factory=dict, repr=False)  # run -> its own reference, when it has one
+
+    def reference(self, run: str) -> Trace:
+        """The lesson's trace that run ``run`` is compared with (``check --backward``'s second upstream gradient
+        has its own; every other run is compared with :attr:`trace`)."""
+        return self.traces.get(run, self.trace)
 
     @property
     def ok(self) -> bool:
@@ -135,6 +142,7 @@ class CheckResult:
             "built": self.built or None,
             "heads": self.heads or None,
             "given": dict(self.given) or None,
+            "backward": self.backward,
             "consequences": self.consequences,
             "notes": list(self.notes),
             "opaque": self.opaque,

@@ -31,6 +31,7 @@ def check(
     d_in: int | None = None,
     heads: int | None = None,
     rope_style: object = None,  # "half" or "interleaved"; checked by spec_for (sizes reach here as **dict[str, int])
+    backward: bool = False,
 ) -> CheckResult:
     """Check ``obj`` (a function for lessons ``simple`` and ``flash``, a module or a factory of one otherwise).
 
@@ -45,11 +46,14 @@ def check(
     ``heads`` the number of heads (lessons ``multihead`` and ``gqa``).
     ``rope_style`` (lesson ``rope``): the pairing the code should use,
     ``half`` (``rotate_half``, the default) or ``interleaved``.
+    ``backward=True`` checks a hand-written backward pass instead
+    (``f(Q, K, V, dO) -> (dQ, dK, dV)`` or an ``autograd.Function``) against
+    the lesson's traced backward (:mod:`.gradcheck`).
     A module that maps ``d`` to ``d`` (one width parameter such as
     ``embed_dim``, or weights that only fit that way) is checked with
     ``d_in = d_out`` (note ``square``).
     """
-    spec = spec_for(lesson, d_out, d_in, heads, rope_style)
+    spec = spec_for(lesson, d_out, d_in, heads, rope_style, backward)
     source = source or student.source_of(obj)
     with deadline.limit(
         deadline.SECONDS if timeout is None else timeout, Message("trouble.check_of", name=name_of(obj))
@@ -64,11 +68,21 @@ def spec_for(
     d_in: int | None = None,
     heads: int | None = None,
     rope_style: object = None,
+    backward: bool = False,
 ) -> lessons.Spec:
-    """Lesson ``lesson`` with the sizes asked for (an :class:`~tracer.errors.InputError` names a wrong one)."""
+    """Lesson ``lesson`` with the sizes asked for (an :class:`~tracer.errors.InputError` names a wrong one).
+
+    ``backward``: the lesson as ``check --backward`` sees it (:func:`.gradcheck.backward_spec`), at its own sizes.
+    """
     if lesson not in lessons.SPECS:
         raise InputError(unknown("lesson", lesson, lessons.SPECS))
     spec = lessons.SPECS[lesson]
+    if backward:
+        from tracer.compare.check.gradcheck import backward_spec
+
+        if d_out is not None or d_in is not None or heads is not None or rope_style is not None:
+            raise InputError(Message("trouble.grad_sizes"))
+        return backward_spec(spec)
     if rope_style is not None:
         if not spec.rotary or rope_style not in resizeref.STYLES:
             turned = ", ".join(n for n, s in lessons.SPECS.items() if s.rotary)
@@ -117,7 +131,7 @@ def judge(ev: Evidence, spec: lessons.Spec, source: str | None) -> CheckResult:
     notes += driver.notes(ctx, stages)
     return CheckResult(
         spec.name, stages, divergence, hit, list(ev.roles.values()), ctx.trace, notes, label, ctx.captured,
-        ev.built, spec.heads if spec.multi else 0, dict(ev.given),
+        ev.built, spec.heads if spec.multi else 0, dict(ev.given), spec.driver == lessons.GRAD, dict(ctx.traces),
     )  # fmt: skip
 
 

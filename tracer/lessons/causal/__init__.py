@@ -13,6 +13,8 @@ class Options:
 
     d_out: int = 2
     """The size of each query, key and value vector."""
+    dropout: float = 0.5
+    """The dropout rate p of the weights' dropout (0 keeps every weight: the backward pass without dropout)."""
 
 
 LESSON = PackagedLesson(

@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from tracer.compare.check import rebuild, resizeref
-from tracer.compare.check.lessons import Q, Spec, qkv
+from tracer.compare.check.lessons import Gradients, Q, Spec, qkv
 
 if TYPE_CHECKING:
     from types import ModuleType
@@ -58,4 +58,19 @@ CHECK = Spec(
     rebuilds=rebuild.each_head_wider,
     at_size=resizeref.causal,
     plug=plug,
+    gradients=Gradients(
+        "ddropout.z",
+        "causal.alpha",
+        "ddropout.alpha",
+        "dneg.scaled.dot",
+        "dneg.scaled",
+        "dneg.omega",
+        "domega",
+        kept="ddropout.kept",
+        dropped="dcausal.alpha",
+        keep="dropout.keep",
+        rate=0.5,
+        undropped=(("dropout", 0.0),),
+        wider=(("d_out", 3),),
+    ),
 )

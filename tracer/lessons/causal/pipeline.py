@@ -38,20 +38,22 @@ STAGES = ("inputs", "projections", "scores", "normalize", "mask", "dropout", "ba
 DROPOUT = 0.5
 
 
-def prepare(values: torch.Tensor, d_out: int = 2, **unknown: Any) -> dict[str, Any]:
-    """The book's weights for both parts, and the dropout mask torch draws."""
+def prepare(values: torch.Tensor, d_out: int = 2, dropout: float = DROPOUT, **unknown: Any) -> dict[str, Any]:
+    """The book's weights for both parts, and the dropout mask torch draws at rate ``dropout``."""
     if unknown:
         raise InputError(f"lesson 'causal' takes no option {', '.join(sorted(unknown))}")
+    if not 0.0 <= dropout < 1.0:
+        raise InputError(f"the dropout rate must be at least 0 and below 1, got {dropout}")
     d_in, t = int(values.shape[1]), int(values.shape[0])
     linear, info = wts.choose("linear", d_in, d_out, int(values.shape[0]))
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(wts.MODULE_SEED)
-        drop = torch.nn.Dropout(DROPOUT)
+        drop = torch.nn.Dropout(dropout)
         drop.train()
         keep = (drop(torch.ones(t, t)) != 0).to(torch.float64)
     layers = wts.linear_layers(d_in, d_out, seed=wts.MODULE_SEED)
     module = {name: layer.weight.T.contiguous() for name, layer in zip(wts.NAMES, layers, strict=True)}
-    return {"weights": linear, "weights_meta": info, "keep": keep, "module": module}
+    return {"weights": linear, "weights_meta": info, "keep": keep, "module": module, "p": dropout}
 
 
 def build(
@@ -65,8 +67,9 @@ def build(
     keep: torch.Tensor,
     module: dict[str, torch.Tensor],
     backward_pass: Backward | None = None,
+    p: float = DROPOUT,
 ) -> Trace:
-    """Run the lesson (with ``backward_pass``, the gradients of its dropped-out attention too)."""
+    """Run the lesson (with ``backward_pass``, the gradients of its dropped-out attention too) at dropout rate ``p``."""
     rec = Recorder(dtype)
     t = int(inputs.shape[0])
     x, w = inputs_and_weights(rec, inputs, weights)
@@ -105,7 +108,7 @@ def build(
             "dropout.keep", keep, "ij", symbol=r"B_{<i,j>}", text="1 if torch kept entry <i>,<j> else 0"
         )
         scale = rec.constant(
-            "dropout.scale", 1.0 / (1.0 - DROPOUT), symbol=r"\frac{1}{1-p}", text=f"1 / (1 − p) = 1 / (1 − {DROPOUT})"
+            "dropout.scale", 1.0 / (1.0 - p), symbol=r"\frac{1}{1-p}", text=f"1 / (1 − p) = 1 / (1 − {p})"
         )
         survived = rec.elementwise(
             "mul",
@@ -128,7 +131,7 @@ def build(
     with rec.stage("batch"):
         batch_module(rec, inputs, module, up)
     seed = wts.MODULE_SEED
-    info = {"dropout": {"p": DROPOUT, "seed": seed}, "module": {"kind": "linear", "seed": seed, "dropout": 0.0}}
+    info = {"dropout": {"p": p, "seed": seed}, "module": {"kind": "linear", "seed": seed, "dropout": 0.0}}
     info |= {"lesson": "causal", "tokens": tokens, "query": query, "stages": list(STAGES), "weights": weights_meta}
     if backward_pass is not None:
         core = (q, k, v, root, up, causal, keep_var, scale, dropped)

@@ -11,6 +11,7 @@ full causal attention, compare, and count the work both ways.
 from __future__ import annotations
 
 from tracer.core.trace import Trace
+from tracer.present.notebook import autograd
 from tracer.present.notebook.code import Cell, check, inputs_cell, lines, weights_cell
 from tracer.present.notebook.projections import weights_of
 
@@ -97,6 +98,7 @@ def cells(trace: Trace) -> dict[str, list[Cell]]:
         "bytes_per_token = 2 * layers * d_out * torch.finfo(dtype).bits // 8",
         check(trace, "cache.bytes", "bytes_per_token"),
     )
+    grads = autograd.cells(trace, autograd.PROJECTED_LEAVES, backward(steps))
     return {
         "inputs": [inputs, weights_cell(trace, kind, seed, d_out)],
         "prompt": [prompt],
@@ -104,4 +106,24 @@ def cells(trace: Trace) -> dict[str, list[Cell]]:
         "later": [later],
         "full": [full],
         "cost": [cost],
+        **grads,
     }
+
+
+def backward(steps: list[tuple[int, ...]]) -> list[tuple[str, str]]:
+    """The generation again for autograd, step by step: each step's tensors, the cache grown with ``torch.cat``."""
+    out: list[tuple[str, str]] = []
+    for s, (a, b) in enumerate(steps, start=1):
+        pre, prev = f"step{s}.", f"step{s - 1}."
+        out += [(f"{pre}x", f't["x"][{a - 1}:{b}]')]
+        out += [
+            (f"{pre}{n}", f't["{pre}x"] @ t["{w}"]') for n, w in (("q", "W_query"), ("k", "W_key"), ("v", "W_value"))
+        ]
+        for n in "kv":
+            grown = f't["{pre}{n}"]' if s == 1 else f'torch.cat((t["{prev}cache.{n}"], t["{pre}{n}"]))'
+            out.append((f"{pre}cache.{n}", grown))
+        out += [(f"{pre}omega", f't["{pre}q"] @ t["{pre}cache.k"].T')]
+        out += autograd.masked(f"{pre}mask", f"{pre}causal.alpha", pre=pre, key=f"{pre}q")
+        out += [(f"{pre}z", f't["{pre}causal.alpha"] @ t["{pre}cache.v"]')]
+    joined = ", ".join(f't["step{s}.z"]' for s in range(1, len(steps) + 1))
+    return [*out, ("gen.z", f"torch.cat(({joined}))")]

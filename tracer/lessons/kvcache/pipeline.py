@@ -37,11 +37,13 @@ import torch
 
 from tracer.core.trace import Node, Ref, Trace
 from tracer.errors import InputError
+from tracer.lessons.kvcache import backward
 from tracer.lessons.kvcache.kvbatch import Ahead, Replay, same_nodes
 from tracer.lessons.kvcache.kvcost import COUNTS, LAYERS, cost
 from tracer.lessons.kvcache.kvstep import BLANK, Spot, at_position, qkv, step
 from tracer.record import weights as wts
 from tracer.record.blocks.attention import context, scores
+from tracer.record.blocks.backward import Backward
 from tracer.record.blocks.masks import causal_masks, masked_softmax
 from tracer.record.blocks.projections import inputs_and_weights, sqrt_dk
 from tracer.record.recorder import Recorder, Var
@@ -108,12 +110,15 @@ def build(
     weights_meta: dict[str, Any],
     prompt: int,
     spans: list[tuple[int, int]] | None = None,
+    backward_pass: Backward | None = None,
 ) -> Trace:
     """Run the lesson: every step of the generation, the full causal attention beside it, and the counts.
 
     ``spans`` replaces the lesson's schedule (the prompt, then one token per
     step) with other calls, each the first and last token it brings: the
     check (:mod:`tracer.compare.check.generation`) feeds a call of two tokens too.
+    With ``backward_pass``, the gradients back through every step and the
+    cache (:mod:`~tracer.lessons.kvcache.backward`).
     """
     rec = Recorder(dtype)
     t, d_in = int(inputs.shape[0]), int(inputs.shape[1])
@@ -146,6 +151,8 @@ def build(
     with rec.stage("cost"):
         products = cost(rec, spans, d_in, d)
     info = {"prompt": spans[0][1], "steps": [list(s) for s in spans], "layers": LAYERS, "products": products}
+    if backward_pass is not None:
+        info["backward"] = backward.record(rec, x, w, gen, spans, backward_pass)
     trace = rec.trace(
         {**meta, "lesson": "kvcache", "tokens": tokens, "query": query, "stages": list(STAGES), **info}
         | {"weights": weights_meta}

@@ -36,6 +36,8 @@ LESSON = PackagedLesson(
     summary="A real model's attention: one head of SmolLM2-135M on your sentence, every scalar, and its next token.",
     pipeline="tracer.lessons.model.pipeline",
     package=__name__,
+    notebook="tracer.lessons.model.notebook",
     options=Options,
     facts="tracer.lessons.model.facts:facts",
+    idea="tracer.lessons.model.idea:idea",
 )

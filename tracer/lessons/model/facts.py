@@ -9,6 +9,7 @@ never do.
 from __future__ import annotations
 
 import re
+from typing import Any
 
 from tracer.core.trace import Trace
 from tracer.errors import InputError
@@ -17,18 +18,35 @@ from tracer.present.facts import formatted, join
 from tracer.present.narrative import Narrative
 
 
-def facts(trace: Trace, story: Narrative) -> tuple[dict[str, object], dict[str, str]]:
-    """Width, heads, groups, head size, rotary base, the heads of each group, and which note on the weights."""
+def model_of(trace: Trace) -> dict[str, Any]:
+    """The trace's ``meta.model`` with its sizes checked (a trace file is data): one line when they do not fit."""
     m = trace.meta.get("model")
     if not isinstance(m, dict):
         m = {}
     try:
-        h, g, dh, d = (int(m[k]) for k in ("heads", "kv_heads", "head_dim", "width"))
-        base = float(m["rope_base"])
+        sizes: dict[str, Any] = {k: int(m[k]) for k in ("heads", "kv_heads", "head_dim", "width")}
+        sizes["rope_base"] = float(m["rope_base"])
     except (TypeError, KeyError, ValueError):
         raise InputError("the trace's meta.model does not give the model's sizes (heads, kv_heads, ...)") from None
+    h, g = sizes["heads"], sizes["kv_heads"]
     if not 1 <= g <= h or h % g:
         raise InputError(f"the trace's meta.model states {h} query heads in {g} key/value groups")
+    return {**m, **sizes}
+
+
+def traced_head(trace: Trace) -> tuple[int, int]:
+    """The traced head and layer ``meta`` names, checked against the model's sizes (a trace file is data)."""
+    heads = model_of(trace)["heads"]
+    head, layer = trace.meta.get("head"), trace.meta.get("layer")
+    if not isinstance(head, int) or not 0 <= head < heads or not isinstance(layer, int) or layer < 0:
+        raise InputError(f"the trace's meta names head {head!r} of layer {layer!r}, not one of its {heads} heads")
+    return head, layer
+
+
+def facts(trace: Trace, story: Narrative) -> tuple[dict[str, object], dict[str, str]]:
+    """Width, heads, groups, head size, rotary base, the heads of each group, and which note on the weights."""
+    m = model_of(trace)
+    h, g, dh, d, base = m["heads"], m["kv_heads"], m["head_dim"], m["width"], m["rope_base"]
     r = h // g
     extra = story.stage("inputs").extra
     first, rest = extra.get("say_reads_first", ""), extra.get("say_reads_next", "")

@@ -104,10 +104,9 @@ def make_config(c: dict[str, Any], folder: Path) -> Config:
         and c.get("head_dim", width // heads) != width // heads
     ):
         raise InputError(f"{quoted(folder)}: head_dim differs from hidden_size / num_attention_heads; not read here")
-    if c.get("rope_scaling") is not None:
-        raise InputError(f"{quoted(folder)} scales its rotary embedding (rope_scaling); this lesson does not")
+    stated = rope_theta(c, folder)
     try:
-        base, eps = float(c.get("rope_theta", 10000.0)), float(c.get("rms_norm_eps", 1e-6))
+        base, eps = float(stated), float(c.get("rms_norm_eps", 1e-6))
     except (TypeError, ValueError):
         raise InputError(f"{quoted(folder)}: rope_theta and rms_norm_eps must be numbers") from None
     return Config(
@@ -122,6 +121,27 @@ def make_config(c: dict[str, Any], folder: Path) -> Config:
         pairs="half",
         name=str(c.get("_name_or_path", "")),
     ).check()
+
+
+def rope_theta(c: dict[str, Any], folder: Path) -> Any:
+    """The rotary base a ``config.json`` states, for an unscaled rotation only.
+
+    transformers 4 writes ``rope_theta`` (and ``rope_scaling`` when it
+    scales); transformers 5 writes ``rope_parameters = {rope_type,
+    rope_theta}``.  Either way a scaled rotation (any type but
+    ``default``) is refused, and a base stated twice must be one base.
+    """
+    params = c.get("rope_parameters")
+    kind = params.get("rope_type", "default") if isinstance(params, dict) else None
+    if c.get("rope_scaling") is not None or kind not in (None, "default"):
+        raise InputError(f"{quoted(folder)} scales its rotary embedding (rope_scaling); this lesson does not")
+    if params is None:
+        return c.get("rope_theta", 10000.0)
+    if not isinstance(params, dict) or "rope_theta" not in params:
+        raise InputError(f"{quoted(folder)}: rope_parameters does not state rope_theta")
+    if c.get("rope_theta", params["rope_theta"]) != params["rope_theta"]:
+        raise InputError(f"{quoted(folder)} states two rotary bases (rope_theta and rope_parameters)")
+    return params["rope_theta"]
 
 
 def tokenizer(path: Path) -> Any:

@@ -107,9 +107,25 @@ def cells(trace: Trace) -> dict[str, list[Cell]]:
         "context_vec = mha.out_proj(context_vec)",
         check(trace, "split.out", "context_vec"),
     )
-    leaves = ("x", *(f"split.{w}" for w in ("W_query", "W_key", "W_value", "W_out", "b_out")))
-    grads = autograd.cells(trace, leaves, backward(trace))
+    weights = [f"wrap.{w}" for w in ("W_query", "W_key", "W_value")]
+    leaves = ("x", *weights, *(f"split.{w}" for w in ("W_query", "W_key", "W_value", "W_out", "b_out")))
+    grads = autograd.cells(trace, leaves, [*wrapped(), *backward(trace)])
     return {"inputs": [inputs], "wrapper": [wrapper], "split": [split, forward], **grads}
+
+
+def wrapped() -> list[tuple[str, str]]:
+    """The wrapper's forward, which autograd runs again: every head at once (its weights stacked head first)."""
+    heads = [
+        (f"wrap.{n}", f't["x"] @ t["wrap.{w}"][:, None]')
+        for n, w in (("q", "W_query"), ("k", "W_key"), ("v", "W_value"))
+    ]
+    return [
+        *heads,
+        ("wrap.omega", 't["wrap.q"] @ t["wrap.k"].transpose(-1, -2)'),
+        *autograd.masked("mask.triu", "wrap.causal.alpha", pre="wrap.", key="wrap.q"),
+        ("wrap.z", 't["wrap.causal.alpha"] @ t["wrap.v"]'),
+        autograd.joined("wrap.concat", "wrap.z"),
+    ]
 
 
 def backward(trace: Trace) -> list[tuple[str, str]]:

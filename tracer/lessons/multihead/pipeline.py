@@ -74,9 +74,17 @@ def _inputs(rec: Recorder, inputs: torch.Tensor) -> tuple[Var, Var]:
 
 
 def wrapper_form(
-    rec: Recorder, x: Var, up: Var, w: dict[str, torch.Tensor], out: dict[str, torch.Tensor] | None = None
+    rec: Recorder,
+    x: Var,
+    up: Var,
+    w: dict[str, torch.Tensor],
+    out: dict[str, torch.Tensor] | None = None,
+    keep: dict[str, Var] | None = None,
 ) -> Var:
-    """(a) Two full causal heads side by side, outputs concatenated (then ``out``'s projection, when given)."""
+    """(a) Two full causal heads side by side, outputs concatenated (then ``out``'s projection, when given).
+
+    ``keep``, when given, receives the vars the backward pass reads, as :func:`split_form`'s does.
+    """
     syms = {"W_query": "W^{Q}", "W_key": "W^{K}", "W_value": "W^{V}"}
     with rec.stage("wrapper"):
         wv = {
@@ -103,15 +111,23 @@ def wrapper_form(
             latex=_joined(int(z.data.shape[0])),
             text="head outputs side by side: torch.cat([head(x) for head in heads], dim=-1)",
         )
-        return concat if out is None else _projected(rec, "wrap.", concat, out)
+        result = concat if out is None else _projected(rec, "wrap.", concat, out, keep)
+    if keep is not None:
+        keep |= wv | {n: var for n, var in (("q", q), ("k", k), ("v", v))}
+        keep |= {"root": root, "up": up, "alpha": alpha, "concat": concat, "out": result}
+    return result
 
 
-def _projected(rec: Recorder, pre: str, joined: Var, w: dict[str, torch.Tensor]) -> Var:
+def _projected(
+    rec: Recorder, pre: str, joined: Var, w: dict[str, torch.Tensor], keep: dict[str, Var] | None = None
+) -> Var:
     """``joined @ W_out + b_out``: the output projection over all heads (``b_out`` zero when not given)."""
     wo = rec.input(f"{pre}W_out", w["W_out"], "kc", symbol=r"W^{O}_{<k,c>}", text=f"{pre}W_out[<k>,<c>]")
     b = w.get("b_out", torch.zeros(w["W_out"].shape[1], dtype=w["W_out"].dtype))
     bias = rec.input(f"{pre}b_out", b, "c", symbol=r"b_{<c>}", text=f"{pre}b_out[<c>]")
     proj = projection(rec, f"{pre}proj", joined, wo, ("b",), r"o^{(<i>)}_{<c>}", r"W^{O}", xsym=r"z^{(<i>)}")
+    if keep is not None:
+        keep["W_out"] = wo
     return rec.elementwise(
         "add",
         f"{pre}out",
@@ -214,15 +230,16 @@ def build(
     backward_pass: Backward | None = None,
 ) -> Trace:
     """Run both forms on the batch of two copies (the wrapper has as many heads as its weights stack); with
-    ``backward_pass``, the split form's gradients too."""
+    ``backward_pass``, both forms' gradients too."""
     rec = Recorder(dtype)
     x, up = _inputs(rec, inputs)
-    wrapper_form(rec, x, up, wrap, wrap_out)
+    wparts: dict[str, Var] = {}
+    wrapper_form(rec, x, up, wrap, wrap_out, wparts)
     parts: dict[str, Var] = {}
     split_form(rec, x, up, split, heads, parts)
     seed = wts.MODULE_SEED
     info: dict[str, Any] = {"heads": heads}
     info["modules"] = {"wrap": {"seed": seed}, "split": {"seed": seed, "out_bias": True}}
     if backward_pass is not None:
-        info["backward"] = backward.record(rec, x, parts, backward_pass)
+        info["backward"] = backward.record(rec, x, wparts, parts, backward_pass)
     return rec.trace({**meta, "lesson": "multihead", "tokens": tokens, "query": query, "stages": list(STAGES), **info})

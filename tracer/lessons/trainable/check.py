@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from tracer.compare.check import rebuild, resizeref
-from tracer.compare.check.lessons import Q, Spec, qkv
+from tracer.compare.check.lessons import Gradients, Q, Spec, qkv
 
 if TYPE_CHECKING:
     from types import ModuleType
@@ -49,4 +49,5 @@ CHECK = Spec(
     rebuilds=rebuild.each_head_wider,
     at_size=resizeref.unmasked,
     plug=plug,
+    gradients=Gradients("dz", "alpha", "dalpha", "dscaled.dot", "dscaled", "domega", "domega", wider=(("d_out", 3),)),
 )

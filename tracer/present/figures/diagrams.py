@@ -168,19 +168,29 @@ def split_join(source: str, values: Sequence[float], heads: Sequence[tuple[str, 
     return sc
 
 
-def shared(top: Sequence[str], bottom: Sequence[tuple[str, str]], reads: Sequence[int]) -> Scene:
+def shared(
+    top: Sequence[str],
+    bottom: Sequence[tuple[str, str]],
+    reads: Sequence[int],
+    focus: int | None = None,
+    heading: str = "",
+) -> Scene:
     """A row of boxes over a row of boxes they share: top box ``k`` joined by a line to bottom box ``reads[k]``.
 
     Each bottom box (a name and a second line) has its colour; the top
     boxes take the colour of the box they read, so a reader sees which of
-    them share one.
+    them share one.  Top box ``focus``, if given, is outlined; ``heading``,
+    if given, is a line of words above the top row.
     """
     n, g = len(top), len(bottom)
     bw = fit(n, WIDTH - 8 - 6 * n, 84.0, 30.0)
     gw = fit(g, WIDTH - 8 - 12 * g, 110.0, 30.0)
     h = SIZE * 2.4
-    ty, by = 4.0, 4.0 + h + LINE * 4
+    ty = 4.0 + (LINE if heading else 0.0)
+    by = ty + h + LINE * 4
     sc = Scene(WIDTH, by + h * 1.3 + 8)
+    if heading:
+        sc.add(Label(4, LINE - 4, heading, "start", MUTED))
     tslot, bslot = (WIDTH - 8) / n, (WIDTH - 8) / g
     for k, (name, sub) in enumerate(bottom):
         colour = PALETTE[k % len(PALETTE)]
@@ -194,6 +204,8 @@ def shared(top: Sequence[str], bottom: Sequence[tuple[str, str]], reads: Sequenc
         gx = 4 + reads[k] * bslot + bslot / 2
         arrow(sc, x + bw / 2, ty + h + 2, gx, by - 3, colour, 1.4)
         sc.add(Box(x, ty, bw, h, "#ffffff", colour, 1.5))
+        if k == focus:
+            sc.add(Box(x - 3, ty - 3, bw + 6, h + 6, "none", FOCUS, 2.5))
         sc.add(Label(x + bw / 2, ty + h / 2 + SIZE * 0.35, name, "middle", colour, bold=True))
     return sc
 

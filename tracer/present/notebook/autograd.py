@@ -36,7 +36,10 @@ def cells(trace: Trace, leaves: Sequence[str], forward: Sequence[tuple[str, str]
     ``leaves`` are the traced nodes autograd differentiates; ``forward`` is
     ``(node, expression)`` in order, each expression reading earlier
     tensors as ``t["<node>"]``, the last one the output the backward pass
-    starts from.  Nothing for a trace without a backward pass.
+    starts from; the further outputs ``meta["backward"]["also"]`` names (a
+    second module on the same inputs) are computed among the others, and
+    autograd starts from every output at once.  Nothing for a trace without
+    a backward pass.
     """
     back = trace.meta.get("backward")
     if not isinstance(back, dict):
@@ -50,6 +53,9 @@ def cells(trace: Trace, leaves: Sequence[str], forward: Sequence[tuple[str, str]
             shown.setdefault(node.stage, []).append(check(trace, node.name, f't["{kept}"].grad'))
     upstream = str(back["upstream"])
     trace[upstream]  # an unknown node fails where the notebook is built, not where it runs
+    also = [(str(a["output"]), str(a["upstream"])) for a in back.get("also", [])]
+    for name, grad in also:
+        trace[name], trace[grad]
     run = lines(
         "# The forward again, from the traced leaves, each tensor under the name of the node it recomputes;",
         "# then autograd, from the traced upstream gradient.",
@@ -58,7 +64,7 @@ def cells(trace: Trace, leaves: Sequence[str], forward: Sequence[tuple[str, str]
         *(f't["{n}"] = {expr}' for n, expr in forward),
         "for tensor in t.values():",
         "    tensor.retain_grad()  # keep the gradient of every tensor, not only of the leaves",
-        f't["{forward[-1][0]}"].backward(torch.tensor(TRACED["{upstream}"], dtype=dtype))',
+        _backward_call([(forward[-1][0], upstream), *also]),
     )
     first = next((s for s in order if s in trace.stages), None)
     out: dict[str, list[Cell]] = {}
@@ -69,6 +75,17 @@ def cells(trace: Trace, leaves: Sequence[str], forward: Sequence[tuple[str, str]
         elif code:
             out[stage] = [code]
     return out
+
+
+def _backward_call(outputs: Sequence[tuple[str, str]]) -> str:
+    """The line that runs autograd from each output's traced upstream gradient (one term of L per output)."""
+    grad = 'torch.tensor(TRACED["{}"], dtype=dtype)'
+    if len(outputs) == 1:
+        out, up = outputs[0]
+        return f't["{out}"].backward({grad.format(up)})'
+    outs = ", ".join(f't["{out}"]' for out, _ in outputs)
+    ups = ", ".join(grad.format(up) for _, up in outputs)
+    return f"torch.autograd.backward([{outs}], [{ups}])  # L has one term per output"
 
 
 def projected() -> list[tuple[str, str]]:

@@ -168,6 +168,8 @@ def intro(ctx: LessonCtx) -> Para:
     back = ctx.trace.meta["backward"]
     key = "backward.intro_given" if back.get("loss") == "given" else "backward.intro_half_square"
     text = ctx.s(key, output=back["output"], upstream=back["upstream"])
+    for more in back.get("also", []):  # a second module on the same inputs: its own term of L
+        text += " " + ctx.s("backward.intro_also", output=more["output"], upstream=more["upstream"])
     r = written_row(ctx.trace)
     if r != ctx.q:
         text += " " + ctx.s("backward.other_row", q=ctx.q, r=r, token=ctx.trace.tokens[r - 1])

@@ -12,11 +12,17 @@ notebook code (a teacher's own pipeline) get no code blocks.
 
 from __future__ import annotations
 
+import numpy as np
+
 from tracer.core.trace import Trace
+from tracer.present import torchprint
 from tracer.present.strings import Strings
 from tracer.present.views import pagecode
 from tracer.present.views.common import FULL_T
 from tracer.present.views.model import Block, Code, Section
+
+PAGE_NUMBERS = torchprint.THRESHOLD
+"""The most numbers a page's code may write out as literals (torch prints no more in full)."""
 
 SECTION = {"matrix": "pairs"}
 """Notebook stage -> section of the tutorial's page, where the two differ."""
@@ -32,7 +38,7 @@ def blocks(trace: Trace, s: Strings) -> dict[str, list[Block]]:
     if len(trace.tokens) > FULL_T:
         return {}  # the printed tensors would be the size of the trace: the notebook is the place for them
     cells = lesson_cells(trace)
-    if cells is None:
+    if cells is None or too_many_numbers(trace, cells):
         return {}
     head = pagecode.setup(trace, [c for sources in cells.values() for c in sources])
     out: dict[str, list[Block]] = {}
@@ -43,6 +49,17 @@ def blocks(trace: Trace, s: Strings) -> dict[str, list[Block]]:
             block = Code(f"code-{stage}-{n}", label, (head if not out else "") + source, output)
             out.setdefault(stage, []).append(block)
     return out
+
+
+def too_many_numbers(trace: Trace, cells: dict[str, list[str]]) -> bool:
+    """Whether the traced values the cells read (``TRACED["x"]``, a literal on the page) exceed :data:`PAGE_NUMBERS`.
+
+    A trained model's weights are tens of thousands of numbers: no reader
+    pastes them from a page, so such a page shows no code and its notebook
+    (which carries them) is the place to run it.
+    """
+    read = {name for sources in cells.values() for c in sources for name in pagecode.TRACED_VALUE.findall(c)}
+    return sum(int(np.asarray(trace[name].value).size) for name in read) > PAGE_NUMBERS
 
 
 def with_code(sections: tuple[Section, ...], code: dict[str, list[Block]]) -> tuple[Section, ...]:

@@ -170,7 +170,11 @@ class Note:
 
 @dataclass(frozen=True)
 class Figure:
-    """An SVG figure with its file name (Markdown), alt text and caption (text, or a :class:`Para` with maths)."""
+    """An SVG figure with its file name (Markdown), alt text and caption (text, or a :class:`Para` with maths).
+
+    ``multiple`` marks one of a set of small multiples (one heatmap per head): an HTML page sets such
+    figures side by side, so that a reader compares the heads at a glance and the page stays short.
+    """
 
     anchor: str
     name: str
@@ -178,6 +182,7 @@ class Figure:
     alt: str
     caption: str | Para
     kind: Literal["figure"] = "figure"
+    multiple: bool = False
 
 
 @dataclass(frozen=True)

@@ -80,10 +80,16 @@ def _running_sums(trace: Trace, step: Step, terms: list[Step]) -> list[Step]:
     a row total of another node's values has no products to write out first.
     """
     partials = step.node.attrs.get("partials")
-    if not partials or not all(t.node.name.startswith(f"{step.node.name}.") for t in terms):
+    if not partials or not all(t.node.name.startswith(f"{step.node.name}.") for t in terms) or not step.node.args:
         return []
     node = trace.node(str(partials))
-    return [Step(trace, node, t.index) for t in terms]
+    # the running sums are laid out in their own axes, which need not be the terms' order: read the term's
+    # index by the axis names the total reads its terms with ("*" is the summed axis)
+    over = str(step.node.attrs.get("over"))
+    letters = [over if x == "*" else x for x in step.node.args[0].index or ()]
+    if sorted(letters) != sorted(node.axes):
+        return []
+    return [Step(trace, node, tuple(dict(zip(letters, t.index, strict=True))[a] for a in node.axes)) for t in terms]
 
 
 def _factor_steps(ctx: LessonCtx, step: Step) -> list[Step]:
@@ -222,7 +228,8 @@ def heatmaps(ctx: LessonCtx, node: Node, prefix: str = "") -> list[Block]:
     if hide is not None and order is not None:
         hide = np.transpose(hide, order)
     out: list[Block] = []
-    for part in parts(ctx, node):
+    every = list(parts(ctx, node))
+    for part in every:
         name = f"fig-{prefix}{anchor(node.name)}{part.anchor}"
         svg, small = heatmap_svg(
             ctx,
@@ -236,7 +243,7 @@ def heatmaps(ctx: LessonCtx, node: Node, prefix: str = "") -> list[Block]:
             cap = Para(cap.text + " " + ctx.s("lesson.heat_small"), math=True)
         matrix = np.asarray(node.value[part.lead])
         alt = _alt(ctx, alts.heat(ctx, ctx.text(node).alt or ctx.s("lesson.heat_alt"), matrix), part)
-        out.append(Figure(name, name, svg, alt, cap))
+        out.append(Figure(name, name, svg, alt, cap, multiple=len(every) > 1))
     return out
 
 

@@ -39,16 +39,23 @@ def scores_to_inputs(rec: Recorder, x: Var, w: dict[str, Var], qk: tuple[Var, Va
     return to_inputs(rec, x, w, {"q": dq, "k": dk, "v": dv})
 
 
-def to_inputs(rec: Recorder, x: Var, w: dict[str, Var], grads: dict[str, Var], lead: tuple[str, ...] = ()) -> list[str]:
+def to_inputs(
+    rec: Recorder, x: Var, w: dict[str, Var], grads: dict[str, Var], lead: tuple[str, ...] = (), via: str = ""
+) -> list[str]:
     """The weights' and inputs' gradients (stages ``dprojections``, ``dinputs``) from ``grads`` of q, k, v.
 
     Returns the names of the gradients of the leaves (weights, then ``dx``).
+    ``via`` names a module when x feeds more than one (lesson multihead's
+    ``split``): its paths are ``dx.split.query`` …, summed into
+    ``dx.split``, its share of ``dx``.
     """
+    pre = f"{via}." if via else ""
     paths = []
     with rec.stage("dprojections"):
         for path, wname, letter, wsym in PATHS:
-            _gw, gx = bw.through_projection(rec, x, w[wname], grads[letter], path, wsym, letter, lead)
+            _gw, gx = bw.through_projection(rec, x, w[wname], grads[letter], pre + path, wsym, letter, lead)
             paths.append(gx)
     with rec.stage("dinputs"):
-        dx = bw.sum_paths(rec, f"d{x.name}", paths, r"x^{(<i>)}_{<k>}")
+        sym = rf"x^{{(<i>)\,\mathrm{{{via}}}}}_{{<k>}}" if via else r"x^{(<i>)}_{<k>}"
+        dx = bw.sum_paths(rec, f"d{x.name}.{via}" if via else f"d{x.name}", paths, sym)
     return [f"d{w[wname].name}" for _, wname, _, _ in PATHS] + [dx.name]

@@ -231,18 +231,7 @@ def through_projection(
         per = rf"{wsum}^{{(<{lead[0]}>)}}"
         part = products(rec, f"d{w.name}.per", x(*lead, "i", "k"), dq(*lead, "i", "c"), over, "i", per)
         b = lead[0]
-        gw = rec.contract(
-            f"d{w.name}",
-            part(b, "k", "c"),
-            None,
-            (b, "k", "c"),
-            b,
-            symbol=wsum,
-            latex=rf"{wsum} = \sum_{{{b}'}} " + rename(part.symbol, {b: f"{b}'"}),
-            text=f"Σ_{b} {r(part.name, b, '<k>', '<c>')}",
-            part_latex=("", rf"\sum_{{{b}'=1}}^{{<{b}>}} " + rename(part.symbol, {b: f"{b}'"})),
-            part_text=("", f"Σ_{{m≤<{b}>}} {r(part.name, 'm', '<k>', '<c>')}"),
-        )
+        gw = summed(rec, f"d{w.name}", part, (b, "k", "c"), (b, "k", "c"), b, wsum)
     sym = rf"\bar{{x}}^{{(<i>)\,\mathrm{{{path}}}}}_{{<k>}}" if path else bar(x.symbol)
     name = f"d{x.name}.{path}" if path else f"d{x.name}"
     gx = products(rec, name, dq(*lead, "i", "c"), w("k", "c"), (*lead, "i", "k", "c"), "c", sym)
@@ -257,29 +246,36 @@ def bias(rec: Recorder, name: str, dy: Var, sym: str) -> Var:
     over the tokens of each entry (``<name>.per[b,c]``), then over the entries.
     """
     b, i, c = dy.axes
-    per = rec.contract(
-        f"{name}.per",
-        dy(b, i, c),
-        None,
-        (b, c, i),
-        i,
-        symbol=rf"{bar(sym)}^{{(<{b}>)}}",
-        latex=rf"{bar(sym)}^{{(<{b}>)}} = \sum_{{{i}'}} " + rename(dy.symbol, {i: f"{i}'"}),
-        text=f"Σ_{i} {r(dy.name, f'<{b}>', i, f'<{c}>')}",
-        part_latex=("", rf"\sum_{{{i}'=1}}^{{<{i}>}} " + rename(dy.symbol, {i: f"{i}'"})),
-        part_text=("", f"Σ_{{m≤<{i}>}} {r(dy.name, f'<{b}>', 'm', f'<{c}>')}"),
-    )
+    per = summed(rec, f"{name}.per", dy, (b, i, c), (b, c, i), i, rf"{bar(sym)}^{{(<{b}>)}}")
+    return summed(rec, name, per, (b, c), (b, c), b, bar(sym))
+
+
+def summed(
+    rec: Recorder, name: str, part: Var, index: tuple[str, ...], axes: tuple[str, ...], over: str, sym: str
+) -> Var:
+    """``name = Σ_over part``: one node's entries added along one axis, each running sum a step.
+
+    ``index`` names ``part``'s axes, ``axes`` the running sums' (``over``
+    among them, anywhere); the result has ``axes`` without ``over``.  A
+    gradient read at every batch entry, token or head sums them this way
+    (``dsplit.b_out.per[b,c]`` = Σ_i ``dsplit.out[b,i,c]``).
+    """
+    prime = rename(part.symbol, {over: f"{over}'"})
+
+    def at(to: str) -> str:
+        return r(part.name, *(to if x == over else f"<{x}>" for x in index))
+
     return rec.contract(
         name,
-        per(b, c),
+        part(*index),
         None,
-        (b, c),
-        b,
-        symbol=bar(sym),
-        latex=rf"{bar(sym)} = \sum_{{{b}'}} " + rename(per.symbol, {b: f"{b}'"}),
-        text=f"Σ_{b} {r(per.name, b, f'<{c}>')}",
-        part_latex=("", rf"\sum_{{{b}'=1}}^{{<{b}>}} " + rename(per.symbol, {b: f"{b}'"})),
-        part_text=("", f"Σ_{{m≤<{b}>}} {r(per.name, 'm', f'<{c}>')}"),
+        axes,
+        over,
+        symbol=sym,
+        latex=rf"{sym} = \sum_{{{over}'}} " + prime,
+        text=f"Σ_{over} {at(over)}",
+        part_latex=("", rf"\sum_{{{over}'=1}}^{{<{over}>}} " + prime),
+        part_text=("", f"Σ_{{m≤<{over}>}} {at('m')}"),
     )
 
 

@@ -1,0 +1,16 @@
+"""Mistake: the backward through dropout applies the mask but forgets 1/(1-p)."""
+
+import math
+
+import torch
+
+
+def attention_backward(Q, K, V, dO, causal=True, dropout_mask=None, p=0.0):
+    S = Q @ K.T / math.sqrt(K.shape[1])
+    if causal:
+        S = S + torch.triu(torch.full_like(S, float("-inf")), diagonal=1)
+    P = torch.softmax(S, dim=-1)
+    dV = (P * dropout_mask / (1 - p)).T @ dO
+    dP = (dO @ V.T) * dropout_mask
+    dS = P * (dP - (P * dP).sum(dim=-1, keepdim=True)) / math.sqrt(K.shape[1])
+    return dS @ K, dS.T @ Q, dV

@@ -1,0 +1,16 @@
+"""Mistake: the softmax's backward without its row-sum term (dS = P * dP)."""
+
+import math
+
+import torch
+
+
+def attention_backward(Q, K, V, dO, causal=False):
+    S = Q @ K.T / math.sqrt(Q.shape[1])
+    if causal:
+        S = S.masked_fill(torch.triu(torch.ones_like(S), 1).bool(), float("-inf"))
+    P = torch.softmax(S, dim=1)
+    dV = P.T @ dO
+    dP = dO @ V.T
+    dS = P * dP / math.sqrt(Q.shape[1])
+    return dS @ K, dS.T @ Q, dV
