@@ -14,10 +14,10 @@ from click.testing import CliRunner
 
 import tracer
 from tracer.cli import app
+from tracer.lessons.simple.page import page as walkthrough
 from tracer.present import report
 from tracer.present.report import narrative_of
 from tracer.present.views import backward, lesson
-from tracer.present.views import page as walkthrough
 from tracer.present.views.model import Equation, Figure, Page, Table
 
 BACKWARD = ("simple", "trainable", "causal", "window", "gqa", "rope", "multihead", "flash", "kvcache")
@@ -25,9 +25,8 @@ BACKWARD = ("simple", "trainable", "causal", "window", "gqa", "rope", "multihead
 
 def page_of(name: str, lang: str = "en", **options: object) -> Page:
     t = tracer.trace_lesson(name, backward=True, **options)
-    if name == "simple":
-        return lesson.with_backward(walkthrough(t, lang), t, narrative_of(t, lang))
-    return lesson.build(t, narrative_of(t, lang))
+    build = walkthrough if name == "simple" else lesson.build  # the tutorial's own sections, finished alike
+    return build(t, narrative_of(t, lang))
 
 
 def section_ids(page: Page) -> list[str]:

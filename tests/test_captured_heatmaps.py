@@ -98,3 +98,19 @@ def test_a_captured_cross_attention_report_draws_every_key() -> None:
             assert _grid(svg) == (3, 5)
             labels = re.findall(r'text-anchor="end"[^>]*>([^<]+)<', svg)
             assert sorted(labels) == ["1", "2", "3", "4", "5", "t1", "t2", "t3"], labels
+
+
+def test_cell_doors_are_written_only_for_a_heatmap_that_draws_its_cells() -> None:
+    """A block heatmap (a T = 512 page's) asks for no step ids: they would be 262,144 strings for nothing."""
+    asked: list[int] = []
+
+    def doors(n: int) -> list[list[str]]:
+        asked.append(n)
+        return [[f"w[{i + 1},{j + 1}]" for j in range(n)] for i in range(n)]
+
+    ctx = _ctx(40, query=1)
+    svg, small = heatmap_svg(ctx, "fig-big", np.ones((40, 40)), doors=lambda: doors(40))
+    assert small and asked == [] and "data-id" not in svg
+    few = _ctx(3)
+    svg, small = heatmap_svg(few, "fig-few", np.ones((3, 3)), doors=lambda: doors(3))
+    assert not small and asked == [3] and 'data-id="w[3,3]"' in svg

@@ -81,3 +81,59 @@ def test_a_number_in_an_equation_opens_its_step_by_key_and_by_click(browser: Bro
     second = browser.js("document.querySelectorAll('.equation math [data-id]')[1].dataset.id")
     browser.click(*box)
     assert browser.js(f"{PANEL}.querySelector('.door-title').textContent") == second
+
+
+NUMBER = re.compile(r"-?\d+\.\d+")
+"""A number as a worked equation's LaTeX writes it (inputs as given, the rest to the page's decimals)."""
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_every_number_of_the_tutorial_s_walk_through_opens_the_step_whose_value_it_shows(lang: str) -> None:
+    """The tutorial's dot products, context components and every pair's dot product: each number is marked.
+
+    Each number the walk-through puts into an equation is paired, in order,
+    with a step of the trace whose value it is (to the digits shown).
+    """
+    from tracer.lessons.simple import page as walkthrough
+    from tracer.present import overflow
+    from tracer.present.views.model import Equation, Group
+
+    t = tracer.trace_lesson("simple")
+    page = walkthrough.build(t, lang, 4, overflow.scaled(t))
+    blocks = [b for s in page.sections for b in s.blocks]
+    eqs = [e for b in blocks for e in (b.blocks if isinstance(b, Group) else (b,)) if isinstance(e, Equation)]
+    assert len(eqs) == 6 + 3 + 36  # the focus query's scores, its context vector's components, every pair
+    for e in eqs:
+        assert len(e.doors) == len(e.rhs), e.anchor
+        numbers = 0
+        for part, ids in zip(e.rhs, e.doors, strict=True):
+            for written, marked in zip(part, ids, strict=True):
+                shown = NUMBER.findall(written)
+                assert len(shown) == len(marked), (e.anchor, written, marked)
+                for text, sid in zip(shown, marked, strict=True):
+                    digits = len(text.partition(".")[2])
+                    assert abs(float(text) - float(t[sid].value)) <= 0.5 * 10**-digits + 1e-7, (e.anchor, sid)
+                numbers += len(shown)
+        assert numbers >= 3 * 2 + 3 + 1, e.anchor  # three factor pairs or more, their terms, the result
+
+
+@pytest.mark.browser
+@pytest.mark.skipif(EXE is None, reason="chromium is not installed")
+def test_the_committed_tutorial_page_opens_a_factor_of_its_dot_product_and_a_term_of_its_context_vector(
+    browser: Browser,
+) -> None:
+    from pathlib import Path
+
+    page = Path(__file__).resolve().parent.parent / "reports" / "tutorial" / "en" / "index.html"
+    browser.open(page.as_uri())
+    for selector, wanted in (
+        ("#omega-2-1 .rhs math [data-id]", "x[2,1]"),
+        ("#z-2-1 .rhs math [data-id]", "alpha[2,1]"),
+        ("#pair-3-4 .rhs math [data-id]", "x[3,1]"),
+    ):
+        browser.js(f"(document.querySelector({selector!r}).closest('details') || {{}}).open = true")  # a fold
+        browser.js(f"document.querySelector({selector!r}).focus()")
+        key(browser, "Enter", "Enter", 13, "\r")
+        assert browser.js(f"{PANEL}.querySelector('.door-title').textContent") == wanted, selector
+        key(browser, "Escape", "Escape", 27)
+        assert browser.js(f"document.activeElement === document.querySelector({selector!r})")

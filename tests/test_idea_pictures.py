@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import re
 from pathlib import Path
 
@@ -207,6 +208,7 @@ def test_chinese_labels_fall_back_to_a_font_that_has_them() -> None:
     if not any(f.name in CJK for f in font_manager.fontManager.ttflist):
         pytest.skip("no Chinese font installed")
     fig = drawn(drawing("kvcache", "zh").scene)
+    fig.savefig(io.BytesIO(), format="svg")  # the fallback is taken as the figure draws
     chinese = [t for t in fig.axes[0].texts if re.search(r"[\u4e00-\u9fff]", t.get_text())]
     assert chinese and all(set(t.get_fontfamily()) & set(CJK) for t in chinese)
     heat = tracer.plot.heatmap(tracer.trace_lesson("causal"), "alpha", lang="zh")

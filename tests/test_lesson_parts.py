@@ -11,8 +11,9 @@ from click.testing import CliRunner
 import tracer
 from tracer.cli import app, lessonopts
 from tracer.errors import InputError
-from tracer.present import views
+from tracer.lessons.simple import page as walkthrough
 from tracer.present.checktext import no_roles
+from tracer.present.report import narrative_of
 from tracer.present.strings import Strings
 from tracer.present.views.order import page_order, stage_order
 from tracer.record import registry
@@ -26,7 +27,7 @@ def tutorial() -> tracer.Trace:
 
 def test_the_tutorials_page_walks_the_order_its_lesson_names(tutorial: tracer.Trace) -> None:
     """The notebook follows ``page_order``; the page shows its sections in the same order (then its recap)."""
-    page = views.page(tutorial)
+    page = walkthrough.page(tutorial, narrative_of(tutorial, "en"))
     shown = [s.anchor for s in page.sections][: len(page_order(tutorial))]
     assert shown == [{"matrix": "pairs"}.get(s, s) for s in page_order(tutorial)]  # stage matrix: section "pairs"
     assert page_order(tutorial) != stage_order(tutorial)  # the overflow is recorded last, shown beside the softmax
@@ -59,7 +60,7 @@ def test_page_parts_are_named_functions_or_nothing() -> None:
 def test_a_walkthrough_of_a_trace_without_its_nodes_is_one_line() -> None:
     said = r"^this walk-through reads node '\w+', which the trace of 'flash' does not have$"
     with pytest.raises(InputError, match=said):
-        views.build(tracer.trace_lesson("flash"))
+        walkthrough.build(tracer.trace_lesson("flash"))
 
 
 def test_every_lesson_option_is_on_the_command_line_with_its_meaning() -> None:

@@ -150,12 +150,13 @@ def test_model_notebook_on_a_hugging_face_folder_pairs_halves(tmp_path: Path, ke
 
 
 def report_page(t: tracer.Trace) -> Page:
-    from tracer.present import overflow, views
+    from tracer.lessons.simple import page as walkthrough
+    from tracer.present import overflow
     from tracer.present.report import narrative_of
     from tracer.present.views import lesson
 
     if t.meta.get("lesson") == "simple":
-        return views.build(t, "en", 4, overflow.scaled(t))
+        return walkthrough.build(t, "en", 4, overflow.scaled(t))
     return lesson.build(t, narrative_of(t, "en"))
 
 

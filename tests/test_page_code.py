@@ -18,7 +18,8 @@ from functools import cache
 import pytest
 
 import tracer
-from tracer.present import narrative, overflow, views
+from tracer.lessons.simple import page as walkthrough
+from tracer.present import narrative, overflow
 from tracer.present.strings import LANGS
 from tracer.present.views import lesson
 from tracer.present.views.model import Code, Page
@@ -37,7 +38,7 @@ for source in blocks:
 
 def page(t: tracer.Trace, lang: str = "en") -> Page:
     if t.meta.get("lesson") == "simple":
-        return views.build(t, lang, 4, overflow.scaled(t))
+        return walkthrough.build(t, lang, 4, overflow.scaled(t))
     return lesson.build(t, narrative.load(str(t.meta["lesson"]), lang))
 
 

@@ -15,7 +15,8 @@ import pytest
 
 import tracer
 from tracer.errors import InputError
-from tracer.present import narrative, overflow, views
+from tracer.lessons.simple import page as walkthrough
+from tracer.present import narrative, overflow
 from tracer.present.narrative import Stage
 from tracer.present.render.html import render_html as html
 from tracer.present.render.markdown import render_markdown as markdown
@@ -36,7 +37,7 @@ TOOL = {
 def page(name: str, lang: str) -> Page:
     t = tracer.trace_lesson(name)
     if name == "simple":
-        return views.build(t, lang, 4, overflow.scaled(t))
+        return walkthrough.build(t, lang, 4, overflow.scaled(t))
     return lesson.build(t, narrative.load(name, lang))
 
 

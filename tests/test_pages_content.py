@@ -18,7 +18,8 @@ import pytest
 
 import tracer
 from tracer.core import fmt
-from tracer.present import narrative, overflow, views
+from tracer.lessons.simple import page as walkthrough
+from tracer.present import narrative, overflow
 from tracer.present.strings import LANGS, Strings
 from tracer.present.views import lesson
 from tracer.present.views.model import Equation, Page, Table
@@ -36,7 +37,7 @@ def page(name: str, lang: str) -> Page:
     """The view model of a lesson's default page."""
     t = trace(name)
     if name == "simple":
-        return views.build(t, lang, 4, overflow.scaled(t))
+        return walkthrough.build(t, lang, 4, overflow.scaled(t))
     return lesson.build(t, narrative.load(name, lang))
 
 

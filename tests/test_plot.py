@@ -185,3 +185,46 @@ def test_a_cache_step_s_contributions_draw_its_one_new_query() -> None:
     figures = tracer.plot.report_figures(lesson("kvcache"))
     drawn = figures["fig-step2-z"]()
     assert drawn.axes and drawn.axes[0].patches  # the bars of the step's one query
+
+
+def _chinese_font_installed() -> bool:
+    from matplotlib import font_manager
+
+    from tracer.canvas import CJK
+
+    return any(f.name in CJK for f in font_manager.fontManager.ttflist)
+
+
+def test_api_figures_draw_chinese_labels_in_a_chinese_font_when_saved() -> None:
+    """A figure of ``tracer.plot`` saved by the user's own ``savefig`` misses no glyph, as the command's do.
+
+    The fallback is applied as the figure draws, so a Chinese title the user
+    adds after the figure was made falls back too.
+    """
+    import io
+    import warnings
+
+    from tracer.canvas import CJK
+
+    if not _chinese_font_installed():
+        pytest.skip("no Chinese font installed")
+    fig = tracer.plot.heatmap(lesson("simple"), "alpha", lang="zh")
+    fig.axes[0].set_title("注意力权重")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        fig.savefig(io.BytesIO(), format="png", dpi=40)
+    missing = [str(w.message) for w in caught if "missing from font" in str(w.message)]
+    assert not missing, missing[0]
+    labels = [fig.axes[0].title, fig.axes[0].xaxis.label, fig.axes[0].yaxis.label]
+    assert all(set(t.get_fontfamily()) & set(CJK) for t in labels)
+
+
+def test_api_figures_pickle_and_come_back_as_the_same_kind_of_figure() -> None:
+    import pickle
+
+    from tracer.canvas import Sheet
+
+    fig = tracer.plot.normalizations(lesson("simple"))
+    back = pickle.loads(pickle.dumps(fig))
+    assert isinstance(back, Sheet) and isinstance(back, Figure)
+    assert [t.get_text() for t in back.axes[0].texts] == [t.get_text() for t in fig.axes[0].texts]

@@ -41,13 +41,13 @@ def test_missing_key_raises() -> None:
 
 
 def test_missing_key_fails_a_render(tutorial: tracer.Trace, monkeypatch: pytest.MonkeyPatch) -> None:
-    from tracer.present import views
+    from tracer.lessons.simple import page as walkthrough
 
     table = dict(strings.table("zh"))
     del table["scores.why"]
     monkeypatch.setattr(strings, "table", lambda lang: table)
     with pytest.raises(MissingString, match=r"scores\.why"):
-        views.build(tutorial, "zh")
+        walkthrough.build(tutorial, "zh")
 
 
 def test_chinese_report_is_chinese(tutorial_report) -> None:  # type: ignore[no-untyped-def]

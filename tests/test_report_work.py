@@ -9,12 +9,16 @@ looked up twice in a trace is parsed once.
 
 from __future__ import annotations
 
+import numpy as np
+import pygments
 import pytest
 from jinja2 import Environment
 
 import tracer
-from tracer.core import ids
-from tracer.present import report
+from tracer.core import ids, portable
+from tracer.present import report, views
+from tracer.present.render import env
+from tracer.present.strings import Strings
 from tracer.present.views import doors
 
 
@@ -55,3 +59,43 @@ def test_an_id_looked_up_again_is_not_parsed_again(monkeypatch: pytest.MonkeyPat
     with pytest.raises(tracer.StepNotFound):
         trace["omega[9,1]"]
     assert parsed[0] == 3
+
+
+def test_an_input_a_step_names_is_found_without_parsing(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A step writes its inputs' ids from where they point; looking one up afterwards reads no id."""
+    trace = tracer.trace_self_attention()
+    step = trace["omega[2,1]"]
+    parsed = _count(monkeypatch, ids, "parse")
+    named = list(step.reads()[:2])  # written from the reads' boxes: omega[2,1].p[1], omega[2,1].p[2]
+    assert [trace[i].value for i in named] == [trace.node("omega.p").value[1, 0, k] for k in range(2)]
+    assert [trace[i].id for i in step.inputs] == list(step.inputs)
+    assert parsed[0] == 0
+
+
+def test_a_large_page_parses_each_number_it_shows_once_and_no_input(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The doors of a T = 64 page: thousands of steps embedded, and only the page's own ids read as text.
+
+    Every other id the panels hold (inputs, inputs of inputs) was written by
+    the trace from where it points, so it is never parsed back; before, each
+    embedded input was written and then parsed again (three times as many).
+    """
+    inputs = np.random.default_rng(0).random((64, 16)).round(2)
+    trace = portable.shown(tracer.trace_self_attention(inputs))
+    page = views.page(trace, "en")
+    doors._MADE.clear()  # made again below, counted
+    shown = set(doors.shown(page.sections))
+    trace._found.clear()  # as in a fresh process: nothing looked up yet
+    parsed = _count(monkeypatch, ids, "parse")
+    data = doors.data(trace, page.sections, 4, Strings("en"))
+    assert len(data["ids"]) > 3 * len(shown)  # most of the embedded steps are inputs the page does not show
+    assert parsed[0] <= len(shown)
+
+
+def test_the_same_code_is_highlighted_once_for_two_languages(monkeypatch: pytest.MonkeyPatch) -> None:
+    trace = tracer.trace_lesson("causal")
+    env._highlighted.cache_clear()
+    lexed = _count(monkeypatch, pygments, "highlight")
+    report.build(trace, "en", formats=("html",))
+    first = lexed[0]
+    report.build(trace, "zh", formats=("html",))
+    assert first > 0 and lexed[0] == first  # the Chinese page shows the same code, highlighted already

@@ -19,11 +19,12 @@ from tests.hostile import seal
 from tracer.core import formula, serialize
 from tracer.core.trace import ELEMENT, Trace
 from tracer.errors import TraceFormatError
+from tracer.lessons.simple import context, scores
+from tracer.lessons.simple.weights import symbol as column_symbol
 from tracer.present.strings import Strings
-from tracer.present.views import early, late, nodes, worked
+from tracer.present.views import nodes, worked
 from tracer.present.views.common import Ctx
 from tracer.present.views.lessonctx import LessonCtx
-from tracer.present.views.normalize import symbol as column_symbol
 
 LESSONS = ("simple", "trainable", "causal", "multihead")
 
@@ -118,7 +119,7 @@ def rhs(eq: Any) -> list[str]:
 
 def test_a_dot_product_whose_formula_has_an_equals_sign_inside_a_group() -> None:
     t = edited(lesson("simple"), omega=r"\omega_{<i,j>} = \sum_{k = 1}^{3} x^{(<i>)}_{k}\, x^{(<j>)}_{k}")
-    eq = early.dot(Ctx(t, Strings("en"), 4), 2, 1, True)
+    eq = scores.dot(Ctx(t, Strings("en"), 4), 2, 1, True)
     assert eq.lhs == r"\omega_{21}"
     assert rhs(eq)[0] == r"= \sum_{k = 1}^{3} x^{(2)}_{k}\, x^{(1)}_{k}"  # whole: a cut at "=" left "\sum_{k"
     assert rhs(eq)[-1] == "= 0.9544"
@@ -126,21 +127,21 @@ def test_a_dot_product_whose_formula_has_an_equals_sign_inside_a_group() -> None
 
 def test_a_dot_product_whose_formula_has_no_equals_sign() -> None:
     t = edited(lesson("simple"), omega=r"x^{(<i>)} \cdot x^{(<j>)}")
-    eq = early.dot(Ctx(t, Strings("en"), 4), 2, 1, True)
+    eq = scores.dot(Ctx(t, Strings("en"), 4), 2, 1, True)
     assert eq.lhs == r"\omega_{21}"  # the entry, not its formula
     assert rhs(eq)[0] == r"= x^{(2)} \cdot x^{(1)}"
     assert rhs(eq)[-1] == "= 0.9544"
 
 
 def test_the_tutorial_dot_product_writes_the_first_step_of_its_definition() -> None:
-    eq = early.dot(Ctx(lesson("simple"), Strings("en"), 4), 2, 1, True)
+    eq = scores.dot(Ctx(lesson("simple"), Strings("en"), 4), 2, 1, True)
     assert eq.lhs == r"\omega_{21}" and rhs(eq)[0] == r"= x^{(2)} \cdot x^{(1)}" and rhs(eq)[-1] == "= 0.9544"
     assert not any(r"\sum" in step for step in rhs(eq))
 
 
 def test_a_context_component_whose_formula_does_not_name_it() -> None:
     t = edited(lesson("simple"), z=r"\sum_{j} \alpha_{<i>j}\, x^{(j)}_{<k>}")
-    eq = next(b for b in late.context(Ctx(t, Strings("en"), 4)).blocks if getattr(b, "step", "") == "z[2,1]")
+    eq = next(b for b in context.context(Ctx(t, Strings("en"), 4)).blocks if getattr(b, "step", "") == "z[2,1]")
     assert eq.lhs == r"z^{(2)}_{1}"
     assert rhs(eq)[0] == r"= \sum_{j} \alpha_{2j}\, x^{(j)}_{1}"
     assert rhs(eq)[-1] == "= 0.4419"

@@ -1,11 +1,17 @@
 """Blank matplotlib figures, and a picture's scene drawn on one: what ``tracer.plot`` draws its figures on.
 
 matplotlib is imported when a figure is made, never at import time, so
-``--help`` and the reports do not pay for it.
+``--help`` and the reports do not pay for it.  Every figure made here (by
+:func:`blank`) is a :func:`sheet`: whenever it is drawn (saved in any
+format, shown in Jupyter, measured for its layout) its texts fall back to a
+Chinese font for the glyphs their own font lacks, so a Chinese label prints
+the same through ``tracer.plot`` as through ``attn-trace figures``, a label
+added after the figure was made included.
 """
 
 from __future__ import annotations
 
+import functools
 from typing import TYPE_CHECKING, Any
 
 from tracer.errors import InputError
@@ -39,15 +45,42 @@ def with_cjk(fig: Figure) -> Figure:
     return fig
 
 
+@functools.cache
+def sheet() -> type[Figure]:
+    """The class of the figures made here: a matplotlib ``Figure`` that applies :func:`with_cjk` as it draws.
+
+    Drawing is the one moment every text is final and about to be measured
+    and rendered, so this is the one place the fallback is applied.
+    """
+    from matplotlib.figure import Figure
+
+    class Sheet(Figure):
+        """A figure whose texts fall back to a Chinese font whenever it is drawn."""
+
+        def draw(self, renderer: Any) -> None:
+            with_cjk(self)
+            super().draw(renderer)
+
+    Sheet.__module__, Sheet.__qualname__ = __name__, "Sheet"  # pickled by name: found by this module's __getattr__
+    return Sheet
+
+
+def __getattr__(name: str) -> Any:
+    """``tracer.canvas.Sheet``, the class :func:`sheet` makes (matplotlib imported only when it is asked for)."""
+    if name == "Sheet":
+        return sheet()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
 def blank(w: float, h: float) -> Figure:
     """A new white figure ``w`` x ``h`` inches with constrained layout; a clear error when matplotlib cannot start."""
     try:
-        from matplotlib.figure import Figure
+        made = sheet()
     except ImportError:  # pragma: no cover - the package's test extra installs it
         raise InputError("figures need matplotlib: pip install 'attn-trace[plot]'") from None
     except ValueError as e:  # matplotlib refuses its settings on import (MPLBACKEND=bogus, a bad matplotlibrc)
         raise InputError(f"matplotlib cannot start: {str(e).partition('; supported values')[0]}") from None
-    fig = Figure(figsize=(w, h), layout="constrained")
+    fig = made(figsize=(w, h), layout="constrained")
     fig.patch.set_facecolor("#ffffff")
     return fig
 
@@ -88,4 +121,4 @@ def drawn(scene: Scene) -> Figure:
                 m.x, m.y, m.text, ha=ha, va="baseline", color=m.fill, fontsize=m.size * pt,
                 fontweight="bold" if m.bold else "normal",
             )  # fmt: skip
-    return with_cjk(fig)
+    return fig

@@ -264,7 +264,7 @@ def _with_idea(trace: Trace, lang: str, figures: dict[str, Callable[[], Figure]]
 
 
 def walkthrough_figures(trace: Trace, lang: str = "en") -> dict[str, Callable[[], Figure]]:
-    """The figures of the walk-through page (:func:`tracer.present.views.page`), by file name."""
+    """The figures of the walk-through page (:func:`tracer.lessons.simple.page.page`), by file name."""
     q = trace.query
     return {
         "fig-inputs": lambda: vectors(trace, lang),

@@ -83,9 +83,6 @@ def _render(fig: Any, fmt: str, dpi: int) -> bytes:
     """The figure's file, the same bytes for the same trace (no dates, a fixed SVG id salt)."""
     import matplotlib
 
-    from tracer.canvas import with_cjk
-
-    with_cjk(fig)
     buf = io.BytesIO()
     meta = {"png": {"Software": None}, "pdf": {"CreationDate": None, "Producer": None}, "svg": {"Date": None}}[fmt]
     with matplotlib.rc_context({"svg.hashsalt": "attn-trace", "pdf.compression": 6}):

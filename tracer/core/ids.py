@@ -35,7 +35,12 @@ def parse(step_id: str) -> tuple[str, list[tuple[str, int]], tuple[int, ...]]:
     """Split an id into its node name, its segments (name, index count) and its 1-based indices.
 
     Raises ``ValueError`` with a readable message when the id is malformed.
+    An id as attn-trace writes it (:func:`render`) is read by :func:`_plain`;
+    anything else, spaces or mistakes included, by the general reading below.
     """
+    quick = _plain(step_id)
+    if quick is not None:
+        return quick
     text = step_id.strip()
     if not text:
         raise ValueError("empty step id")
@@ -58,18 +63,54 @@ def parse(step_id: str) -> tuple[str, list[tuple[str, int]], tuple[int, ...]]:
     return node, segments, tuple(indices)
 
 
+def _plain(step_id: str) -> tuple[str, list[tuple[str, int]], tuple[int, ...]] | None:
+    """:func:`parse` of an id written the way :func:`render` writes one (``omega[2,122].p[5]``), else None.
+
+    A page looks up tens of thousands of ids, all of them rendered: plain
+    string splits read them several times faster than the segment pattern,
+    and give the same answer.  Only ASCII names and indices of ASCII digits
+    between single commas are taken; everything else is left to the
+    pattern, which also words the errors.
+    """
+    if not step_id.isascii():
+        return None
+    segments: list[tuple[str, int]] = []
+    indices: list[int] = []
+    for part in step_id.split("."):
+        name, bracket, rest = part.partition("[")
+        if not name.isidentifier():
+            return None
+        if not bracket:
+            segments.append((name, 0))
+            continue
+        items = rest[:-1].split(",")
+        if rest[-1:] != "]" or not all(i.isdigit() for i in items):
+            return None
+        indices.extend(map(int, items))
+        segments.append((name, len(items)))
+    return ".".join(name for name, _ in segments), segments, tuple(indices)
+
+
 def render(node: str, split: Sequence[int], index: Sequence[int]) -> str:
     """Write the id of element or slice ``index`` (1-based) of a node whose segments take ``split`` indices.
 
     Segments past the given indices are written bare: ``omega[2].p`` is every
-    product of query 2's scores.
+    product of query 2's scores.  A page writes tens of thousands of ids of a
+    few nodes, so each node's id shape is worked out once (:func:`_shape`)
+    and an id is that shape with the numbers put in.
     """
+    return _shape(node, tuple(split), len(index)).format(*index)
+
+
+@lru_cache(maxsize=4096)
+def _shape(node: str, split: tuple[int, ...], given: int) -> str:
+    """The id of a node's entry with ``given`` indices, as a format string: ``omega[{},{}].p[{}]``."""
     out = []
-    pos = 0
-    for name, n in zip(node.split("."), split, strict=True):
-        take = list(index[pos : pos + n])
-        pos += n
-        out.append(f"{name}[{','.join(map(str, take))}]" if take else name)
+    left = given
+    for name, n in zip(node.replace("{", "{{").replace("}", "}}").split("."), split, strict=True):
+        take = min(n, left)
+        left -= take
+        out.append(f"{name}[{','.join(['{}'] * take)}]" if take else name)
     return ".".join(out)
 
 
@@ -91,6 +132,57 @@ def fill(template: str, values: Mapping[str, int], sizes: Mapping[str, int]) -> 
     from) becomes the number it evaluates to, or ``·`` in a slice step where it
     varies.
     """
+    parts = _parts(template)
+    if parts is None:
+        return _fill(template, values, sizes)
+    out = []
+    for part in parts:
+        if isinstance(part, str):
+            out.append(part)
+            continue
+        shown, wide = [], False
+        for axis, off, term in part:
+            if axis in values:
+                shown.append(str(values[axis] + off))
+                wide = wide or sizes.get(axis, 1) > 9
+            else:  # an unbound axis stays a letter: alpha_{2j}
+                shown.append(term)
+        out.append(("," if wide and len(shown) > 1 else "").join(shown))
+    return "".join(out)
+
+
+Placeholder = tuple[tuple[str, int, str], ...]
+"""One ``<i,j-1>`` placeholder of a template: per term its axis, its offset and its own text."""
+
+
+@lru_cache(maxsize=4096)
+def _parts(template: str) -> tuple[str | Placeholder, ...] | None:
+    """A template cut into its literal text and its placeholders, once per template (None: read it as text).
+
+    :func:`fill` then only puts numbers in.  A template whose literal text
+    holds ``<`` or ``>`` (index arithmetic, or something that could become
+    it once numbers are put in) is left to :func:`_fill`, which reads it
+    the long way.
+    """
+    parts: list[str | Placeholder] = []
+    at = 0
+    for m in _PLACEHOLDER.finditer(template):
+        parts.append(template[at : m.start()])
+        terms = []
+        for term in m.group(1).split(","):
+            t = _TERM.fullmatch(term)
+            assert t is not None
+            terms.append((t.group(1), int(t.group(2) or 0), term))
+        parts.append(tuple(terms))
+        at = m.end()
+    parts.append(template[at:])
+    if any(isinstance(p, str) and ("<" in p or ">" in p) for p in parts):
+        return None
+    return tuple(p for p in parts if p != "")
+
+
+def _fill(template: str, values: Mapping[str, int], sizes: Mapping[str, int]) -> str:
+    """:func:`fill` by substitution, for every template (index arithmetic included)."""
 
     def sub(m: re.Match[str]) -> str:
         parts = []

@@ -193,7 +193,7 @@ class Step:
         if self._reads is None:
             bound, expand = self.bound, self.is_element
             boxes = [b for b in (self._trace._box(ref, bound, expand) for ref in self.node.args) if b is not None]
-            self._reads = Reads(boxes, self.node.name, lambda: self.id)
+            self._reads = Reads(boxes, self.node.name, lambda: self.id, self._trace._learn)
         return self._reads
 
     def __repr__(self) -> str:
@@ -287,6 +287,17 @@ class Trace:
             self._found.clear()
         self._found[step_id] = (step.node, step.index)
         return step
+
+    def _learn(self, step_id: str, name: str, index: tuple[int, ...]) -> None:
+        """Remember where an id a step's inputs wrote points (1-based ``index`` into node ``name``).
+
+        A page looks each input up right after writing its id (its value in
+        an equation, its own panel): remembered here, it is never parsed.
+        """
+        if step_id not in self._found:
+            if len(self._found) >= FOUND:
+                self._found.clear()
+            self._found[step_id] = (self._nodes[name], tuple(i - 1 for i in index))
 
     def _find(self, step_id: str) -> Step:
         try:

@@ -31,13 +31,30 @@ MAX_IDS = 12
 
 
 def value_text(trace: Trace, step_id: str, decimals: int = DECIMALS) -> str:
-    """A step's value as shown in an explanation: inputs as given (0.55), the rest fixed (0.9544)."""
-    s = trace[step_id]
-    if s.op == "maxabsdiff":
-        return portable.check_text(s.node, decimals)
-    if s.op == "input":
-        return num(float(s.value), _given_places(s.node, decimals))
-    return num(float(s.value), decimals)
+    """A step's value as shown in an explanation: inputs as given (0.55), the rest fixed (0.9544).
+
+    Remembered per trace (its values are read-only): a page's panels write
+    the same inputs into many equations (a row's maximum into each of its
+    512 shifted scores, the five terms a softmax shows into each of its
+    512 weights).
+    """
+    said = _SAID.setdefault(trace, {})
+    key = (step_id, decimals)
+    text = said.get(key)
+    if text is None:
+        s = trace[step_id]
+        if s.op == "maxabsdiff":
+            text = portable.check_text(s.node, decimals)
+        elif s.op == "input":
+            text = num(float(s.value), _given_places(s.node, decimals))
+        else:
+            text = num(float(s.value), decimals)
+        said[key] = text
+    return text
+
+
+_SAID: weakref.WeakKeyDictionary[Trace, dict[tuple[str, int], str]] = weakref.WeakKeyDictionary()
+"""Per trace, the value texts :func:`value_text` has written, by step id and decimals."""
 
 
 _PLACES: weakref.WeakKeyDictionary[Node, dict[int, int]] = weakref.WeakKeyDictionary()

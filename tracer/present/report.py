@@ -96,24 +96,21 @@ def build(
 ) -> dict[str, bytes]:
     """Every file of the report: ``index.html`` (or ``fragment.html``), ``index.md`` and its figures.
 
-    A lesson that names a page of its own (the tutorial's lesson: its
-    walk-through) gets it; every other trace gets the generic stage report
-    told by ``story`` (default: :func:`narrative_of`).
+    The page is told by ``story`` (default: :func:`narrative_of`): through
+    the lesson's own page part when it names one and no other story is
+    given (the tutorial's lesson: its walk-through), else as the generic
+    stage report; both are finished by the one page builder.
     """
     from tracer.core import portable
     from tracer.present.figures.svg import standalone
     from tracer.present.render.html import render_html
     from tracer.present.render.markdown import render_markdown
-    from tracer.present.views import backward, lesson
+    from tracer.present.views import lesson
 
     trace = portable.shown(trace)  # library results print as their loop forms: the same on every machine
     own = page_part(registered, "page") if story is None and (registered := registry.of(trace)) else None
-    if own is not None:
-        page = own(trace, lang, decimals)
-        if backward.stages(trace):  # its backward section is the generic page's, told by its narrative
-            page = lesson.with_backward(page, trace, narrative_of(trace, lang), decimals)
-    else:
-        page = lesson.build(trace, story or narrative_of(trace, lang), decimals)
+    told = story or narrative_of(trace, lang)
+    page = (own or lesson.build)(trace, told, decimals)
     files: dict[str, bytes] = {}
     if "html" in formats:
         name = "fragment.html" if fragment else "index.html"

@@ -136,9 +136,11 @@ class PackagedLesson:
     The page parts are optional, each ``module:function`` imported when
     used (:func:`page_part`): ``facts`` computes what the narrative's
     placeholders say about the example (:mod:`tracer.present.facts`);
-    ``page`` builds a page of the lesson's own instead of the generic one
-    told by its narrative, and ``figures`` that page's figures for
-    ``attn-trace figures``; ``idea`` draws the picture of the lesson's idea
+    ``page`` builds the sections and heading of a page of the lesson's own,
+    instead of the generic ones its narrative tells, called as the generic
+    builder is (``page(trace, narrative, decimals)``) and finished by the
+    same one (:func:`tracer.present.views.lesson.assemble`), and ``figures``
+    that page's figures for ``attn-trace figures``; ``idea`` draws the picture of the lesson's idea
     that its page shows before the numbers (``idea(trace, strings)`` returns a
     :class:`tracer.present.figures.scene.Picture`); ``order`` is the order its page and notebook
     walk the stages in, when it is not the order they are recorded in.

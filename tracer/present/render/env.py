@@ -227,13 +227,21 @@ def python(source: str) -> Markup:
     always the same way, because Pygments' releases escape differently
     (2.20 writes ``&quot;`` and ``&#39;``, 2.21 leaves quotes as they are)
     and a report must be the same bytes whichever release pip installed.
+    A lesson's page in two languages shows the same code: each source is
+    highlighted once per process (:func:`_highlighted`).
     """
+    return Markup(_highlighted(source))
+
+
+@lru_cache(maxsize=1024)
+def _highlighted(source: str) -> str:
+    """:func:`python`'s markup, as a string (remembered: the same source gives the same spans)."""
     from pygments import highlight
     from pygments.formatters import HtmlFormatter
     from pygments.lexers import PythonLexer
 
     parts = _TAG.split(highlight(source, PythonLexer(), HtmlFormatter(nowrap=True)).rstrip("\n"))
-    return Markup("".join(p if n % 2 else html.unescape(p).translate(_ESCAPES) for n, p in enumerate(parts)))
+    return "".join(p if n % 2 else html.unescape(p).translate(_ESCAPES) for n, p in enumerate(parts))
 
 
 def fence(text: str) -> str:

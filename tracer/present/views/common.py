@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, SupportsFloat
 
@@ -202,7 +202,7 @@ def heatmap_svg(
     matrix: np.ndarray,
     hrefs: list[list[str]] | None = None,
     hidden: np.ndarray | None = None,
-    doors: list[list[str]] | None = None,
+    doors: Callable[[], list[list[str]] | None] | None = None,
 ) -> tuple[str, bool]:
     """SVG of a (queries x keys) matrix with the focus row outlined; True when it had to be averaged over blocks.
 
@@ -216,6 +216,8 @@ def heatmap_svg(
     ``hrefs`` when given, grey where ``hidden`` marks a masked key, and a door to the step ``doors`` names); a
     larger matrix shows means over at most
     :data:`HEAT_BLOCKS` blocks each way, of rows and of columns separately.
+    ``doors`` is asked for the cells' step ids only then: a T = 512 matrix
+    shows blocks, and its 262,144 ids would be written for nothing.
     """
     m = np.asarray(matrix, dtype=np.float64)
     t, c = m.shape
@@ -227,7 +229,8 @@ def heatmap_svg(
     if t <= HEAT_CELLS and c <= HEAT_CELLS:
         cells = [[ctx.num(v) for v in row] for row in m]
         keys, rows = _ticks(ctx, 0, c), _ticks(ctx, start, t)
-        svg = heat.heatmap(name, m, cells, keys, picked, hrefs, *titles, row_ticks=rows, hidden=hidden, doors=doors)
+        ids = doors() if doors is not None else None
+        svg = heat.heatmap(name, m, cells, keys, picked, hrefs, *titles, row_ticks=rows, hidden=hidden, doors=ids)
         return svg, False
     br, bc = math.ceil(t / HEAT_BLOCKS), math.ceil(c / HEAT_BLOCKS)
     nr, nc = math.ceil(t / br), math.ceil(c / bc)

@@ -7,14 +7,16 @@ focus query's entries of the ``write`` nodes worked out term by term, the
 ``heatmap`` nodes as heatmaps and the ``bars`` nodes as stacked
 contributions, and a table of the stage's scalars (constants and checks).
 Every lesson after the tutorial's, and every teacher's own pipeline, is
-reported this way; the lesson supplies only its narrative.
+reported this way; the lesson supplies only its narrative.  A lesson that
+builds its sections itself (the tutorial's walk-through) hands them to
+:func:`assemble`, which finishes this page and that one alike.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import replace
+from dataclasses import dataclass
 
 from tracer.core.trace import Node, Trace
 from tracer.errors import InputError
@@ -119,44 +121,62 @@ def build(trace: Trace, story: Narrative, decimals: int = 4) -> Page:
     code = blocks(trace, s)
     order = backward.forward(stage_order(trace), trace)
     shown = [section(ctx, n + 1, st, story.stage(st), code.get(st, ())) for n, st in enumerate(order)]
-    sections = number((*shown, *backward.sections(ctx, len(order) + 1, with_code(code))))
-    summary = (
-        (s("lesson.summary_lesson"), str(trace.meta.get("lesson", story.lesson))),
-        (s("page.summary_tokens"), str(ctx.t)),
-        (s("page.summary_dim"), str(trace.meta.get("dim", "?"))),
+    lesson = (s("lesson.summary_lesson"), str(trace.meta.get("lesson", story.lesson)))
+    summary = (lesson, *summary_rows(s, trace, str(trace.meta.get("dim", "?")), decimals))
+    # a summary may hold $...$ like the prose
+    heading = Heading(story.title, Para(" ".join(story.summary.split()), math=True), summary)
+    return assemble(ctx, heading, shown, code)
+
+
+def summary_rows(s: Strings, trace: Trace, dim: str, decimals: int) -> tuple[tuple[str, str | Para], ...]:
+    """The rows of a page's summary box that every page has: sizes, the focus query, the precision shown, and
+    the steps that do not follow from their inputs (an edited trace)."""
+    q = trace.query
+    return (
+        (s("page.summary_tokens"), str(len(trace.tokens))),
+        (s("page.summary_dim"), dim),
         *focus(s, q, trace.tokens[q - 1]),
         (s("page.summary_dtype"), trace.dtype),
         (s("page.summary_decimals"), s("page.decimals", n=decimals)),
         *unfollowed(trace, s),
     )
+
+
+@dataclass(frozen=True)
+class Heading:
+    """What a page says before its sections: its title, the line under it, and the summary's rows."""
+
+    title: str
+    subtitle: str | Para
+    summary: tuple[tuple[str, str | Para], ...]  # label, value
+
+
+def assemble(ctx: LessonCtx, heading: Heading, forward: Sequence[Section], code: dict[str, list[Block]]) -> Page:
+    """The page around a lesson's forward sections, in ``ctx``'s language: the one place a page is put together.
+
+    The generic page (:func:`build`, its sections told by the narrative) and
+    a lesson's own page part (the tutorial's walk-through, its sections built
+    by the lesson) both end here, so every page is finished the same way:
+    the backward section, when the trace has one, follows the forward
+    sections, numbered after their last number, with its stages' code
+    blocks; every footnote on the page is numbered once, in reading order;
+    and the page gets its navigator's stops and words, the data of its
+    doors, the picture of the lesson's idea and its footer.
+    """
+    s, trace = ctx.s, ctx.trace
+    titles = [t.text if isinstance(t, Para) else t for t in (sec.title for sec in forward)]
+    last = max((int(m.group(1)) for t in titles if (m := re.match(r"(\d+)", t))), default=0)
+    sections = number((*forward, *backward.sections(ctx, last + 1, with_code(code))))
     ui = {k: s(f"page.{k}") for k in ("nav_prev", "nav_next", "nav_label", "nav_keys", "contents")}
     return Page(
-        lang=story.lang,
-        title=story.title,
-        subtitle=Para(" ".join(story.summary.split()), math=True),  # a summary may hold $...$ like the prose
-        summary=summary,
+        lang=s.lang,
+        title=heading.title,
+        subtitle=heading.subtitle,
+        summary=heading.summary,
         sections=sections,
         footer=s("page.footer", version=__version__),
         strings=ui,
         stops=stops(sections),
-        doors=doors.embedded(trace, sections, decimals, s),
+        doors=doors.embedded(trace, sections, ctx.decimals, s),
         idea=idea.figure(trace, s),
     )
-
-
-def with_backward(page: Page, trace: Trace, story: Narrative, decimals: int = 4) -> Page:
-    """A lesson's own page (the tutorial's walk-through) with the backward section the generic page has.
-
-    The backward sections are numbered after the page's last numbered
-    section, their notes after its notes, and the page's stops and doors
-    are made again over every section.
-    """
-    story = fill(trace, story)
-    s = Strings(story.lang)
-    ctx = LessonCtx(trace, s, decimals, story=story)
-    titles = [t.text if isinstance(t, Para) else t for t in (sec.title for sec in page.sections)]
-    last = max((int(m.group(1)) for t in titles if (m := re.match(r"(\d+)", t))), default=0)
-    said = sum(len(sec.notes) for sec in page.sections)
-    built = backward.sections(ctx, last + 1, with_code(blocks(trace, s)))
-    sections = (*page.sections, *number(tuple(built), said))
-    return replace(page, sections=sections, stops=stops(sections), doors=doors.embedded(trace, sections, decimals, s))

@@ -10,6 +10,7 @@ matrix and a weighted sum's contributions, one figure per head.
 
 from __future__ import annotations
 
+from functools import partial
 from itertools import product
 
 import numpy as np
@@ -236,7 +237,7 @@ def heatmaps(ctx: LessonCtx, node: Node, prefix: str = "") -> list[Block]:
             name,
             np.asarray(node.value[part.lead]),
             hidden=None if hide is None else hide[part.lead],
-            doors=_cell_ids(given, part),  # ids name entries in the recorded order: none for a reordered node
+            doors=partial(_cell_ids, given, part),  # ids name entries in the recorded order: none for a reordered node
         )
         cap = _figure_caption(ctx, node, part, "lesson.heat_caption")
         if small:

@@ -44,20 +44,27 @@ def dot(ctx: Ctx, i: int, j: int, focus: bool) -> Equation:
     sid = f"omega[{i},{j}]"
     lhs, definition = sides(tr[sid])
     factors, products, sums = [], [], []
+    factor_ids: list[tuple[str, ...]] = []  # the step ids of the numbers each chunk writes: its doors
+    product_ids: list[tuple[str, ...]] = []
     for k in elide(ctx.d):
         if k is None:
             factors.append(r"\cdots")
             products.append(r"\cdots")
             sums.append(r"\cdots")
+            factor_ids.append(())
+            product_ids.append(())
             continue
         a, b = ctx.given(float(x[i - 1, k])), ctx.given(float(x[j - 1, k]))
         factors.append(rf"{tex(a)} \times {tex(b)}")
+        factor_ids.append((f"x[{i},{k + 1}]", f"x[{j},{k + 1}]"))
         products.append(tex(ctx.num(float(p[i - 1, j - 1, k]))))
+        product_ids.append((f"{sid}.p[{k + 1}]",))
         sums.append(rf"s_{{{k + 1}}} = {ctx.num(float(run[i - 1, j - 1, k]))}")
     note = ctx.s("scores.rounding", n=ctx.decimals) if ctx.rounds(p[i - 1, j - 1], total) else ""
     # the dot product's own form only: a later sum form is what the factors and products write out
     steps = [*definition[:1], chunked(factors), chunked(products), ctx.num(total)]
-    return board(f"omega-{i}-{j}", sid, lhs, steps, ctx.s("scores.partial"), sums, note, focus)
+    doors = [*(None for _ in definition[:1]), factor_ids, product_ids, [(sid,)]]
+    return board(f"omega-{i}-{j}", sid, lhs, steps, ctx.s("scores.partial"), sums, note, focus, doors)
 
 
 def shown_keys(ctx: Ctx) -> list[int]:
