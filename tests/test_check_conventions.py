@@ -16,7 +16,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 import tracer
-from tracer.compare.check import build, config, forwardargs, resize, student
+from tracer.compare.check import build, config, forwardargs, resize, resizegather, spanargs, student
 from tracer.compare.check.run import spec_for
 from tracer.errors import InputError
 
@@ -176,13 +176,14 @@ def test_rotary_tables_are_given_at_angle_0_in_the_form_the_layer_reads() -> Non
 def test_a_second_build_of_code_that_turns_pairs_has_even_heads() -> None:
     spec = spec_for("gqa")
     first = resize.alternatives(spec)[0]
-    assert resize._odd(spec, first[0]) and not resize._odd(spec, first[1])  # the lesson's first sizes: odd heads
+    odd_first = resizegather._odd(spec, first[0])  # the lesson's first sizes: odd heads
+    assert odd_first and not resizegather._odd(spec, first[1])
     names = spec.signature
     builder = lambda got: build.build(Rotated, {n: got[n] for n in names}, names, spec.seed)[0]  # noqa: E731
     tables = forwardargs.Mask(tables=(("cos_sin", "still_cos_sin_half"),))
-    odd = resize.judge(spec, resize.gather(builder, spec, tables, pairs=False))
+    odd = resize.judge(spec, resizegather.gather(builder, spec, tables, pairs=False))
     assert odd is not None  # taken at odd heads, it fails there: what used to be a false sizes_ignored
-    assert resize.judge(spec, resize.gather(builder, spec, tables, pairs=True)) is None
+    assert resize.judge(spec, resizegather.gather(builder, spec, tables, pairs=True)) is None
     got = tracer.check(Rotated, lesson="gqa")
     assert got.hit is None  # built at the even fallback, where it is right: no sizes_ignored
 
@@ -271,10 +272,43 @@ class MetaCache(nn.Module):
 
 def test_a_generation_passes_each_call_its_rows_of_the_tables_and_the_mask() -> None:
     module = MetaCache(3, 2, 6)
-    span = forwardargs.spans(module, spec_for("kvcache"))
+    span = spanargs.spans(module, spec_for("kvcache"))
     assert span is not None
     got = span(torch.zeros(2, 2, 3), 5, 6)
     assert got["mask"].shape == (2, 6) and got["freqs_cis"].shape == (2, 1) and got["start_pos"] == 0
     assert torch.isinf(got["mask"][0, 5]) and not torch.isinf(got["mask"][1]).any()
     result = tracer.check(MetaCache, lesson="kvcache")
     assert result.ok, result.explain("en")
+
+
+def test_a_size_goes_by_the_same_names_as_a_parameter_and_as_a_field() -> None:
+    """One list (``config.SIZES``): a constructor's parameter is read by the names a configuration's field is."""
+    values = {"d_in": 8, "d_out": 8, "context_length": 6, "dropout": 0.25, "num_heads": 4}
+    order = tuple(values)
+    for role, names in config.SIZES.items():
+        if role == "width":
+            assert set(names) == set(build.WIDTH)
+            continue
+        assert set(names) <= set(build.ALIASES[role]), role
+        assert all(config.ROLE[n] == role for n in names), role
+
+    def hf_style(hidden_size, num_attention_heads, max_position_embeddings, attention_dropout=0.0):  # type: ignore[no-untyped-def]
+        return None
+
+    args, kwargs = build.plan(hf_style, values, order)
+    assert args == () and kwargs == {
+        "hidden_size": 8, "num_attention_heads": 4, "max_position_embeddings": 6, "attention_dropout": 0.25,
+    }  # fmt: skip
+
+
+def test_a_residual_dropout_parameter_keeps_its_own_default() -> None:
+    """``resid_pdrop`` is the output's dropout, not the attention weights': only a configuration sets it."""
+    values = {"d_in": 8, "d_out": 8, "context_length": 6, "dropout": 0.25, "num_heads": 4}
+
+    def mingpt_style(n_embd, n_head, block_size, attn_pdrop, resid_pdrop=0.0):  # type: ignore[no-untyped-def]
+        return None
+
+    _, kwargs = build.plan(mingpt_style, values, tuple(values))
+    assert kwargs["attn_pdrop"] == 0.25 and "resid_pdrop" not in kwargs
+    made, _ = config.make(None, values, 2, "Attention")
+    assert made.resid_pdrop == 0.25 and made.attn_pdrop == 0.25

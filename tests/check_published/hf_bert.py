@@ -1,9 +1,12 @@
-# expect: lesson=causal name=BertSelfAttention exit=0 xfail=one-head-tensors-keep-a-heads-axis-of-1-(batch,1,T,T)-which-the-alignment-does-not-read-as-(batch,T,T)
+# expect: lesson=causal name=BertSelfAttention exit=0
 # expect: lesson=multihead name=BertSelfAttention exit=1 stage=output diagnosis=out_proj_missing
 # Hugging Face's BERT self-attention: BertSelfAttention(config, position_embedding_type=None) with query, key and
 # value layers (their biases learned), the caller's additive mask added to the scores, and no output projection
-# (BERT applies it in the next module, BertSelfOutput). As a decoder's caller does, the check gives it the
-# causal mask; for lesson multihead the missing projection is the one difference.
+# (BERT applies it in the next module, BertSelfOutput). The class is neither bidirectional nor causal by itself:
+# it applies whatever mask its caller adds (an encoder's padding mask, a decoder's causal one, as BertModel
+# builds with is_decoder=True). The check gives it the causal mask as such a caller does, so it computes the
+# causal lesson and matches, its one head held as (batch, 1, T, T); for lesson multihead the missing
+# projection is the one difference.
 import math
 
 import torch

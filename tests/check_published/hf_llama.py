@@ -1,11 +1,12 @@
 # expect: lesson=gqa name=LlamaAttention exit=0
 # expect: lesson=multihead name=LlamaAttention exit=0
-# expect: lesson=rope name=LlamaAttention exit=2
+# expect: lesson=rope name=LlamaAttention exit=0
 # Hugging Face's Llama layer as its decoder calls it: LlamaAttention(config, layer_idx) reads a config's
 # hidden_size, num_attention_heads, num_key_value_heads and head_dim; forward(hidden_states,
 # position_embeddings, attention_mask, past_key_value=None, cache_position=None, **kwargs) takes the (cos, sin)
 # pair made once by the model, and an additive 4-D mask (batch, 1, T, T) it slices and adds (eager path).
-# Lesson rope has one head and no output projection: o_proj is more than the lesson, said in one line.
+# Lesson rope has one head and no output projection: built with one head, o_proj is set to the identity and the
+# attention before it is checked (lesson multihead and gqa check o_proj).
 from dataclasses import dataclass
 from typing import Optional
 

@@ -1,8 +1,10 @@
 # expect: lesson=gqa name=Attention exit=0
-# expect: lesson=kvcache name=Attention exit=2
+# expect: lesson=kvcache name=Attention exit=0
 # Meta's Llama 2 layer: Attention(args: ModelArgs) with wq, wk, wv, wo, a preallocated cache of
 # (max_batch_size, max_seq_len, n_kv_heads, head_dim) written at start_pos, and forward(x, start_pos, freqs_cis,
 # mask): complex rotary factors (T, head_dim/2) and an additive mask (T, start_pos + T), None for one token.
+# Lesson kvcache has one head and no output projection: built with one head, wo is set to the identity and the
+# generation through its cache is checked call by call.
 import math
 from dataclasses import dataclass
 from typing import Optional

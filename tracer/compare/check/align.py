@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import replace
-from itertools import permutations
+from itertools import combinations, permutations
 
 import numpy as np
 
@@ -69,14 +69,63 @@ def readings(ref: np.ndarray, axes: Sequence[str], seen: Seen, lead: int | None 
     if extra == -1 and not lead:
         yield from _merged(ref, axes, seen, v, ones)
         return
-    if extra < 0 or (lead is not None and extra != lead) or sorted(v.shape[extra:]) != sorted(ref.shape):
+    yield from _permuted(ref, axes, seen, v.shape, ones, lead)
+    if extra > 0:
+        yield from _broadcast(ref, axes, seen, v.shape, ones, lead)
+
+
+def _permuted(
+    ref: np.ndarray, axes: Sequence[str], seen: Seen, shape: tuple[int, ...], ones: int, lead: int | None
+) -> Iterator[Match]:
+    """Readings of a tensor of ``shape`` (after ``ones`` leading axes of size one) as ``ref``.
+
+    Leading axes beyond the reference's are read at their first entry; the rest are permuted.
+    """
+    extra = len(shape) - ref.ndim
+    if extra < 0 or (lead is not None and extra != lead) or sorted(shape[extra:]) != sorted(ref.shape):
         return
-    body = v[(0,) * extra] if extra else v
-    ij = (axes.index("i"), axes.index("j")) if "i" in axes and "j" in axes else None
-    for perm in _perms(body.shape, ref.shape):
-        if ij is not None and perm[ij[0]] > perm[ij[1]]:
+    for perm in _perms(shape[extra:], ref.shape):
+        if not _ordered(axes, perm):
             continue
         yield Match(seen, perm, ones + extra, 0.0)
+
+
+def _broadcast(
+    ref: np.ndarray, axes: Sequence[str], seen: Seen, shape: tuple[int, ...], ones: int, lead: int | None
+) -> Iterator[Match]:
+    """Readings of ``shape`` without some of its inner axes of size one: an axis kept for broadcasting.
+
+    Code that keeps a heads axis for one head holds its scores as
+    ``(b, 1, T, T)`` (BERT's and Hugging Face's layers, and any
+    ``(b, 1, T, T)`` mask added to them broadcasts so); the lesson of one
+    head holds them as ``(b, T, T)``.  An axis of size one is an axis with
+    one entry, not a position: dropping it moves no value, so the axes
+    around it are read as the axes they are.  Axes of size one are only
+    dropped where the tensor has more axes than the reference and more axes
+    of size one than it; the leading axes that are left over are read at
+    their first entry as before (``lead``).  The axes kept must then be the
+    reference's in its own order: an axis of one beside a transpose is not
+    a broadcast but a merge not made (heads one number wide, ``(b, h, T, 1)``,
+    are joined into ``(b, T, h)`` only by a transpose the code may have
+    skipped, the mistake ``heads_not_transposed``).
+    """
+    inner = [a for a, n in enumerate(shape) if n == 1 and a > 0]
+    surplus = min(len(shape) - ref.ndim, len(inner) - sum(n == 1 for n in ref.shape))
+    for k in range(1, surplus + 1):
+        for drop in combinations(inner, k):
+            kept = tuple(n for a, n in enumerate(shape) if a not in drop)
+            extra = len(kept) - ref.ndim
+            if (lead is not None and extra != lead) or min(drop) < extra:
+                continue  # a dropped axis must lie after the leading axes read at their first entry
+            if kept[extra:] == ref.shape:  # the kept axes in the reference's own order: nothing else moved
+                yield Match(seen, tuple(range(ref.ndim)), ones + extra, 0.0, kept[extra:])
+
+
+def _ordered(axes: Sequence[str], perm: tuple[int, ...]) -> bool:
+    """The query axis ``i`` still comes before the key axis ``j`` (a table read the other way round is a mistake)."""
+    if "i" not in axes or "j" not in axes:
+        return True
+    return perm[axes.index("i")] < perm[axes.index("j")]
 
 
 MERGED = ("b", "h")
@@ -95,7 +144,6 @@ def _merged(ref: np.ndarray, axes: Sequence[str], seen: Seen, v: np.ndarray, one
     if any(a not in axes for a in MERGED):
         return
     nb, nh = (int(ref.shape[axes.index(a)]) for a in MERGED)
-    ij = (axes.index("i"), axes.index("j")) if "i" in axes and "j" in axes else None
     at = tuple(axes.index(a) for a in MERGED)
     for m, size in enumerate(v.shape):
         if size != nb * nh:
@@ -106,11 +154,8 @@ def _merged(ref: np.ndarray, axes: Sequence[str], seen: Seen, v: np.ndarray, one
                 continue
             outer, inner = (m, m + 1) if pair == (nb, nh) else (m + 1, m)
             for perm in _perms(shape, ref.shape):
-                if (perm[at[0]], perm[at[1]]) != (outer, inner):
-                    continue
-                if ij is not None and perm[ij[0]] > perm[ij[1]]:
-                    continue
-                yield Match(seen, perm, ones, 0.0, shape)
+                if (perm[at[0]], perm[at[1]]) == (outer, inner) and _ordered(axes, perm):
+                    yield Match(seen, perm, ones, 0.0, shape)
 
 
 def _perms(have: tuple[int, ...], want: tuple[int, ...]) -> Iterator[tuple[int, ...]]:
@@ -132,7 +177,7 @@ def find(ref: np.ndarray, axes: Sequence[str], seen: Iterable[Seen], lead: int |
     for merged in (False, True):
         for s in seen:
             for m in readings(ref, axes, s, lead):
-                if bool(m.split) is merged and close(m.view(), ref):
+                if m.merged is merged and close(m.view(), ref):
                     return m
     return None
 
@@ -150,7 +195,7 @@ def nearest(ref: np.ndarray, axes: Sequence[str], seen: Iterable[Seen], lead: in
         key: tuple[int, float] | None = None
         for s in seen:
             for m in readings(ref, axes, s, lead):
-                if bool(m.split) is not merged:
+                if m.merged is not merged:
                     continue
                 k = distance(m, ref)
                 if key is None or k < key:

@@ -27,6 +27,7 @@ import torch
 
 from tracer.compare.check import config, convention, deadline, roles, wrapper
 from tracer.compare.check.lessons import Spec
+from tracer.compare.check.model import Role
 from tracer.compare.check.sizing import sized, wrapped
 from tracer.compare.check.student import StudentError, _failure, _shape, name_of
 from tracer.errors import InputError
@@ -35,21 +36,15 @@ from tracer.message import Message
 ALIASES: dict[str, tuple[str, ...]] = {
     "d_in": ("d_in", "in_dim", "input_dim", "dim_in", "in_features", "d_input"),
     "d_out": ("d_out", "out_dim", "output_dim", "dim_out", "out_features", "d_output", "num_hiddens"),
-    "context_length": (
-        "context_length", "context_len", "block_size", "max_len", "max_seq_len", "seq_len", "max_length", "n_ctx",
-    ),
-    "dropout": ("dropout", "dropout_rate", "p_drop", "attn_dropout", "attn_pdrop", "drop", "dropout_p", "drop_rate"),
-    "num_heads": ("num_heads", "n_head", "n_heads", "heads", "h", "nhead", "num_head"),
-    "num_kv_groups": (
-        "num_kv_groups", "n_kv_groups", "num_kv_heads", "n_kv_heads", "n_kv_head", "num_key_value_heads",
-        "kv_heads", "num_groups", "n_groups", "n_kv",
-    ),
-    "window_size": config.WINDOW,
+    **{k: v for k, v in config.SIZES.items() if k != "width"},
     "qkv_bias": ("qkv_bias", "bias", "use_bias"),
-}  # fmt: skip
-"""The names each of the lesson's arguments goes by (``qkv_bias`` is recognised, and left at its default)."""
+}
+"""The names each of the lesson's arguments goes by (``qkv_bias`` is recognised, and left at its default).
 
-WIDTH = ("d_model", "embed_dim", "n_embd", "emb_dim", "hidden_size", "dim", "d_embed", "embedding_dim", "n_state")
+The sizes a configuration holds too are :data:`.config.SIZES`'s names: one
+list for a constructor's parameters and a configuration's fields."""
+
+WIDTH = config.SIZES["width"]
 """Names of one width used for both ``d_in`` and ``d_out``."""
 
 
@@ -137,13 +132,15 @@ def own_bias(obj: Any) -> bool:
     Annotated Transformer's ``MultiHeadedAttention(h, d_model)``, minGPT's
     ``CausalSelfAttention(config)``, a factory around them) cannot be asked
     for bias-free projections: its biases are learned weights like its
-    matrices, so the lesson is computed with them.  A signature that cannot
-    be read is taken as one that asks (the lesson's own convention).
+    matrices, so the lesson is computed with them.  So is a class whose
+    flag turns its biases on by default (labml's ``bias=True``): the check
+    leaves the flag at its default, which asks for them.  A signature that
+    cannot be read is taken as one that asks (the lesson's own convention).
     """
     params = _params(obj)
     if params is None:
         return False
-    return not any(p.name.lower() in ALIASES["qkv_bias"] for p in params)
+    return not any(p.name.lower() in ALIASES["qkv_bias"] and p.default is not True for p in params)
 
 
 NAMED = {"num_heads": "number of heads", "num_kv_groups": "number of key/value groups", "window_size": "window size"}
@@ -236,30 +233,51 @@ def _built(obj: Any, spec: Spec) -> tuple[torch.nn.Module, str, dict[str, Any], 
     else:
         found = roles.assign(module, spec.d_in, spec.d_out, out_proj=spec.multi, grouped=spec.grouped)
         if not spec.multi:
-            _no_projection(module, found, spec)
+            found.update(identity_projection(module, found, spec))
     if any(b in found for b in roles.BIAS.values()) and own_bias(obj):
         spec = replace(spec, bias=True)
     return module, built, found, heads, spec
 
 
-def _no_projection(module: torch.nn.Module, found: dict[str, Any], spec: Spec) -> None:
-    """Refuse, in one line, a module with an output projection checked against a lesson of one head without one.
+def identity_projection(module: torch.nn.Module, found: dict[str, Any], spec: Spec) -> dict[str, Role]:
+    """Make the output projection of a module checked against a lesson of one head the identity, or refuse it.
 
     A published layer (Llama's ``o_proj``, GPT-2's ``c_proj``) ends with a
-    projection over its heads; a lesson of one head has none, so its result
-    can never be the layer's, and the lessons with heads are the ones that
-    fit it.
+    projection over its heads; a lesson of one head has none.  Built with
+    one head, such a layer computes the lesson's attention and then mixes
+    its columns once more, so a teacher asking "is this causal attention?"
+    means the part before the projection.  Where the projection is square,
+    as wide as the values (one head's output), the check sets its weight to
+    the identity and its bias to 0: the layer's result is then its attention
+    itself, which every stage is compared with as always, and the role says
+    so.  The projection is judged where it belongs, by a lesson with heads
+    (``multihead``, ``gqa``).  A projection of another shape cannot be made
+    the identity: the refusal names it and those lessons.
     """
     used = {r.param.split("[", 1)[0] for r in found.values()}
-    for p in roles.params(module):
-        if p.value.ndim == 2 and p.name not in used and roles.base(p) in roles.OUT:
-            from tracer.compare.check.lessons import SPECS
+    by_name = dict(module.named_parameters())
+    from tracer.compare.check.lessons import SPECS
 
-            headed = ", ".join(n for n, s in SPECS.items() if s.multi)
+    headed = ", ".join(n for n, s in SPECS.items() if s.multi)
+    for p in roles.params(module):
+        if p.value.ndim != 2 or p.name in used or roles.base(p) not in roles.OUT:
+            continue
+        width = found["W_value"].value.shape[-1] if "W_value" in found else -1
+        if p.value.shape != (width, width):
             said = Message(
                 "trouble.projection_extra", name=type(module).__name__, param=p.name, lesson=spec.name, headed=headed
             )
             raise InputError(said)
+        eye = torch.eye(width)
+        bias = by_name.get(f"{p.owner}.bias") if p.linear and p.owner else None
+        with torch.no_grad():
+            weight = by_name[p.name]
+            weight.copy_(eye.to(dtype=weight.dtype, device=weight.device))
+            if bias is not None:
+                bias.zero_()
+        how = Message("how.identity", lesson=spec.name, headed=headed)
+        return {"W_out": Role("W_out", p.name, how, eye.to(torch.float64).numpy())}
+    return {}
 
 
 def module_for(obj: Any, spec: Spec) -> tuple[torch.nn.Module, str, dict[str, Any], Any, Spec, bool]:

@@ -42,33 +42,57 @@ from tracer.message import Message
 WINDOW = ("window_size", "window", "sliding_window", "window_len", "attention_window", "local_window")
 """The names a window's width goes by, as a constructor's parameter or a configuration's field (one list for both)."""
 
-FIELDS: dict[str, tuple[str, ...]] = {
+SIZES: dict[str, tuple[str, ...]] = {
     "width": (
         "hidden_size", "n_embd", "n_embed", "dim", "d_model", "embed_dim", "emb_dim", "n_state", "d_embed",
         "embedding_dim", "model_dim", "hidden_dim_attn",
     ),
-    "num_heads": ("num_attention_heads", "n_head", "n_heads", "num_heads", "nhead", "heads"),
+    "num_heads": ("num_attention_heads", "n_head", "n_heads", "num_heads", "nhead", "heads", "num_head", "h"),
     "num_kv_groups": (
         "num_key_value_heads", "n_kv_heads", "n_kv_head", "num_kv_heads", "n_local_heads", "kv_heads",
         "num_kv_groups", "n_kv_groups", "n_query_groups", "num_query_groups", "multi_query_group_num",
+        "num_groups", "n_groups", "n_kv",
     ),
-    "head_dim": ("head_dim", "head_size", "d_head", "dim_head", "kv_channels", "d_kv", "query_pre_attn_scalar"),
     "context_length": (
         "max_position_embeddings", "block_size", "max_seq_len", "n_ctx", "n_positions", "context_length",
-        "max_len", "seq_len", "max_seq_length", "sequence_len", "context_len", "n_text_ctx",
+        "max_len", "seq_len", "max_seq_length", "sequence_len", "context_len", "n_text_ctx", "max_length",
     ),
     "dropout": (
         "attention_dropout", "attn_pdrop", "attn_dropout", "attention_probs_dropout_prob", "dropout",
-        "dropout_rate", "attn_drop", "resid_pdrop", "hidden_dropout_prob", "p_drop",
+        "dropout_rate", "attn_drop", "p_drop", "drop", "dropout_p", "drop_rate", "dropout_prob",
     ),
     "window_size": WINDOW,
+}  # fmt: skip
+"""What the lesson's sizes fix -> the names it goes by, as a constructor's parameter or a configuration's field.
+
+One list for both (:mod:`.build` reads a constructor's parameters by it,
+:data:`FIELDS` a configuration's fields), compared in lower case: a layer
+written ``Attention(dim, n_heads)`` and one written ``Attention(args)`` with
+``args.dim``, ``args.n_heads`` take the same sizes by the same names."""
+
+FIELDS: dict[str, tuple[str, ...]] = {
+    "width": SIZES["width"],
+    "num_heads": SIZES["num_heads"],
+    "num_kv_groups": SIZES["num_kv_groups"],
+    "head_dim": ("head_dim", "head_size", "d_head", "dim_head", "kv_channels", "d_kv", "query_pre_attn_scalar"),
+    "context_length": SIZES["context_length"],
+    "dropout": SIZES["dropout"],
+    "other_dropout": ("resid_pdrop", "hidden_dropout_prob"),
+    "window_size": SIZES["window_size"],
     "rope_theta": ("rope_theta", "rope_base", "rotary_base", "rotary_emb_base", "theta"),
     "layers": ("num_hidden_layers", "n_layer", "n_layers", "num_layers"),
     "batch": ("max_batch_size",),
     "off": ("bias", "qkv_bias", "attention_bias", "use_bias", "add_qkv_bias", "use_cache", "output_attentions"),
     "eager": ("_attn_implementation", "attn_implementation"),
 }  # fmt: skip
-"""What a lesson's sizes fix -> the names a configuration's field for it goes by (compared in lower case)."""
+"""What a lesson's sizes fix -> the names a configuration's field for it goes by (compared in lower case).
+
+Besides :data:`SIZES`, a configuration holds fields no constructor of the
+lesson's takes: the head width, the rotary base, the number of layers, the
+flags to turn off.  A residual or hidden dropout (``resid_pdrop``,
+``hidden_dropout_prob``) is set to the lesson's rate as a configuration's
+other dropouts are, but is not the attention's own: a constructor parameter
+by that name is not given the lesson's ``dropout``."""
 
 ROLE = {name: role for role, names in FIELDS.items() for name in names}
 
@@ -92,6 +116,7 @@ def values(sizes: dict[str, Any], batch: int) -> dict[str, Any]:
         "head_dim": sizes["d_out"] // heads,
         "context_length": sizes.get("context_length", 6),
         "dropout": float(sizes.get("dropout", 0.0)),
+        "other_dropout": float(sizes.get("dropout", 0.0)),
         "window_size": sizes.get("window_size"),
         "rope_theta": 10000.0,
         "layers": 1,
@@ -186,7 +211,7 @@ def _few(fields: dict[str, Any]) -> dict[str, Any]:
     seen: set[str] = set()
     out = {}
     for n, v in fields.items():
-        if ROLE[n] not in seen and ROLE[n] not in ("off", "eager", "layers", "batch", "rope_theta"):
+        if ROLE[n] not in seen and ROLE[n] not in ("off", "eager", "layers", "batch", "rope_theta", "other_dropout"):
             seen.add(ROLE[n])
             out[n] = v
     return out

@@ -91,6 +91,7 @@ TABLE: dict[str, tuple[str, ...]] = {
     **{k: () for k in ALL_MASKS[1:]},  # a mask's other forms: never asked for by name, chosen by trying
     "valid_lens": ("valid_lens", "valid_len", "dec_valid_lens"),
     "tokens": ("key", "value", "keys", "values", "k", "v"),
+    "sequence_first": (),  # the tokens' own parameter, when they go in as (T, b, d): chosen by trying
     "true": ("is_causal", "causal"),
     "false": ("use_cache", "output_attentions", "need_weights", "return_attention", "return_weights"),
     "none": (
@@ -123,6 +124,7 @@ GROUPS = {
     "valid_lens": ("valid_lens",),
     "flags": ("true", "false", "none"),
     "tokens": ("tokens",),
+    "sequence_first": ("sequence_first",),
 }
 """The report's note for each group of kinds (``check.note_given_<group>``): what was passed, what cannot show."""
 
@@ -197,13 +199,14 @@ class Mask(NamedTuple):
     """How the further arguments are passed where callers differ: the mask's form (:data:`MASKS`), its number
     of axes (0: the lesson's) and whether the first is the batch's, the parameters with a default that get it
     all the same (a mask the code leaves to its caller), and the form of each rotary table that has several
-    (``(parameter, kind)`` pairs, :data:`ALTERNATIVES`)."""
+    (``(parameter, kind)`` pairs, :data:`ALTERNATIVES`); and whether the tokens go in sequence first."""
 
     form: str = "mask"
     rank: int = 0
     optional: tuple[str, ...] = ()
     batched: bool = False
     tables: tuple[tuple[str, str], ...] = ()
+    seq_first: bool = False  # the tokens go in sequence first, (T, b, d), and the result comes back so
 
 
 LESSON = Mask()
@@ -246,70 +249,43 @@ def bind(
     the student's parameters.
     """
     given = {name: kind_of(kind, mask, name) for name, kind in kinds(module, spec, mask.optional).items()}
-    if not given:
+    if not given and not mask.seq_first:
         return None, {}
     params = inspect.signature(getattr(module, "forward", module)).parameters
     rot = width(spec, d, heads)
 
     def arguments(x: torch.Tensor) -> tuple[tuple[Any, ...], dict[str, Any]]:
-        args: list[Any] = [x]
+        args: list[Any] = [_sequence_first(x) if mask.seq_first else x]
         kwargs: dict[str, Any] = {}
         for name, kind in given.items():
             got = value(kind, x, spec, rot, mask.rank, mask.batched, window)
+            if mask.seq_first and kind in ALL_MASKS and isinstance(got, torch.Tensor) and got.ndim > 2:
+                got = got.movedim((-2, -1), (0, 1)).contiguous()  # its broadcast axes after the tokens', as x's batch
             if params[name].kind is inspect.Parameter.KEYWORD_ONLY or name in mask.optional:  # by name: past defaults
                 kwargs[name] = got
             else:
                 args.append(got)
         return tuple(args), kwargs
 
-    return arguments, given
+    if not mask.seq_first:
+        return arguments, given
+    first = next(iter(params), "x")
+    return SequenceFirst(arguments), {first: "sequence_first", **given}
 
 
-Span = Callable[[torch.Tensor, int, int], dict[str, Any]]
-"""The keyword arguments of a generation's call on tokens ``a..b`` (1-based), given its new tokens."""
+class SequenceFirst:
+    """The arguments of a call whose tokens go in sequence first, ``(T, b, d)``; :attr:`seq_first` tells the caller
+    to read the result back batch first (:func:`.student.batch_first`)."""
 
-ROWS = {
-    **dict.fromkeys(("cos", "sin", "cos_sin", *ALL_MASKS), -2),
-    **dict.fromkeys(("freqs_cis", "freqs_pairs", "freqs_cos", "freqs_sin", "positions"), 0),
-    **dict.fromkeys(("valid_lens", "position_ids"), -1),
-    "cos_sin_half": 1,
-}
-"""The axis of the positions (a mask's: of the queries) in each kind's value (:mod:`.argvalues`)."""
+    seq_first = True
 
+    def __init__(self, arguments: Arguments) -> None:
+        self._arguments = arguments
 
-def spans(module: Any, spec: Spec, d: int | None = None, heads: int | None = None) -> Span | None:
-    """What a generation passes each call of ``module`` beyond the new tokens (None: nothing, or what it cannot).
-
-    A call on tokens ``a..b`` sees the keys of tokens ``1..b``: the rotary
-    tables are those of positions ``a − 1 .. b − 1``, and the mask is the
-    lesson's rows ``a..b`` over keys ``1..b`` (Meta's ``(T_new, start_pos +
-    T_new)``).  The cache and the position are the generation's own
-    (:mod:`.generation`), which overrides what is made here for them.
-    """
-    try:
-        given = kinds(module, spec)
-    except InputError:
-        return None
-    if not given:
-        return None
-    rot = width(spec, d, heads)
-
-    def span(x_new: torch.Tensor, a: int, b: int) -> dict[str, Any]:
-        whole = torch.zeros(*x_new.shape[:-2], b, x_new.shape[-1], dtype=x_new.dtype)
-        out: dict[str, Any] = {}
-        for name, kind in given.items():
-            got = x_new if kind == "tokens" else value(kind, whole, spec, rot)
-            out[name] = _rows(kind.removeprefix("still_"), got, a - 1)
-        return out
-
-    return span
+    def __call__(self, x: torch.Tensor) -> tuple[tuple[Any, ...], dict[str, Any]]:
+        return self._arguments(x)
 
 
-def _rows(kind: str, got: Any, start: int) -> Any:
-    """``got`` (made for positions from 0) from position ``start`` on: the new tokens' rows."""
-    if isinstance(got, tuple):
-        return tuple(_rows(kind, g, start) for g in got)
-    if not isinstance(got, torch.Tensor) or kind not in ROWS:
-        return got
-    axis = ROWS[kind]
-    return got.narrow(axis, start, got.shape[axis] - start).contiguous()
+def _sequence_first(x: torch.Tensor) -> torch.Tensor:
+    """The tokens ``(b, T, d)`` as ``(T, b, d)``, laid out afresh (as a sequence-first caller's tensor is)."""
+    return x.transpose(0, 1).contiguous() if x.ndim == 3 else x

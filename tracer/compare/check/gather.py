@@ -7,7 +7,7 @@ lesson's sizes (:mod:`.build`), its weights are taken for the lesson's roles
 (:mod:`.roles`, :mod:`.wrapper`), and it is called on the lesson's inputs in
 eval mode under capture, then (when the lesson compares dropout) in training
 mode under the lesson's seed, on a shorter sequence (a causal mask must cut
-it), and, built again at other sizes, once more per size (:func:`.resize.gather`; lessons
+it), and, built again at other sizes, once more per size (:func:`.resizegather.gather`; lessons
 ``flash`` and ``kvcache`` too, after their own runs).
 
 A crash of the student's code in the main run, or a result that is not a
@@ -22,7 +22,18 @@ from typing import Any
 import numpy as np
 import torch
 
-from tracer.compare.check import build, convention, forwardargs, lessons, reference, resize, roles, sizing, student
+from tracer.compare.check import (
+    build,
+    convention,
+    forwardargs,
+    lessons,
+    maskforms,
+    reference,
+    resizegather,
+    roles,
+    sizing,
+    student,
+)
 from tracer.compare.check.evidence import Evidence, Failure, Run
 from tracer.compare.check.model import Seen
 from tracer.compare.check.student import name_of
@@ -47,7 +58,7 @@ def _sized(obj: Any, spec: lessons.Spec) -> Evidence:
     from tracer.compare.check import flashcheck
 
     ev = flashcheck.collect(obj, spec)
-    ev.other = resize.gather_function(obj, spec)
+    ev.other = resizegather.gather_function(obj, spec)
     return ev
 
 
@@ -58,7 +69,7 @@ def _generated(obj: Any, spec: lessons.Spec) -> Evidence:
     ev = generation.collect(obj, spec)
     if ev.structural is None:
         again = sizing.squared(spec, ev.square)
-        ev.other = resize.gather(_builder(obj, again), again)
+        ev.other = resizegather.gather(_builder(obj, again), again)
     return ev
 
 
@@ -91,6 +102,13 @@ def _called(obj: Any, spec: lessons.Spec) -> Evidence:
         module, fn, given, form = None, _function(obj), None, forwardargs.LESSON
     x = reference.inputs(spec)
     main = student.run(fn, x, spec.seed, given)
+    if main.error is None and module is not None and form == forwardargs.LESSON:  # its tokens' layout, when wrong
+        out = student.output_array(main.output, name)
+        again = maskforms.relaid(module, spec, x, ev.roles, form, out)
+        if again != form:
+            how = convention.Convention(module, spec, again, forwardargs.bind(module, spec, mask=again)[1])
+            given, ev.given, form = how.arguments(), how.given, again
+            main = student.run(fn, x, spec.seed, given)
     if main.error is not None:
         raise main.error
     ev.runs.append(Run("eval", main.seen, student.output_array(main.output, name), main.trace))
@@ -108,7 +126,7 @@ def _called(obj: Any, spec: lessons.Spec) -> Evidence:
         ev.runs.append(Run("short", [_output(short.output)] if crash is None else [], error=failure))
     if spec.rebuilds is not None:
         pairs = spec.rotary or any(k in forwardargs.ROTARY or k in forwardargs.STILL for k in ev.given.values())
-        ev.other = resize.gather(_builder(obj, spec), spec, form, pairs)
+        ev.other = resizegather.gather(_builder(obj, spec), spec, form, pairs)
     return ev
 
 

@@ -39,7 +39,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from tracer.compare.check import align, build, deadline, forwardargs, lessons, reference, roles
+from tracer.compare.check import align, build, deadline, lessons, reference, roles, spanargs
 from tracer.compare.check.context import Context, Hit
 from tracer.compare.check.evidence import Evidence, Failure, Run
 from tracer.compare.check.model import Divergence, Match, Quantity, Seen, StageResult
@@ -110,12 +110,12 @@ def generate(
     how: tuple[str, str],
     seed: int,
     spans: tuple[tuple[int, int], ...],
-    further: forwardargs.Span | None = None,
+    further: spanargs.Span | None = None,
 ) -> list[Call]:
     """Run every call of ``spans`` (a lesson's ``calls``) on ``module``; a call that raises ends the generation.
 
     ``further`` makes what each call is passed beyond the new tokens, the
-    cache and the position (rotary tables, a mask: :func:`.forwardargs.spans`).
+    cache and the position (rotary tables, a mask: :func:`.spanargs.spans`).
     """
     kind, param = how
     at = position(module)
@@ -182,7 +182,7 @@ def collect(obj: Any, spec: lessons.Spec) -> Evidence:
         ev.structural = (e.code, dict(e.detail))
         return ev
     ev.bias = spec.bias
-    further = forwardargs.spans(module, spec)
+    further = spanargs.spans(module, spec)
     calls = generate(module, reference.inputs(spec), convention(module), spec.seed, spec.calls, further)
     for (a, b), call in zip(spec.calls, calls, strict=False):
         crash = None if call.error is None else Failure(call.error.message, call.error.details, call.error.cause)

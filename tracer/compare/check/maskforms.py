@@ -78,7 +78,7 @@ def choose(module: Any, spec: Spec, x: torch.Tensor, found: dict[str, Role], giv
     required = "mask" in given.values()
     tables = [(name, forms) for name, k in given.items() if (forms := forwardargs.alternatives(k))]
     if not required and not optional and not tables:
-        return LESSON
+        return LESSON  # nothing to choose: the tokens' layout is tried after the first run (:func:`relaid`)
     want = _lesson_output(spec, found)
     if want is None:
         return LESSON
@@ -105,7 +105,78 @@ def choose(module: Any, spec: Spec, x: torch.Tensor, found: dict[str, Role], giv
     for tried, _ in ran:  # more or less than the lesson after the mask (a projection): the lesson's weights inside
         if weights is not None and _inside(module, spec, x, tried, *weights):
             return tried
-    return min(ran, key=lambda mk: mk[1], default=(LESSON, (0, 0.0)))[0]  # a shape that scrambles it comes out far
+    nearest = min(ran, key=lambda mk: mk[1], default=(LESSON, (0, 0.0)))[0]  # a shape that scrambles it: far
+    return layout(module, spec, x, found, nearest, agrees=False)
+
+
+def layout(
+    module: Any, spec: Spec, x: torch.Tensor, found: dict[str, Role], chosen: Mask, agrees: bool | None = None
+) -> Mask:
+    """``chosen``, with the tokens sequence first when only so the module's output is the lesson's.
+
+    Most attention code takes its tokens batch first, ``(b, T, d)``; some
+    keeps the sequence first, ``(T, b, d)`` (labml's layers, scores
+    ``einsum('ibhd,jbhd->ijbh')``; ``nn.MultiheadAttention`` without
+    ``batch_first``), as its own callers pass them.  Given ``(b, T, d)`` such
+    code attends over the batch.  So when the module, called as ``chosen``
+    says (``agrees``: already known), does not give the lesson's output, it
+    is called once more with the tokens sequence first, its result read back
+    batch first; that layout is kept when it gives the lesson's output.  A
+    module wrong either way keeps the batch-first call, under which it is
+    diagnosed.  Tokens without a batch (``(T, d)``) have one layout.
+    """
+    if x.ndim != 3:
+        return chosen
+    want = _lesson_output(spec, found)
+    if want is None:
+        return chosen
+    ref, axes = want
+    if agrees is None:
+        agrees = _agrees(_output(module, spec, x, chosen), ref, axes)
+    if agrees:
+        return chosen
+    flipped = chosen._replace(seq_first=True)
+    if _agrees(_output(module, spec, x, flipped), ref, axes):
+        return flipped
+    return flipped if _fitting(module, spec, x, found, flipped) > _fitting(module, spec, x, found, chosen) else chosen
+
+
+def relaid(module: Any, spec: Spec, x: torch.Tensor, found: dict[str, Role], chosen: Mask, out: np.ndarray) -> Mask:
+    """``chosen``, or the tokens sequence first (:func:`layout`) when the run that gave ``out`` is not the lesson's.
+
+    A module whose call has nothing to choose is run once as the lesson
+    calls it; only when that run's output ``out`` is not the lesson's is the
+    other layout tried, so code that takes its tokens batch first costs no
+    call more.
+    """
+    want = _lesson_output(spec, found)
+    if want is None or x.ndim != 3 or chosen.seq_first or _agrees(out, *want):
+        return chosen
+    return layout(module, spec, x, found, chosen, agrees=False)
+
+
+def _fitting(module: Any, spec: Spec, x: torch.Tensor, found: dict[str, Role], mask: Mask) -> int:
+    """How many of the lesson's score tables (scores, masked, weights) some tensor of the run is shaped for.
+
+    Code wrong either way still lays its axes out one way: called in the
+    other layout it attends over the batch, and none of its scores or
+    weights has the shape of the lesson's ``(b, heads, T, T)`` in any order.
+    The layout whose tensors fit more of the lesson's score tables (the
+    quantities with a query and a key axis: projections fit either way) is
+    the code's, and its mistake is diagnosed there; a tie keeps batch first.
+    """
+    run = student.run(module, x, spec.seed, forwardargs.bind(module, spec, mask=mask)[0])
+    if run.error is not None:
+        return -1
+    try:
+        trace = reference.reference(spec, found)
+    except Exception:  # weights that do not fit, or a process the student's code has tampered with: no evidence
+        return 0
+    steps = {q.step for q in spec.quantities if q.run == "eval"}
+    nodes = [n for n in (trace.node(step) for step in steps) if {"i", "j"} <= set(n.axes)]  # scores and weights
+    return sum(
+        any(next(align.readings(np.asarray(n.value), n.axes, s), None) is not None for s in run.seen) for n in nodes
+    )
 
 
 def _inside(module: Any, spec: Spec, x: torch.Tensor, mask: Mask, ref: np.ndarray, axes: tuple[str, ...]) -> bool:
@@ -152,7 +223,7 @@ def _lesson_output(spec: Spec, found: dict[str, Role], stage: str = "") -> tuple
     last = main[0] if stage else main[-1]
     try:
         node = reference.reference(spec, found).node(last.step)
-    except (ValueError, IndexError, KeyError, RuntimeError, TypeError):  # weights that do not fit: the judge says so
+    except Exception:  # weights that do not fit (the judge says so), or a tampered process: no choice made here
         return None
     return np.asarray(node.value, dtype=np.float64), node.axes
 

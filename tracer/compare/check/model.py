@@ -67,14 +67,20 @@ class Match:
     shape the student's tensor is read in before ``perm`` applies: one axis
     that holds the batch and the heads merged (``(b·heads, T, d)``, as
     ``nn.MultiheadAttention`` and d2l's ``transpose_qkv`` lay them out) read
-    back as two.
+    back as two; or the tensor without inner axes of size one (a heads axis
+    kept for one head, ``(b, 1, T, T)`` read as ``(b, T, T)``).
     """
 
     seen: Seen
     perm: tuple[int, ...]
     lead: int = 0
     error: float = 0.0  # max |student - reference| over the entries compared
-    split: tuple[int, ...] = ()  # the shape one merged axis (batch·heads) is read back into, before ``perm``
+    split: tuple[int, ...] = ()  # the shape the tensor is read back into, before ``perm``
+
+    @property
+    def merged(self) -> bool:
+        """One axis of the student's tensor is read as two (batch·heads), not axes of size one dropped."""
+        return len(self.split) > self.seen.value.ndim - self.lead
 
     def view(self) -> np.ndarray:
         """The student's tensor laid out as the reference quantity."""

@@ -3,9 +3,9 @@
 A module that writes ``nn.Dropout(0.5)``, a ``6 x 6`` mask, ``nn.Linear(3, 2)``
 or ``window = 3`` instead of using its constructor's arguments computes the
 lesson exactly at the lesson's sizes.  So once the stages match,
-:func:`differs` builds the module again at each of :func:`builds`' sizes
-(``d_in + 1``, wider outputs, ``context_length = 9``, ``dropout = 0``, other
-windows, heads and groups), calls it on seeded random inputs shorter than
+:func:`.resizegather.differs` builds the module again at each of
+:func:`builds`' sizes (``d_in + 1``, wider outputs, ``context_length = 9``,
+``dropout = 0``, other windows, heads and groups), calls it on seeded random inputs shorter than
 the context (so the mask must be cut), and compares the result with the
 lesson computed in float64 from that module's own weights
 (the lesson's ``at_size``).  A module the lesson drives through a generation
@@ -13,13 +13,14 @@ is driven through a longer one (the sizes' ``calls``), call by call, as
 :mod:`.generation` drives it; a function of queries, keys and values is
 called with another block size, head width and sequence length.  Each
 lesson says its sizes in its check description (``rebuilds``), and whether
-the module is also called in training mode (``trained``).  The answer is a message saying what went wrong (keys
-``resize.*`` of the message tables), or None.
+the module is also called in training mode (``trained``).  The answer is a
+message saying what went wrong (keys ``resize.*`` of the message tables), or
+None.  Here are the sizes and the judge's half; the builds and calls, which
+run the student's code, are :mod:`.resizegather`'s.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -27,22 +28,13 @@ import torch
 
 from tracer.compare.check import (
     align,
-    convention,
-    flashcheck,
-    forwardargs,
-    generation,
     rebuild,
     resizeref,
-    roles,
-    student,
-    wrapper,
 )
 from tracer.compare.check.context import Hit
 from tracer.compare.check.evidence import MODES, Malformed, Other
-from tracer.compare.check.forwardargs import LESSON, Mask
 from tracer.compare.check.lessons import GENERATION, QKV, Spec
 from tracer.compare.check.model import Role
-from tracer.errors import InputError
 from tracer.message import Message
 
 SEED = 7
@@ -100,11 +92,6 @@ def describe(spec: Spec, got: dict[str, Any]) -> Message:
     return Message("resize.sizes", names=said, tokens=got["tokens"])
 
 
-def differs(build: Callable[[dict[str, Any]], Any], spec: Spec) -> tuple[Message, Message] | None:
-    """``(sizes, what went wrong)`` when a module rebuilt at :func:`builds`' sizes does not compute the lesson."""
-    return judge(spec, gather(build, spec))
-
-
 def hit(spec: Spec, others: list[Other]) -> Hit | None:
     """``sizes_ignored``, its details the sizes and what went wrong, when :func:`judge` finds a difference."""
     other = judge(spec, others)
@@ -113,145 +100,17 @@ def hit(spec: Spec, others: list[Other]) -> Hit | None:
     return Hit(None, (), {"sizes": other[0], "detail": other[1]}, "sizes_ignored")
 
 
-def gather(build: Callable[[dict[str, Any]], Any], spec: Spec, mask: Mask = LESSON, pairs: bool = False) -> list[Other]:
-    """The student's half: each second build made with ``build(sizes)``, its weights found, called (:func:`_one`).
-
-    A mask it requires is given in the form chosen at the lesson's sizes
-    (``mask``, :mod:`.maskforms`).  ``pairs``: the module turns its queries
-    and keys pair by pair (it takes rotary tables), so sizes with an odd head
-    width are not ones it can take: its build starts at the fallback sizes.
-
-    Only data comes back (:class:`Other`); :func:`judge` compares it with the
-    lesson computed from those weights on inputs of its own.
-    """
-    return [_first_taken(build, spec, sized, mask, pairs) for sized in alternatives(spec)]
-
-
-def _first_taken(
-    build: Callable[[dict[str, Any]], Any],
-    spec: Spec,
-    sized: tuple[dict[str, Any], ...],
-    mask: Mask,
-    pairs: bool = False,
-) -> Other:
-    """The build at the first of ``sized`` that the module takes (built and called without failing), or the first's.
-
-    ``Other.tried`` says which sizes were used, so the judge computes the
-    lesson at the same ones.  With ``pairs``, sizes of an odd head width are
-    passed over (unless they are the last): code that turns pairs cannot
-    take them, and may compute something else there without failing.
-    """
-    first: Other | None = None
-    for n, got in enumerate(sized):
-        if pairs and n < len(sized) - 1 and _odd(spec, got):
-            continue
-        other = _one(build, spec, got, mask)
-        other.tried = n
-        if first is not None:
-            other.first = _failure(spec, first)
-        if _failure(spec, other) is None:
-            return other
-        first = first or other
-    assert first is not None
-    return first
-
-
-def _odd(spec: Spec, got: dict[str, Any]) -> bool:
-    """True when the sizes ``got`` give each head an odd width (one a rotation of pairs cannot take)."""
-    if "d_out" not in got:
-        return False
-    heads = int(got.get("num_heads", 1)) if spec.multi else 1
-    return bool((got["d_out"] // max(heads, 1)) % 2)
-
-
-def _failure(spec: Spec, other: Other) -> Message | None:
+def failure(spec: Spec, other: Other) -> Message | None:
     """What went wrong building or calling the module at a second build's sizes (None: it was built and called)."""
     if other.problem is not None:
         return other.problem
-    for mode in _modes(spec):
+    for mode in modes(spec):
         value = other.results.get(mode, Message("resize.returned_nothing"))
         if isinstance(value, Message):
             if spec.driver in (QKV, GENERATION):  # one way of calling: no mode to name
                 return value
             return Message("resize.in_mode", mode=MODE[mode], what=value)
     return None
-
-
-def _one(build: Callable[[dict[str, Any]], Any], spec: Spec, got: dict[str, Any], mask: Mask) -> Other:
-    try:
-        module = build(got)
-    except student.StudentError as e:
-        return Other(Message("resize.building_raised", error=e.crash))
-    except InputError as e:
-        return Other(Message("resize.cannot_build", problem=_said(e)))
-    x = _inputs(spec, got)
-    convention.materialise(module, spec, SEED, got)  # lazy layers get their shapes from one call
-    try:
-        found = _roles(module, spec, got)
-    except InputError as e:
-        return Other(Message("resize.weights_unfit", problem=_said(e)))
-    module.eval()
-    if spec.driver == GENERATION:
-        further = forwardargs.spans(module, spec, got["d_out"], got.get("num_heads"))
-        return Other(None, found, {"eval": _generated(module, x, got["calls"], further)})
-    results: dict[str, np.ndarray | Message] = {}
-    try:
-        heads, window = got.get("num_heads"), got.get("window_size")  # its further arguments, at the new sizes
-        given = forwardargs.bind(module, spec, got["d_out"], mask, heads, window)[0]
-    except InputError as e:  # a factory that builds another forward at these sizes
-        return Other(Message("resize.cannot_build", problem=_said(e)))
-    for mode in _modes(spec):
-        module.train(mode == "train")
-        run = student.call(module, x, SEED, given)
-        out = student.returned(run.output)
-        if run.error is not None:
-            results[mode] = Message("resize.raised", error=run.error.cause)
-        elif not isinstance(out, torch.Tensor) or not out.is_floating_point():
-            results[mode] = Message("resize.returned", type=type(out).__name__)
-        else:
-            results[mode] = out.detach().to(torch.float64).numpy().copy()
-    module.eval()
-    return Other(None, found, results)
-
-
-def _said(e: InputError) -> Message | str:
-    """What an error of ours says, as a message when it carries one."""
-    return e.said or str(e)
-
-
-def gather_function(fn: Any, spec: Spec) -> list[Other]:
-    """A function of q, k, v: ``fn`` called once more at the lesson's other sizes (one result, or what went wrong)."""
-    got = builds(spec)[0]
-    q, k, v = _inputs(spec, got)
-    value: np.ndarray | Message
-    try:
-        value = flashcheck.called(fn, q, k, v, got["block_size"])
-    except student.StudentError as e:
-        value = Message("resize.it_raised", error=e.cause)
-    except InputError:
-        value = NO_TENSOR
-    return [Other(None, {}, {"eval": value})]
-
-
-def _generated(
-    module: torch.nn.Module,
-    x: torch.Tensor,
-    spans: tuple[tuple[int, int], ...],
-    further: forwardargs.Span | None = None,
-) -> np.ndarray | Message:
-    """The context rows of every call of ``spans`` joined along the tokens, or what went wrong."""
-    try:
-        calls = generation.generate(module, x, generation.convention(module), SEED, spans, further)
-    except student.StudentError as e:  # the reset crashed, or a call returned no float tensor
-        reset = e.message.args.get("who") == Message("trouble.the_reset")
-        return Message("resize.reset_raised", error=e.cause) if reset else NO_TENSOR
-    for (a, b), call in zip(spans, calls, strict=False):
-        if call.error is not None:
-            return Message("resize.call_raised", a=a, b=b, error=call.error.cause)
-    try:
-        return np.concatenate([c.out for c in calls if c.out is not None], axis=-2)
-    except ValueError:  # results of other widths or ranks than each other's
-        return Message("resize.not_joined")
 
 
 def judge(spec: Spec, others: list[Other]) -> tuple[Message, Message] | None:
@@ -271,14 +130,14 @@ def judge(spec: Spec, others: list[Other]) -> tuple[Message, Message] | None:
 
 
 def _judged(spec: Spec, got: dict[str, Any], other: Other) -> Message | None:
-    failed = _failure(spec, other)
+    failed = failure(spec, other)
     if failed is not None:
         return failed
     try:
         want = _want(spec, got, other.roles)
     except (KeyError, ValueError, IndexError) as e:  # weights that do not fit the sizes asked for
         return Message("resize.weights_unfit", problem=type(e).__name__)
-    for mode in _modes(spec):
+    for mode in modes(spec):
         value = other.results[mode]
         assert not isinstance(value, Message)  # a failure, said above
         if value.shape != want.shape:
@@ -293,31 +152,21 @@ def _judged(spec: Spec, got: dict[str, Any], other: Other) -> Message | None:
 
 def _want(spec: Spec, got: dict[str, Any], found: dict[str, Role]) -> np.ndarray:
     """The lesson's result at the sizes ``got``, from the weights ``found`` (the book's wrapper: head by head)."""
-    x = _inputs(spec, got).to(torch.float64).numpy()
+    x = inputs(spec, got).to(torch.float64).numpy()
     if "form" in found:
         return resizeref.wrapped(found, x, spec.causal)
     assert spec.at_size is not None  # a lesson with second builds says what they compute
     return spec.at_size(spec, got, found, x)
 
 
-def _modes(spec: Spec) -> tuple[str, ...]:
+def modes(spec: Spec) -> tuple[str, ...]:
     return MODES if spec.trained else ("eval",)
 
 
-def _inputs(spec: Spec, got: dict[str, Any]) -> torch.Tensor:
+def inputs(spec: Spec, got: dict[str, Any]) -> torch.Tensor:
     """Seeded inputs at the sizes ``got``: queries, keys and values spread wide (the running max rises), or tokens."""
     g = torch.Generator().manual_seed(SEED)
     if spec.driver == QKV:
         return torch.randn((3, got["tokens"], got["d"]), generator=g, dtype=torch.float32)
     shape = (2, got["tokens"], got["d_in"]) if spec.batch else (got["tokens"], got["d_in"])
     return torch.rand(shape, generator=g, dtype=torch.float32)
-
-
-def _roles(module: torch.nn.Module, spec: Spec, got: dict[str, Any]) -> dict[str, Role]:
-    heads_n = got.get("num_heads", spec.heads)
-    heads = wrapper.heads_of(module, heads_n) if spec.multi else None
-    if heads is not None:
-        found = wrapper.assign(heads[0], heads[1], got["d_in"], got["d_out"])
-        found.update(wrapper.out_proj(module, heads[0], found["W_query"].value.shape[-1] * heads_n))
-        return {"form": Role("form", "wrap", Message("how.none")), **found}
-    return roles.assign(module, got["d_in"], got["d_out"], out_proj=spec.multi, grouped=spec.grouped)

@@ -151,7 +151,7 @@ def run(fn: Callable[..., Any], x: torch.Tensor, seed: int | None, arguments: Ar
             raise
         except BaseException as e:  # SystemExit too: the student's code, not ours
             return Run([], None, raised(name_of(fn), e))
-    return Run(seen(trace, sites), out, None, trace)
+    return Run(seen(trace, sites), batch_first(out, arguments), None, trace)
 
 
 def call(fn: Callable[..., Any], x: torch.Tensor, seed: int | None, arguments: Arguments = None) -> Run:
@@ -166,7 +166,24 @@ def call(fn: Callable[..., Any], x: torch.Tensor, seed: int | None, arguments: A
             raise
         except BaseException as e:  # SystemExit too: the student's code, not ours
             return Run([], None, raised(name_of(fn), e))
-    return Run([], out)
+    return Run([], batch_first(out, arguments))
+
+
+def batch_first(out: Any, arguments: Arguments) -> Any:
+    """The result of a call whose tokens went in sequence first (:class:`.forwardargs.SequenceFirst`), batch first.
+
+    A sequence-first module (labml's, ``nn.MultiheadAttention`` without
+    ``batch_first``) takes ``(T, b, d)`` and returns ``(T, b, d)``: its result
+    is read back as ``(b, T, d)``, the lesson's layout, so every run compares
+    it as any other module's.  Any other call's result is handed back as it is.
+    """
+    if not getattr(arguments, "seq_first", False):
+        return out
+    first = returned(out)
+    if not isinstance(first, torch.Tensor) or first.ndim != 3:
+        return out
+    back = first.transpose(0, 1)
+    return (back, *out[1:]) if first is not out else back
 
 
 def returned(out: Any) -> Any:
