@@ -167,14 +167,15 @@ class _Blank:
     latex: tuple[str, str]
     text: str
     symbol: tuple[str, str]
-    named: tuple[tuple[str, str], ...]  # attributes that name a node of the step (``partials``), as templates
+    named: tuple[tuple[str, str | tuple[str, ...]], ...]  # attributes holding a blank (``partials``, a mask's
+    # ``kept`` and ``unless`` cases): a text, or a list of texts, as templates
     shifted: bool  # a node with a query axis: its formulas read the token's position
 
     @classmethod
     def of(cls, part: str, n: Node) -> _Blank:
         """The templates of node ``n``, named ``part`` in every step."""
         args = tuple(_BlankRef(r) if _has_blank(r.node, *(r.index or ())) else r for r in n.args)
-        named = tuple((k, _template(v)) for k, v in n.attrs.items() if isinstance(v, str) and _has_blank(v))
+        named = tuple((k, _templates(v)) for k, v in n.attrs.items() if _texts(v) and _has_blank(*_texts(v)))
         latex, symbol = (_at_blank(n.latex), _at_blank(n.symbol))
         return cls(part, n, _template(n.name), args, latex, _template(n.text), symbol, named, "i" in n.axes)
 
@@ -202,7 +203,7 @@ class Replay:
             value = values[b.part]
             wide = max(value.shape) > 9  # ids.fill separates indices with commas from 10 entries on
             args = tuple(a if isinstance(a, Ref) else a.fill(texts) for a in b.args)
-            attrs = {**t.attrs, **{k: v.format_map(texts) for k, v in b.named}}
+            attrs = {**t.attrs, **{k: _filled(v, texts) for k, v in b.named}}
             if b.shifted:
                 attrs["row_offset"] = n - 1
             made.append(
@@ -227,6 +228,25 @@ class Replay:
 def _at_blank(latex: str) -> tuple[str, str]:
     """``latex`` at the blank token position, as templates: in a row of fewer than 10 keys, and of 10 or more."""
     return _template(at_token(latex, BLANK["first"], False)), _template(at_token(latex, BLANK["first"], True))
+
+
+def _texts(value: object) -> tuple[str, ...]:
+    """An attribute's texts: itself if it is one, its items if it is a list of texts, else none."""
+    if isinstance(value, str):
+        return (value,)
+    if isinstance(value, list | tuple) and value and all(isinstance(v, str) for v in value):
+        return tuple(value)
+    return ()
+
+
+def _templates(value: str | list[str] | tuple[str, ...]) -> str | tuple[str, ...]:
+    """A text attribute as a template, or a list of texts as a tuple of templates."""
+    return _template(value) if isinstance(value, str) else tuple(_template(v) for v in value)
+
+
+def _filled(template: str | tuple[str, ...], texts: dict[str, str]) -> str | list[str]:
+    """:func:`_templates` filled in for one step (a list of texts stays a list, as the recorder keeps it)."""
+    return template.format_map(texts) if isinstance(template, str) else [t.format_map(texts) for t in template]
 
 
 def _has_blank(*texts: str) -> bool:
