@@ -84,13 +84,14 @@ def _running_sums(trace: Trace, step: Step, terms: list[Step]) -> list[Step]:
     if not partials or not all(t.node.name.startswith(f"{step.node.name}.") for t in terms) or not step.node.args:
         return []
     node = trace.node(str(partials))
-    # the running sums are laid out in their own axes, which need not be the terms' order: read the term's
-    # index by the axis names the total reads its terms with ("*" is the summed axis)
-    over = str(step.node.attrs.get("over"))
-    letters = [over if x == "*" else x for x in step.node.args[0].index or ()]
-    if sorted(letters) != sorted(node.axes):
+    # the running sums may be laid out in another axis order than the terms (a backward total summed over heads
+    # keeps the heads last): a term's index is read by the axis names of the terms' own node, which is recorded
+    # with the running sums and names its axes as they do (the total's own names may differ: a captured einsum's
+    # (i, j, b, h) reads terms laid out (b, j, i, h, m))
+    own = terms[0].node.axes if terms else ()
+    if sorted(own) != sorted(node.axes) or any(t.node is not terms[0].node for t in terms):
         return []
-    return [Step(trace, node, tuple(dict(zip(letters, t.index, strict=True))[a] for a in node.axes)) for t in terms]
+    return [Step(trace, node, tuple(dict(zip(own, t.index, strict=True))[a] for a in node.axes)) for t in terms]
 
 
 def _factor_steps(ctx: LessonCtx, step: Step) -> list[Step]:
