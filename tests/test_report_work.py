@@ -16,7 +16,8 @@ from jinja2 import Environment
 
 import tracer
 from tracer.core import ids, portable
-from tracer.present import report, views
+from tracer.lessons.simple import page as walkthrough
+from tracer.present import report
 from tracer.present.render import env
 from tracer.present.strings import Strings
 from tracer.present.views import doors
@@ -81,7 +82,7 @@ def test_a_large_page_parses_each_number_it_shows_once_and_no_input(monkeypatch:
     """
     inputs = np.random.default_rng(0).random((64, 16)).round(2)
     trace = portable.shown(tracer.trace_self_attention(inputs))
-    page = views.page(trace, "en")
+    page = walkthrough.page(trace, report.narrative_of(trace, "en"))
     doors._MADE.clear()  # made again below, counted
     shown = set(doors.shown(page.sections))
     trace._found.clear()  # as in a fresh process: nothing looked up yet
