@@ -11,6 +11,8 @@ through torch, which converts them.
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pytest
 import torch
@@ -33,6 +35,15 @@ def test_products_are_torch_mul_bit_for_bit_with_broadcasting_and_specials(dtype
     want = torch.empty(7, 6, 5, dtype=dtype)
     torch.mul(a, b, out=want)
     assert _bits(got) == _bits(want)
+
+
+def test_products_that_overflow_are_inf_and_warn_nothing() -> None:
+    """Huge inputs overflow to inf, which the trace records and notes: numpy must not print a warning of its own."""
+    a = torch.full((2, 3), 3.0e38, dtype=torch.float32)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        got = recorder.products(a, a, (2, 3), torch.float32)
+    assert torch.isinf(got).all()
 
 
 def test_products_of_mixed_dtypes_go_through_torch() -> None:

@@ -148,7 +148,8 @@ def products(a: torch.Tensor, b: torch.Tensor, sizes: Sequence[int], dtype: torc
     """
     terms = torch.empty(list(sizes), dtype=dtype)
     if a.dtype == b.dtype == dtype and not (a.requires_grad or b.requires_grad):
-        np.multiply(a.numpy(), b.numpy(), out=terms.numpy())
+        with np.errstate(all="ignore"):  # an overflow is an IEEE inf, recorded and noted like torch's
+            np.multiply(a.numpy(), b.numpy(), out=terms.numpy())
     else:
         torch.mul(a, b, out=terms)
     return terms
