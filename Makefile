@@ -81,6 +81,7 @@ bench: $(READY)  ## benchmarks: ratios measured side by side in one run; a misse
 	$(PY) bench/bench_diff.py
 	$(PY) bench/bench_load.py
 	$(PY) bench/bench_report.py
+	$(PY) bench/bench_page.py --repeat 3
 	$(PY) bench/bench_capture.py
 	$(PY) bench/bench_check.py
 	$(PY) bench/bench_model.py
