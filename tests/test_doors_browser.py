@@ -122,6 +122,15 @@ def test_a_phone_gets_a_sheet_and_nothing_wider_than_the_screen(browser: Browser
     assert words == {"en": "Close", "zh": "关闭"}[lang]
 
 
+def test_a_door_looks_like_the_number_it_holds(browser: Browser) -> None:
+    """No button frame or grey fill: the door rule applies (a stray brace in report.css once dropped it)."""
+    browser.open((REPORTS / "causal" / "en" / "index.html").as_uri())
+    style = "getComputedStyle(document.querySelector('td button.door'))"
+    assert browser.js(f"{style}.borderTopStyle") == "none"
+    assert browser.js(f"{style}.backgroundColor") == "rgba(0, 0, 0, 0)"
+    assert "dotted" in browser.js(f"{style}.textDecorationStyle")
+
+
 def test_printing_hides_the_panel_and_the_door_styling(browser: Browser) -> None:
     browser.open((REPORTS / "tutorial" / "en" / "index.html").as_uri())
     _open(browser, "td button.door")
